@@ -1,0 +1,49 @@
+# cps-extender: the verbs people type. `make help` lists them.
+SHELL := /usr/bin/env bash
+GO ?= go
+BIN := bin
+E2E_TIMEOUT ?= 45m
+
+.DEFAULT_GOAL := help
+
+.PHONY: help
+help: ## List the targets.
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+.PHONY: build
+build: ## Build the cps-extender binary into bin/.
+	$(GO) build -trimpath -o $(BIN)/cps-extender .
+
+.PHONY: lint
+lint: ## go vet (also the e2e-tagged code) and a gofmt check.
+	$(GO) vet ./...
+	$(GO) vet -tags e2e ./test/...
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+
+.PHONY: controlplane
+controlplane: ## Build (or reuse) etcd, kube-apiserver, kube-scheduler and kwok in .cache/.
+	test/tools/build-controlplane.sh
+
+.PHONY: unit
+unit: ## Unit tests with the race detector.
+	$(GO) test -race -count=1 ./...
+
+.PHONY: e2e
+e2e: controlplane ## End-to-end tests on a real local control plane (etcd, kube-apiserver, kube-scheduler, kwok).
+	CPS_CONTROLPLANE_BIN=$$(test/tools/build-controlplane.sh | tail -n1) \
+	  $(GO) test -tags e2e -count=1 -timeout $(E2E_TIMEOUT) -v ./test/e2e/...
+
+.PHONY: test
+test: lint unit e2e ## Everything CI runs: lint, unit tests (-race) and the end-to-end suite.
+
+.PHONY: demo
+demo: controlplane ## Local control plane + extender + kube-scheduler + a sample PS/worker workload; prints where each pod went.
+	CPS_CONTROLPLANE_BIN=$$(test/tools/build-controlplane.sh | tail -n1) $(GO) run ./test/demo
+
+.PHONY: clean
+clean: ## Remove build outputs (not the control plane cache; see clean-cache).
+	rm -rf $(BIN)
+
+.PHONY: clean-cache
+clean-cache: ## Remove the cached control plane binaries.
+	rm -rf .cache

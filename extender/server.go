@@ -1,0 +1,152 @@
+package extender
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/julienschmidt/httprouter"
+	"go.uber.org/zap"
+)
+
+// The kube-scheduler extender verbs served under the URL prefix.
+const (
+	VerbFilter     = "filter"
+	VerbPrioritize = "prioritize"
+	VerbBind       = "bind"
+)
+
+// ReadyChecker reports whether the extender can answer from a synced cluster view.
+type ReadyChecker interface {
+	Ready() bool
+}
+
+// Server serves the extender verbs, health and readiness.
+type Server struct {
+	log      *zap.Logger
+	prefix   string
+	maxBytes int64
+	ready    ReadyChecker
+	sched    *SchedulerVerbs
+	router   *httprouter.Router
+}
+
+// ServerOptions are the dependencies of a Server.
+type ServerOptions struct {
+	Log             *zap.Logger
+	URLPrefix       string
+	MaxRequestBytes int64
+	Ready           ReadyChecker
+	Scheduler       *SchedulerVerbs
+}
+
+// NewServer builds the HTTP handler of the extender.
+func NewServer(o ServerOptions) (*Server, error) {
+	var missing []string
+	if o.Log == nil {
+		missing = append(missing, "Log")
+	}
+	if o.Ready == nil {
+		missing = append(missing, "Ready")
+	}
+	if o.Scheduler == nil {
+		missing = append(missing, "Scheduler")
+	}
+	if o.MaxRequestBytes <= 0 {
+		missing = append(missing, "MaxRequestBytes")
+	}
+	if len(missing) > 0 {
+		return nil, fmt.Errorf("extender server: missing %s", strings.Join(missing, ", "))
+	}
+	s := &Server{log: o.Log, prefix: o.URLPrefix, maxBytes: o.MaxRequestBytes, ready: o.Ready, sched: o.Scheduler}
+	r := httprouter.New()
+	r.RedirectTrailingSlash = false
+	r.RedirectFixedPath = false
+	r.HandleMethodNotAllowed = true
+	r.POST(s.prefix+"/"+VerbFilter, s.handle(VerbFilter, s.sched.filter))
+	r.POST(s.prefix+"/"+VerbPrioritize, s.handle(VerbPrioritize, s.sched.prioritize))
+	r.POST(s.prefix+"/"+VerbBind, s.handle(VerbBind, s.sched.bind))
+	r.GET("/healthz", s.healthz)
+	r.GET("/readyz", s.readyz)
+	r.NotFound = http.HandlerFunc(s.notFound)
+	r.MethodNotAllowed = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		writeJSON(w, http.StatusMethodNotAllowed, errorBody{Error: fmt.Sprintf("method %s is not allowed on %s", req.Method, req.URL.Path)})
+	})
+	r.PanicHandler = func(w http.ResponseWriter, req *http.Request, v any) {
+		// A panic is a bug of ours; answer 500 instead of dropping the connection.
+		s.log.Error("handler panicked", zap.String("path", req.URL.Path), zap.Any("panic", v), zap.Stack("stack"))
+		writeJSON(w, http.StatusInternalServerError, errorBody{Error: "internal error"})
+	}
+	s.router = r
+	return s, nil
+}
+
+// ServeHTTP serves one request, with an access log line at debug level.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	info := &requestInfo{}
+	rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
+	s.router.ServeHTTP(rec, r.WithContext(context.WithValue(r.Context(), requestInfoKey{}, info)))
+	if ce := s.log.Check(zap.DebugLevel, "request"); ce != nil {
+		ce.Write(zap.String("method", r.Method), zap.String("path", r.URL.Path), zap.Int("status", rec.status),
+			zap.String("pod", info.pod), zap.String("decision", info.decision), zap.Duration("duration", time.Since(start)))
+	}
+}
+
+// handle wraps one verb: readiness check, then the verb's own decode-check-decide-encode.
+func (s *Server) handle(verb string, fn func(w http.ResponseWriter, r *http.Request, maxBytes int64)) httprouter.Handle {
+	return func(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+		if !s.ready.Ready() {
+			writeJSON(w, http.StatusServiceUnavailable, errorBody{Error: "extender is not ready: cluster view not synced yet"})
+			return
+		}
+		fn(w, r, s.maxBytes)
+	}
+}
+
+func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {
+	msg := fmt.Sprintf("no such endpoint %s %s", r.Method, r.URL.Path)
+	if verb, ok := strings.CutPrefix(r.URL.Path, s.prefix+"/"); ok && !strings.Contains(verb, "/") {
+		msg = fmt.Sprintf("unknown verb %q: known verbs are %s, %s, %s", verb, VerbFilter, VerbPrioritize, VerbBind)
+	}
+	writeJSON(w, http.StatusNotFound, errorBody{Error: msg})
+}
+
+func (s *Server) healthz(w http.ResponseWriter, _ *http.Request, _ httprouter.Params) {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+func (s *Server) readyz(w http.ResponseWriter, _ *http.Request, _ httprouter.Params) {
+	if !s.ready.Ready() {
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "cluster view not synced"})
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+// requestInfo collects what a handler decided, for the access log.
+type requestInfo struct {
+	pod      string
+	decision string
+}
+
+type requestInfoKey struct{}
+
+// noteDecision records the pod and decision of the request for the access log.
+func noteDecision(ctx context.Context, pod, decision string) {
+	if info, ok := ctx.Value(requestInfoKey{}).(*requestInfo); ok {
+		info.pod, info.decision = pod, decision
+	}
+}
+
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (r *statusRecorder) WriteHeader(code int) {
+	r.status = code
+	r.ResponseWriter.WriteHeader(code)
+}

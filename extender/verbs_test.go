@@ -1,0 +1,307 @@
+package extender
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	extenderv1 "k8s.io/kube-scheduler/extender/v1"
+)
+
+// fakeNodes is a NodeLookup over a fixed set of node names.
+type fakeNodes map[string]bool
+
+func (f fakeNodes) Node(name string) (*corev1.Node, bool) {
+	if !f[name] {
+		return nil, false
+	}
+	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}, true
+}
+
+// fakeBinder records binds and fails those whose pod name is in fail.
+type fakeBinder struct {
+	mu    sync.Mutex
+	binds []string
+	fail  map[string]error
+}
+
+func (f *fakeBinder) Bind(ctx context.Context, pod PodRef, node string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := f.fail[pod.Name]; err != nil {
+		return err
+	}
+	f.binds = append(f.binds, pod.String()+"->"+node)
+	return nil
+}
+
+type readyFlag bool
+
+func (r readyFlag) Ready() bool { return bool(r) }
+
+type testServer struct {
+	srv    *Server
+	binder *fakeBinder
+	logs   *observer.ObservedLogs
+}
+
+func newTestServer(t *testing.T, ready bool, maxBytes int64) *testServer {
+	t.Helper()
+	core, logs := observer.New(zap.DebugLevel)
+	log := zap.New(core)
+	binder := &fakeBinder{fail: map[string]error{"gone": errors.New("pod default/gone no longer exists: not bound to n1")}}
+	verbs, err := NewSchedulerVerbs(log, fakeNodes{"n1": true, "n2": true}, binder)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := NewServer(ServerOptions{Log: log, URLPrefix: "/scheduler", MaxRequestBytes: maxBytes, Ready: readyFlag(ready), Scheduler: verbs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &testServer{srv: srv, binder: binder, logs: logs}
+}
+
+func (ts *testServer) do(method, path, body string) *httptest.ResponseRecorder {
+	req := httptest.NewRequest(method, path, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	rec := httptest.NewRecorder()
+	ts.srv.ServeHTTP(rec, req)
+	return rec
+}
+
+const podJSON = `{"metadata":{"name":"p1","namespace":"default","uid":"u1"},"spec":{"containers":[{"name":"c","image":"fake"}]}}`
+
+func TestFilter(t *testing.T) {
+	tests := []struct {
+		name string
+		body string
+		want extenderv1.ExtenderFilterResult
+	}{
+		{
+			name: "node names: known pass, unknown fail with a reason",
+			body: `{"Pod":` + podJSON + `,"NodeNames":["n1","ghost","n2"]}`,
+			want: extenderv1.ExtenderFilterResult{
+				NodeNames:                  &[]string{"n1", "n2"},
+				FailedNodes:                extenderv1.FailedNodesMap{"ghost": "node ghost is not in the extender's cluster view (yet)"},
+				FailedAndUnresolvableNodes: extenderv1.FailedNodesMap{},
+			},
+		},
+		{
+			name: "lower-case keys are accepted",
+			body: `{"pod":` + podJSON + `,"nodenames":["n1"]}`,
+			want: extenderv1.ExtenderFilterResult{
+				NodeNames:                  &[]string{"n1"},
+				FailedNodes:                extenderv1.FailedNodesMap{},
+				FailedAndUnresolvableNodes: extenderv1.FailedNodesMap{},
+			},
+		},
+		{
+			name: "full node objects are returned whole",
+			body: `{"Pod":` + podJSON + `,"Nodes":{"items":[{"metadata":{"name":"x1","labels":{"rack":"r1"}}}]}}`,
+			want: extenderv1.ExtenderFilterResult{
+				Nodes: &corev1.NodeList{Items: []corev1.Node{{ObjectMeta: metav1.ObjectMeta{Name: "x1", Labels: map[string]string{"rack": "r1"}}}}},
+				FailedNodes:                extenderv1.FailedNodesMap{},
+				FailedAndUnresolvableNodes: extenderv1.FailedNodesMap{},
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ts := newTestServer(t, true, 1<<20)
+			rec := ts.do(http.MethodPost, "/scheduler/filter", tt.body)
+			if rec.Code != http.StatusOK {
+				t.Fatalf("status %d, body %s", rec.Code, rec.Body)
+			}
+			var got extenderv1.ExtenderFilterResult
+			if err := json.Unmarshal(rec.Body.Bytes(), &got); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("filter result (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestPrioritizeNeutral(t *testing.T) {
+	ts := newTestServer(t, true, 1<<20)
+	rec := ts.do(http.MethodPost, "/scheduler/prioritize", `{"Pod":`+podJSON+`,"NodeNames":["n1","n2"]}`)
+	if rec.Code != http.StatusOK {
+		t.Fatalf("status %d, body %s", rec.Code, rec.Body)
+	}
+	var got extenderv1.HostPriorityList
+	if err := json.Unmarshal(rec.Body.Bytes(), &got); err != nil {
+		t.Fatal(err)
+	}
+	want := extenderv1.HostPriorityList{{Host: "n1", Score: 0}, {Host: "n2", Score: 0}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("scores (-want +got):\n%s", diff)
+	}
+}
+
+func TestBind(t *testing.T) {
+	tests := []struct {
+		name      string
+		body      string
+		wantError string
+		wantBinds []string
+	}{
+		{
+			name:      "binds through the binder",
+			body:      `{"PodName":"p1","PodNamespace":"default","PodUID":"u1","Node":"n1"}`,
+			wantBinds: []string{"default/p1->n1"},
+		},
+		{
+			name:      "a pod that no longer exists answers an Error saying so",
+			body:      `{"PodName":"gone","PodNamespace":"default","PodUID":"u2","Node":"n1"}`,
+			wantError: "pod default/gone no longer exists: not bound to n1",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ts := newTestServer(t, true, 1<<20)
+			rec := ts.do(http.MethodPost, "/scheduler/bind", tt.body)
+			if rec.Code != http.StatusOK {
+				t.Fatalf("status %d, body %s", rec.Code, rec.Body)
+			}
+			var got extenderv1.ExtenderBindingResult
+			if err := json.Unmarshal(rec.Body.Bytes(), &got); err != nil {
+				t.Fatal(err)
+			}
+			if got.Error != tt.wantError {
+				t.Errorf("Error = %q, want %q", got.Error, tt.wantError)
+			}
+			if diff := cmp.Diff(tt.wantBinds, ts.binder.binds); diff != "" {
+				t.Errorf("binds (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestBadInput(t *testing.T) {
+	big := `{"Pod":` + podJSON + `,"NodeNames":["` + strings.Repeat("n", 4096) + `"]}`
+	tests := []struct {
+		name       string
+		method     string
+		path       string
+		body       string
+		ready      bool
+		wantStatus int
+		wantError  string // a substring of the JSON error
+	}{
+		{"malformed JSON", "POST", "/scheduler/filter", `{"Pod":`, true, 400, "ends in the middle"},
+		{"syntax error", "POST", "/scheduler/filter", `{"Pod": nope}`, true, 400, "not valid JSON"},
+		{"empty body", "POST", "/scheduler/prioritize", ``, true, 400, "body is empty"},
+		{"missing Pod", "POST", "/scheduler/filter", `{"NodeNames":["n1"]}`, true, 400, "no Pod"},
+		{"missing nodes", "POST", "/scheduler/filter", `{"Pod":` + podJSON + `}`, true, 400, "neither NodeNames"},
+		{"pod without name", "POST", "/scheduler/prioritize", `{"Pod":{"metadata":{}},"NodeNames":[]}`, true, 400, "no metadata.name"},
+		{"wrong type", "POST", "/scheduler/filter", `{"Pod":` + podJSON + `,"NodeNames":"n1"}`, true, 400, "wrong type"},
+		{"trailing data", "POST", "/scheduler/filter", `{"Pod":` + podJSON + `,"NodeNames":[]} {}`, true, 400, "data after"},
+		{"bind without node", "POST", "/scheduler/bind", `{"PodName":"p1","PodNamespace":"default"}`, true, 400, "no Node"},
+		{"bind without anything", "POST", "/scheduler/bind", `{}`, true, 400, "no PodName, PodNamespace, Node"},
+		{"body over the limit", "POST", "/scheduler/filter", big, true, 413, "larger than the limit of 2048 bytes"},
+		{"unknown verb", "POST", "/scheduler/preempt", `{}`, true, 404, `unknown verb "preempt"`},
+		{"unknown path", "POST", "/elsewhere", `{}`, true, 404, "no such endpoint"},
+		{"wrong method", "GET", "/scheduler/filter", ``, true, 405, "method GET is not allowed"},
+		{"not ready", "POST", "/scheduler/filter", `{"Pod":` + podJSON + `,"NodeNames":["n1"]}`, false, 503, "not ready"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ts := newTestServer(t, tt.ready, 2048)
+			rec := ts.do(tt.method, tt.path, tt.body)
+			if rec.Code != tt.wantStatus {
+				t.Fatalf("status %d, want %d; body %s", rec.Code, tt.wantStatus, rec.Body)
+			}
+			if ct := rec.Header().Get("Content-Type"); ct != "application/json" {
+				t.Errorf("Content-Type %q, want application/json", ct)
+			}
+			var got errorBody
+			if err := json.Unmarshal(rec.Body.Bytes(), &got); err != nil {
+				t.Fatalf("error body is not JSON: %v: %s", err, rec.Body)
+			}
+			if !strings.Contains(got.Error, tt.wantError) {
+				t.Errorf("error %q does not contain %q", got.Error, tt.wantError)
+			}
+			if len(ts.binder.binds) != 0 {
+				t.Errorf("bad input led to binds %v", ts.binder.binds)
+			}
+		})
+	}
+}
+
+func TestHealthAndReadiness(t *testing.T) {
+	for _, tt := range []struct {
+		name       string
+		ready      bool
+		path       string
+		wantStatus int
+	}{
+		{"healthz while syncing", false, "/healthz", 200},
+		{"readyz while syncing", false, "/readyz", 503},
+		{"readyz synced", true, "/readyz", 200},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ts := newTestServer(t, tt.ready, 1024)
+			if rec := ts.do(http.MethodGet, tt.path, ""); rec.Code != tt.wantStatus {
+				t.Errorf("%s: status %d, want %d", tt.path, rec.Code, tt.wantStatus)
+			}
+		})
+	}
+}
+
+func TestAccessLog(t *testing.T) {
+	ts := newTestServer(t, true, 1<<20)
+	ts.do(http.MethodPost, "/scheduler/bind", `{"PodName":"p1","PodNamespace":"default","PodUID":"u1","Node":"n2"}`)
+	entries := ts.logs.FilterMessage("request").All()
+	if len(entries) != 1 {
+		t.Fatalf("got %d access log lines, want 1", len(entries))
+	}
+	fields := entries[0].ContextMap()
+	want := map[string]any{"method": "POST", "path": "/scheduler/bind", "status": int64(200), "pod": "default/p1", "decision": "bound to n2"}
+	for k, v := range want {
+		if fields[k] != v {
+			t.Errorf("log field %s = %v, want %v", k, fields[k], v)
+		}
+	}
+	if _, ok := fields["duration"]; !ok {
+		t.Error("log line has no duration")
+	}
+}
+
+func TestNewServerRequiresDependencies(t *testing.T) {
+	_, err := NewServer(ServerOptions{})
+	if err == nil || !strings.Contains(err.Error(), "Log, Ready, Scheduler, MaxRequestBytes") {
+		t.Errorf("err = %v, want all missing dependencies named", err)
+	}
+	if _, err := NewSchedulerVerbs(nil, nil, nil); err == nil {
+		t.Error("NewSchedulerVerbs accepted nil dependencies")
+	}
+}
+
+// TestBindIgnoresCancelledRequest pins that a Binding is finished even when the scheduler
+// gives up on the request: the binder must not see a cancelled context.
+func TestBindIgnoresCancelledRequest(t *testing.T) {
+	ts := newTestServer(t, true, 1<<20)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	req := httptest.NewRequest(http.MethodPost, "/scheduler/bind", bytes.NewBufferString(`{"PodName":"p1","PodNamespace":"default","Node":"n1"}`)).WithContext(ctx)
+	rec := httptest.NewRecorder()
+	ts.srv.ServeHTTP(rec, req)
+	if diff := cmp.Diff([]string{"default/p1->n1"}, ts.binder.binds); diff != "" {
+		t.Errorf("binds (-want +got):\n%s", diff)
+	}
+}
