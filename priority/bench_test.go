@@ -1,0 +1,89 @@
+package priority_test
+
+import (
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cps-extender/cps-extender/priority"
+)
+
+// benchState is the issue-7 size: 2000 jobs of 1 PS + 4 workers (10k pending pods) on 5000
+// nodes. nodeCPU sets how contended it is: with 16 cores a node, every job fits; with 4,
+// about half the jobs do and the rest are tried against what is left.
+func benchState(nodeCPU int64) priority.State {
+	r := rand.New(rand.NewPCG(1, 1))
+	var s priority.State
+	for i := range 5000 {
+		free := res(nodeCPU*1000, 64*gi, "pods", 110)
+		if i%4 == 0 {
+			free["nvidia.com/gpu"] = 4
+		}
+		s.Nodes = append(s.Nodes, node("node-"+strconv.Itoa(100000+i*7919%100000), free))
+	}
+	users := []string{"alice", "bob", "carol", "dave", "erin"}
+	for i := range 2000 {
+		wReq := res(int64(1+r.IntN(4))*1000, int64(1+r.IntN(8))*gi)
+		if i%5 == 0 {
+			wReq["nvidia.com/gpu"] = 1
+		}
+		j := mkJob("team-"+strconv.Itoa(i%50)+"/job-"+strconv.Itoa(i)).
+			user(users[i%len(users)]).prio(int32(r.IntN(1000))*1000).
+			created(t0.Add(-time.Duration(r.IntN(3600))*time.Second)).
+			gang(1, res(2000, 4*gi), 4, wReq)
+		s.Jobs = append(s.Jobs, j.obj())
+	}
+	return s
+}
+
+func BenchmarkAdmit(b *testing.B) {
+	for _, bc := range []struct {
+		name        string
+		nodeCPU     int64
+		policy      priority.Policy
+		sortedNodes bool
+	}{
+		{"fits/reserve", 16, priority.PolicyReserve, false},
+		{"fits/reserve/sorted-nodes", 16, priority.PolicyReserve, true},
+		{"contended/reserve", 4, priority.PolicyReserve, false},
+		{"contended/strict", 4, priority.PolicyStrict, false},
+		{"contended/besteffort", 4, priority.PolicyBestEffort, false},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			s := benchState(bc.nodeCPU)
+			if bc.sortedNodes { // as a cluster view that keeps its nodes in name order passes them
+				slices.SortFunc(s.Nodes, func(a, b priority.Node) int { return strings.Compare(a.Name, b.Name) })
+			}
+			m := priority.DefaultModel()
+			m.UserTiers = map[string]string{"alice": "gold", "carol": "silver"}
+			m.Policy = bc.policy
+			q := m.Admit(s, t0)
+			admitted := 0
+			for _, d := range q.Order {
+				if d.Phase == priority.PhaseAdmitted {
+					admitted++
+				}
+			}
+			b.ReportMetric(float64(admitted), "admitted")
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				m.Admit(s, t0)
+			}
+		})
+	}
+}
+
+// BenchmarkFit places one 8 PS + 56 worker gang on the 5000 nodes, as a caller checking a
+// single job would.
+func BenchmarkFit(b *testing.B) {
+	s := benchState(16)
+	pods := mkJob("ns/big").gang(8, res(2000, 4*gi), 56, res(4000, 8*gi)).obj().Pods
+	b.ReportAllocs()
+	for b.Loop() {
+		priority.Fit(s.Nodes, pods)
+	}
+}

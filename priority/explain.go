@@ -1,0 +1,142 @@
+package priority
+
+import (
+	"math"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Ordinal writes n as an English ordinal: 1st, 2nd, 3rd, 4th, 11th, 12th, 13th, 21st.
+func Ordinal(n int) string {
+	suffix := "th"
+	if m100 := n % 100; m100 < 11 || m100 > 13 {
+		switch n % 10 {
+		case 1, -1:
+			suffix = "st"
+		case 2, -2:
+			suffix = "nd"
+		case 3, -3:
+			suffix = "rd"
+		}
+	}
+	return strconv.Itoa(n) + suffix
+}
+
+// runningReason: "job ns/a is running (6 of 6 bound)"; the minimum is added when the job
+// has more pods than its minimum, so "6 of 8" is not read as a problem.
+func runningReason(d *Decision) string {
+	var b strings.Builder
+	b.WriteString("job ")
+	b.WriteString(d.Key)
+	b.WriteString(" is running (")
+	b.WriteString(strconv.Itoa(d.Bound))
+	b.WriteString(" of ")
+	b.WriteString(strconv.Itoa(d.Pods))
+	b.WriteString(" bound")
+	if d.MinMember != d.Pods {
+		b.WriteString(", minimum ")
+		b.WriteString(strconv.Itoa(d.MinMember))
+	}
+	b.WriteString(")")
+	return b.String()
+}
+
+// queuedReason is the sentence for a job in the queue, admitted or waiting.
+//
+//	job ns/a has the turn (1st of 3, P=0.74: user 1.00, job 0.50, wait 0.10, parallelism 0.40)
+//	job ns/a waits for its turn: 3rd of 7, behind ns/b (P=0.82); it does not fit: worker ...
+func (m Model) queuedReason(v *jobView) string {
+	d := v.d
+	var b strings.Builder
+	b.Grow(256)
+	b.WriteString("job ")
+	b.WriteString(d.Key)
+	if d.Phase == PhaseAdmitted {
+		b.WriteString(" has the turn (")
+		b.WriteString(Ordinal(d.Position))
+		b.WriteString(" of ")
+		b.WriteString(strconv.Itoa(d.QueueLen))
+		b.WriteString(", P=")
+		writeFixed2(&b, d.P)
+		b.WriteString(": user ")
+		writeFixed2(&b, d.Terms.User)
+		b.WriteString(", job ")
+		writeFixed2(&b, d.Terms.Job)
+		b.WriteString(", wait ")
+		writeFixed2(&b, d.Terms.Wait)
+		b.WriteString(", parallelism ")
+		writeFixed2(&b, d.Terms.Parallelism)
+		b.WriteString(")")
+		switch {
+		case d.Repair:
+			b.WriteString("; it completes a partial gang (")
+			b.WriteString(strconv.Itoa(d.Bound))
+			b.WriteString(" of ")
+			b.WriteString(strconv.Itoa(d.MinMember))
+			b.WriteString(" bound)")
+		case d.Held > 0:
+			b.WriteString("; ")
+			b.WriteString(strconv.Itoa(d.Held))
+			b.WriteString(" of ")
+			b.WriteString(strconv.Itoa(d.MinMember))
+			b.WriteString(" pods are gathering at bind")
+		case d.Starved:
+			b.WriteString("; it has waited ")
+			b.WriteString(v.wait.Round(time.Second).String())
+			b.WriteString(", past the starvation bound of ")
+			b.WriteString(m.StarvationBound.String())
+		}
+		return b.String()
+	}
+
+	b.WriteString(" waits for its turn: ")
+	b.WriteString(Ordinal(d.Position))
+	b.WriteString(" of ")
+	b.WriteString(strconv.Itoa(d.QueueLen))
+	if d.Ahead != "" {
+		b.WriteString(", behind ")
+		b.WriteString(d.Ahead)
+		b.WriteString(" (P=")
+		writeFixed2(&b, d.AheadP)
+		b.WriteString(")")
+	}
+	b.WriteString("; ")
+	switch v.kind {
+	case waitNoFit:
+		b.WriteString("it does not fit: ")
+		b.WriteString(d.Blocker)
+	case waitReserving:
+		b.WriteString("it does not fit: ")
+		b.WriteString(d.Blocker)
+		b.WriteString("; what fits of it is set aside meanwhile")
+	case waitStrictBehind:
+		b.WriteString("strict order: ")
+		b.WriteString(v.blocking.job.Key)
+		b.WriteString(" goes first and does not fit: ")
+		b.WriteString(v.blocking.d.Blocker)
+	case waitBesideReserve:
+		b.WriteString("it ")
+		b.WriteString(d.Blocker)
+	default:
+		b.WriteString(d.Blocker)
+	}
+	return b.String()
+}
+
+// writeFixed2 writes x with two decimals, as the reasons show terms and P. Values in
+// [0,1], the usual case, are written with integer arithmetic, which is several times
+// cheaper than the general float formatting and gives the same digits.
+func writeFixed2(b *strings.Builder, x float64) {
+	// Near a half the product x*100 may round either way; leave those to strconv.
+	if f := x * 100; x >= 0 && x <= 1 && math.Abs(f-math.Floor(f)-0.5) > 1e-6 {
+		c := int(math.Round(f)) // 0..100
+		b.WriteByte(byte('0' + c/100))
+		b.WriteByte('.')
+		b.WriteByte(byte('0' + c/10%10))
+		b.WriteByte(byte('0' + c%10))
+		return
+	}
+	var buf [32]byte
+	b.Write(strconv.AppendFloat(buf[:0], x, 'f', 2, 64))
+}

@@ -1,0 +1,512 @@
+package priority
+
+import (
+	"encoding/binary"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// FitResult is the outcome of a simulated placement.
+type FitResult struct {
+	// OK is true when every pod found a node.
+	OK bool `json:"ok"`
+	// Placement maps a placed pod's UID to its node. When OK is false it holds the pods
+	// that did fit, which is what a reserving job sets aside.
+	Placement map[string]string `json:"placement"`
+	// Blocker names the first pod that did not fit and the resource that was short.
+	Blocker string `json:"blocker,omitempty"`
+}
+
+// Fit simulates placing pods on the nodes' free capacity, node by node and for every
+// resource the pods request (cpu, memory, extended resources) plus one "pods" slot on
+// nodes that list "pods"; it never adds capacity up across nodes, since a gang that fits
+// in total but not node by node would take the turn and never gather. Pods are placed in
+// SortPods order. A PS goes to the first node (by name) that fits and hosts no other PS of
+// this placement, else to the first that fits; a worker goes to the first node hosting one
+// of its PS that fits, else to the first that fits; other pods go to the first that fits.
+// Pods that do not fit are skipped and the rest still placed. The inputs are not changed.
+func Fit(nodes []Node, pods []Pod) FitResult {
+	sorted := slices.Clone(pods)
+	SortPods(sorted)
+	ptrs := make([]*Pod, len(sorted))
+	for i := range sorted {
+		ptrs[i] = &sorted[i]
+	}
+	var dims dimSet
+	demands := dims.demands(ptrs)
+	c := newCapacity(nodes, &dims)
+	res := FitResult{OK: true, Placement: make(map[string]string, len(sorted))}
+	var ps []int
+	for i, p := range ptrs {
+		at := c.placeOne(p.Role, demands[i], &ps)
+		if at < 0 {
+			if res.OK {
+				res.OK = false
+				res.Blocker = c.shortage(podLabel(p, ""), demands[i].needs)
+			}
+			continue
+		}
+		res.Placement[p.UID] = c.nodes[at]
+	}
+	return res
+}
+
+// dimNeed is what a pod needs of one resource, by index into a capacity's dimensions.
+type dimNeed struct {
+	dim    int
+	amount int64
+}
+
+// unlimited stands for "no limit" (a node without a "pods" entry). It is far from the
+// int64 range so that subtracting and adding back can never overflow.
+const unlimited = math.MaxInt64 / 4
+
+// demand is what one pod needs, sorted by dimension with the pod slot last. Pods with
+// equal needs share a shape, so the search for one can start where the last one left off.
+type demand struct {
+	needs []dimNeed
+	shape int
+}
+
+// dimSet names the resource dimensions of one computation. Only resources some pod asks
+// for get a dimension; "pods" always has one, as the last, because every pod takes a slot.
+type dimSet struct {
+	names  []string
+	shapes int
+}
+
+// provisional returns the provisional dimension of a resource name, adding it when new.
+// A short linear scan beats hashing for the handful of resources clusters have.
+func (ds *dimSet) provisional(name string, index map[string]int) int {
+	if len(ds.names) <= 8 {
+		for d, n := range ds.names {
+			if n == name {
+				return d
+			}
+		}
+	} else if d, ok := index[name]; ok {
+		return d
+	}
+	d := len(ds.names)
+	index[name] = d
+	ds.names = append(ds.names, name)
+	return d
+}
+
+// demands turns each pod's request into its demand. Non-positive amounts need nothing; a
+// "pods" entry in a request is ignored, since a pod is one pod. It is meant to be called
+// once per dimSet.
+func (ds *dimSet) demands(pods []*Pod) []demand {
+	index := map[string]int{}
+	total := 0
+	for _, p := range pods {
+		total += len(p.Request) + 1
+	}
+	backing := make([]dimNeed, 0, total)
+	out := make([]demand, len(pods))
+	// Provisional dimension numbers in order of first sight; renumbered below into the
+	// display order once every name is known.
+	for i, p := range pods {
+		start := len(backing)
+		for name, v := range p.Request {
+			if v <= 0 || name == resourcePods {
+				continue
+			}
+			d := ds.provisional(name, index)
+			backing = append(backing, dimNeed{d, v})
+		}
+		// Room for the pod slot, filled in once the dimension of "pods" is known.
+		backing = append(backing, dimNeed{})
+		out[i].needs = backing[start:len(backing):len(backing)]
+	}
+	order := slices.Clone(ds.names)
+	slices.SortFunc(order, compareResourceNames)
+	renumber := make([]int, len(ds.names))
+	for i, name := range order {
+		renumber[index[name]] = i
+	}
+	ds.names = append(order, resourcePods)
+	podsDim := len(ds.names) - 1
+
+	shapes := map[string]int{}
+	var key []byte
+	for i := range out {
+		needs := out[i].needs
+		req := needs[:len(needs)-1]
+		for k := range req {
+			req[k].dim = renumber[req[k].dim]
+		}
+		slices.SortFunc(req, func(a, b dimNeed) int { return a.dim - b.dim })
+		needs[len(needs)-1] = dimNeed{podsDim, 1}
+
+		// A gang's workers usually ask for the same: compare with the pod before first.
+		if i > 0 && slices.Equal(needs, out[i-1].needs) {
+			out[i].shape = out[i-1].shape
+			continue
+		}
+		key = key[:0]
+		for _, n := range req {
+			key = binary.AppendUvarint(key, uint64(n.dim))
+			key = binary.AppendVarint(key, n.amount)
+		}
+		shape, ok := shapes[string(key)]
+		if !ok {
+			shape = len(shapes)
+			shapes[string(key)] = shape
+		}
+		out[i].shape = shape
+	}
+	ds.shapes = len(shapes)
+	return out
+}
+
+const resourcePods = "pods"
+
+// compareResourceNames orders resources for messages: cpu, memory, then the rest by name.
+func compareResourceNames(a, b string) int {
+	rank := func(s string) int {
+		switch s {
+		case "cpu":
+			return 0
+		case "memory":
+			return 1
+		}
+		return 2
+	}
+	if ra, rb := rank(a), rank(b); ra != rb {
+		return ra - rb
+	}
+	return strings.Compare(a, b)
+}
+
+// capacity is the free capacity of every node in one dense table with a max-tree over it:
+// each tree node holds, per resource, the most free on any node below it. Finding the
+// first node that fits a pod then skips whole runs of full nodes, so placing 10k pods on
+// 5000 nodes costs about pods*log(nodes) instead of pods*nodes.
+type capacity struct {
+	nodes []string // node names in placement order (by name)
+	r     int      // resources per node
+	size  int      // leaves: a power of two >= len(nodes)
+	tree  []int64  // (2*size) * r values; leaf i is at size+i
+	names []string // resource names by dimension
+
+	// cursor[shape] is the first node that may fit that shape: no node before it does
+	// (len(nodes) when none does). Capacity only shrinks between trials, so it stays
+	// true and each shape's search resumes instead of rescanning full nodes.
+	cursor []int
+
+	byName map[string]int // node index by name, built on first use
+
+	// While a trial is open, takes and cursor moves are logged so that a job that does
+	// not fit can be taken back out.
+	trial      bool
+	undo       []taken
+	undoCursor [][2]int // shape, old cursor
+}
+
+type taken struct {
+	node  int
+	needs []dimNeed
+}
+
+// newCapacity builds the table from the nodes' Free, in name order so that the result does
+// not depend on the order of the input.
+func newCapacity(nodes []Node, ds *dimSet) *capacity {
+	// Sorting int32 indexes moves no pointers, which keeps the GC's write barrier out of
+	// the sort; an already sorted input (a snapshot kept in order) skips it.
+	order := make([]int32, len(nodes))
+	for i := range order {
+		order[i] = int32(i)
+	}
+	byName := func(a, b int32) int { return strings.Compare(nodes[a].Name, nodes[b].Name) }
+	if !slices.IsSortedFunc(order, byName) {
+		slices.SortFunc(order, byName)
+	}
+	r := len(ds.names)
+	size := 1
+	for size < len(order) {
+		size *= 2
+	}
+	c := &capacity{
+		nodes:  make([]string, len(order)),
+		r:      r,
+		size:   size,
+		tree:   make([]int64, 2*size*r),
+		names:  ds.names,
+		cursor: make([]int, ds.shapes),
+	}
+	podsDim := r - 1
+	for i, k := range order {
+		n := &nodes[k]
+		c.nodes[i] = n.Name
+		leaf := c.tree[(size+i)*r : (size+i+1)*r]
+		for d := 0; d < podsDim; d++ {
+			leaf[d] = n.Free[ds.names[d]]
+		}
+		if v, ok := n.Free[resourcePods]; ok {
+			leaf[podsDim] = v
+		} else {
+			leaf[podsDim] = unlimited
+		}
+	}
+	for i := len(order); i < size; i++ {
+		leaf := c.tree[(size+i)*r : (size+i+1)*r]
+		for d := range leaf {
+			leaf[d] = math.MinInt64
+		}
+	}
+	for v := size - 1; v >= 1; v-- {
+		for d := 0; d < r; d++ {
+			c.tree[v*r+d] = max(c.tree[2*v*r+d], c.tree[(2*v+1)*r+d])
+		}
+	}
+	return c
+}
+
+// nodeIndex finds a node by name (-1 when absent).
+func (c *capacity) nodeIndex(name string) int {
+	if c.byName == nil {
+		c.byName = make(map[string]int, len(c.nodes))
+		for i, n := range c.nodes {
+			if _, dup := c.byName[n]; !dup {
+				c.byName[n] = i
+			}
+		}
+	}
+	if i, ok := c.byName[name]; ok {
+		return i
+	}
+	return -1
+}
+
+// covers reports whether tree node v has, for every need, some node below it with enough.
+// On a leaf that is exactly "the pod fits on this node".
+func (c *capacity) covers(v int, needs []dimNeed) bool {
+	base := v * c.r
+	for _, n := range needs {
+		if c.tree[base+n.dim] < n.amount {
+			return false
+		}
+	}
+	return true
+}
+
+func (c *capacity) fits(node int, needs []dimNeed) bool {
+	return c.covers(c.size+node, needs)
+}
+
+// firstFit returns the first node that fits d, or -1, and moves d's cursor there.
+func (c *capacity) firstFit(d demand) int {
+	from := c.cursor[d.shape]
+	at := c.firstFitFrom(d.needs, from)
+	to := at
+	if at < 0 {
+		to = len(c.nodes)
+	}
+	if to != from {
+		if c.trial {
+			c.undoCursor = append(c.undoCursor, [2]int{d.shape, from})
+		}
+		c.cursor[d.shape] = to
+	}
+	return at
+}
+
+// firstFitFrom returns the first node at or after from that fits needs, or -1.
+func (c *capacity) firstFitFrom(needs []dimNeed, from int) int {
+	from = max(from, 0)
+	if from >= len(c.nodes) {
+		return -1
+	}
+	// Nodes fill front to back, so the node a shape's cursor points at usually still fits.
+	if c.fits(from, needs) {
+		return from
+	}
+	return c.find(1, 0, c.size, from, needs)
+}
+
+func (c *capacity) find(v, lo, hi, from int, needs []dimNeed) int {
+	if hi <= from || lo >= len(c.nodes) || !c.covers(v, needs) {
+		return -1
+	}
+	if hi-lo == 1 {
+		return lo
+	}
+	mid := (lo + hi) / 2
+	if at := c.find(2*v, lo, mid, from, needs); at >= 0 {
+		return at
+	}
+	return c.find(2*v+1, mid, hi, from, needs)
+}
+
+// take subtracts needs from a node that fits them and updates the maxima above it.
+func (c *capacity) take(node int, needs []dimNeed) {
+	c.add(node, needs, -1)
+	if c.trial {
+		c.undo = append(c.undo, taken{node, needs})
+	}
+}
+
+func (c *capacity) add(node int, needs []dimNeed, sign int64) {
+	r := c.r
+	v := c.size + node
+	for _, n := range needs {
+		c.tree[v*r+n.dim] += sign * n.amount
+	}
+	// Walk up while some maximum changes; above that point nothing can change.
+	for v /= 2; v >= 1; v /= 2 {
+		changed := false
+		for _, n := range needs {
+			m := max(c.tree[2*v*r+n.dim], c.tree[(2*v+1)*r+n.dim])
+			if c.tree[v*r+n.dim] != m {
+				c.tree[v*r+n.dim] = m
+				changed = true
+			}
+		}
+		if !changed {
+			return
+		}
+	}
+}
+
+// begin opens a trial; commit keeps what it took, rollback gives it all back.
+func (c *capacity) begin() { c.trial = true }
+
+func (c *capacity) commit() {
+	c.trial = false
+	c.undo, c.undoCursor = c.undo[:0], c.undoCursor[:0]
+}
+
+func (c *capacity) rollback() {
+	for i := len(c.undo) - 1; i >= 0; i-- {
+		c.add(c.undo[i].node, c.undo[i].needs, +1)
+	}
+	for i := len(c.undoCursor) - 1; i >= 0; i-- {
+		c.cursor[c.undoCursor[i][0]] = c.undoCursor[i][1]
+	}
+	c.commit()
+}
+
+// placeOne places one pod by the rules of Fit and returns its node, or -1 when it fits
+// nowhere. ps is the sorted set of nodes hosting this job's PS; a placed PS joins it.
+func (c *capacity) placeOne(role Role, d demand, ps *[]int) int {
+	at := -1
+	switch role {
+	case RolePS:
+		first := c.firstFit(d)
+		at = first
+		// Spread: skip nodes that already host a PS of this job, unless only they fit.
+		for at >= 0 && containsSorted(*ps, at) {
+			at = c.firstFitFrom(d.needs, at+1)
+		}
+		if at < 0 {
+			at = first
+		}
+	case RoleWorker:
+		for _, n := range *ps {
+			if c.fits(n, d.needs) {
+				at = n
+				break
+			}
+		}
+		if at < 0 {
+			at = c.firstFit(d)
+		}
+	default:
+		at = c.firstFit(d)
+	}
+	if at < 0 {
+		return -1
+	}
+	c.take(at, d.needs)
+	if role == RolePS {
+		*ps = insertSorted(*ps, at)
+	}
+	return at
+}
+
+func containsSorted(s []int, v int) bool {
+	_, ok := slices.BinarySearch(s, v)
+	return ok
+}
+
+func insertSorted(s []int, v int) []int {
+	i, ok := slices.BinarySearch(s, v)
+	if ok {
+		return s
+	}
+	return slices.Insert(s, i, v)
+}
+
+// shortage explains why a pod fits on no node: the first resource no node has enough of
+// with the most any node has free, or, when each resource alone is somewhere, that no
+// single node has them all.
+func (c *capacity) shortage(who string, needs []dimNeed) string {
+	if len(c.nodes) == 0 {
+		return who + " cannot be placed: there are no nodes"
+	}
+	for _, n := range needs {
+		if most := c.tree[c.r+n.dim]; most < n.amount {
+			name := c.names[n.dim]
+			return who + " needs " + name + " " + formatQuantity(name, n.amount) +
+				" on a node; the most free on any node is " + formatQuantity(name, max(most, 0))
+		}
+	}
+	// The pod slot is left out unless it is all the pod needs: every pod takes one, and
+	// naming it in "cpu, memory, pods" would only blur which resources clash.
+	if len(needs) > 1 {
+		needs = needs[:len(needs)-1]
+	}
+	var b strings.Builder
+	b.WriteString(who)
+	b.WriteString(" needs ")
+	for i, n := range needs {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		name := c.names[n.dim]
+		b.WriteString(name)
+		b.WriteByte(' ')
+		b.WriteString(formatQuantity(name, n.amount))
+	}
+	b.WriteString(" on one node; no node has all of it free")
+	return b.String()
+}
+
+// podLabel names a pod in messages: its role and namespace/name (the namespace is taken
+// from the job key; the UID stands in for a missing name).
+func podLabel(p *Pod, namespace string) string {
+	role := "pod"
+	if p.Role != RoleOther {
+		role = p.Role.String()
+	}
+	name := p.Name
+	if name == "" {
+		name = p.UID
+	}
+	if namespace != "" && !strings.Contains(name, "/") {
+		name = namespace + "/" + name
+	}
+	return role + " " + name
+}
+
+// formatQuantity writes an amount the way Kubernetes users read it: cpu in millicores,
+// byte resources with the largest exact binary suffix, everything else as a plain count.
+func formatQuantity(resource string, v int64) string {
+	switch {
+	case resource == "cpu":
+		return strconv.FormatInt(v, 10) + "m"
+	case resource == "memory" || resource == "ephemeral-storage" || strings.HasPrefix(resource, "hugepages-"):
+		for _, u := range []struct {
+			suffix string
+			shift  uint
+		}{{"Ti", 40}, {"Gi", 30}, {"Mi", 20}, {"Ki", 10}} {
+			if v != 0 && v%(1<<u.shift) == 0 {
+				return strconv.FormatInt(v>>u.shift, 10) + u.suffix
+			}
+		}
+	}
+	return strconv.FormatInt(v, 10)
+}

@@ -1,0 +1,113 @@
+package priority
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"time"
+)
+
+// Defaults of the model; README.md explains each choice.
+const (
+	DefaultPriorityFloor   int32 = 0
+	DefaultPriorityCeiling int32 = 1000000
+	DefaultTau                   = 10 * time.Minute
+	DefaultMaxGang               = 64
+	DefaultStarvationBound       = 30 * time.Minute
+	DefaultPolicy                = PolicyReserve
+	DefaultTierName              = "bronze"
+)
+
+// weightTolerance is how far the weights' sum may stray from 1, for decimal input such as
+// 0.1+0.2 that is not exact in binary.
+const weightTolerance = 1e-6
+
+// DefaultModel returns the model used where the config file is silent: weights user 0.3,
+// job 0.3, wait 0.2, parallelism 0.2; tiers gold 1.0, silver 0.6, bronze 0.3 with bronze
+// the default; priorities 0..1000000; tau 10m; maxGang 64; starvation bound 30m; policy
+// reserve. Every call returns fresh maps, so a caller may change them freely.
+func DefaultModel() Model {
+	return Model{
+		Weights:         Weights{User: 0.3, Job: 0.3, Wait: 0.2, Parallelism: 0.2},
+		Tiers:           map[string]float64{"gold": 1.0, "silver": 0.6, "bronze": 0.3},
+		UserTiers:       map[string]string{},
+		DefaultTier:     DefaultTierName,
+		PriorityFloor:   DefaultPriorityFloor,
+		PriorityCeiling: DefaultPriorityCeiling,
+		Tau:             DefaultTau,
+		MaxGang:         DefaultMaxGang,
+		StarvationBound: DefaultStarvationBound,
+		Policy:          DefaultPolicy,
+	}
+}
+
+// ValidPolicy reports whether p is one of the admission policies.
+func ValidPolicy(p Policy) bool {
+	switch p {
+	case PolicyStrict, PolicyReserve, PolicyBestEffort:
+		return true
+	}
+	return false
+}
+
+// Validate returns every problem of the model at once, one error per problem, each naming
+// its config key (under model:), so a bad config file is fixed in one round.
+func (m Model) Validate() []error {
+	var errs []error
+	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
+
+	w := m.Weights
+	for _, f := range []struct {
+		key string
+		v   float64
+	}{{"user", w.User}, {"job", w.Job}, {"wait", w.Wait}, {"parallelism", w.Parallelism}} {
+		if !(f.v >= 0) || math.IsInf(f.v, 0) { // !(>=) also catches NaN
+			bad("model.weights.%s: %v, want a number >= 0", f.key, f.v)
+		}
+	}
+	if sum := w.User + w.Job + w.Wait + w.Parallelism; !(math.Abs(sum-1) <= weightTolerance) {
+		bad("model.weights: sum to %.6g, want 1", sum)
+	}
+
+	for _, name := range sortedNames(m.Tiers) {
+		if v := m.Tiers[name]; !(v >= 0 && v <= 1) {
+			bad("model.tiers.%s: %v, want a number in [0,1]", name, v)
+		}
+	}
+	if _, ok := m.Tiers[m.DefaultTier]; !ok {
+		bad("model.defaultTier: %q is not in model.tiers", m.DefaultTier)
+	}
+	for _, user := range sortedNames(m.UserTiers) {
+		tier := m.UserTiers[user]
+		if _, tierExists := m.Tiers[tier]; !tierExists {
+			bad("model.userTiers.%s: tier %q is not in model.tiers", user, tier)
+		}
+	}
+
+	if m.PriorityCeiling <= m.PriorityFloor {
+		bad("model.priorityCeiling: %d, want more than model.priorityFloor (%d)", m.PriorityCeiling, m.PriorityFloor)
+	}
+	if m.Tau <= 0 {
+		bad("model.tau: %v, want a duration > 0", m.Tau)
+	}
+	if m.MaxGang < 1 {
+		bad("model.maxGang: %d, want >= 1", m.MaxGang)
+	}
+	if m.StarvationBound <= 0 {
+		bad("model.starvationBound: %v, want a duration > 0", m.StarvationBound)
+	}
+	if !ValidPolicy(m.Policy) {
+		bad("model.policy: %q, want one of %s, %s, %s", m.Policy, PolicyStrict, PolicyReserve, PolicyBestEffort)
+	}
+	return errs
+}
+
+// sortedNames returns a map's keys in order, so errors come out in the same order every run.
+func sortedNames[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}

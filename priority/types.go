@@ -1,0 +1,179 @@
+// Package priority is the pure model of cps-extender: jobs and their gangs, the combined
+// priority of a job, the admission queue and its turn, the placement fit, and the PS-worker
+// affinity scores. It does no I/O and reads no clock: the current time is always an input,
+// so the same state gives the same answer on every replica. See README.md for the formulas.
+package priority
+
+import "time"
+
+// Resources is a set of resource quantities by name: "cpu" in millicores, "memory" in
+// bytes, "pods" as a count, and extended resources (e.g. "nvidia.com/gpu") in their own
+// integer units. A missing name means zero.
+type Resources map[string]int64
+
+// Role is a pod's role inside its job. Roles with a lower rank are placed first.
+type Role int
+
+// The roles, in intra-job order: parameter servers and the chief/master first, then
+// workers, then evaluators. RoleOther is a pod whose role is unknown; it ranks with workers.
+const (
+	RolePS Role = iota
+	RoleChief
+	RoleWorker
+	RoleOther
+	RoleEvaluator
+)
+
+// PodState is where one of a job's pods stands in scheduling.
+type PodState int
+
+// The pod states the model distinguishes. Terminated pods are not part of a job's view.
+const (
+	// PodPending has no node yet and no bind in progress.
+	PodPending PodState = iota
+	// PodHeld has reached bind: the gate holds its bind call, and Node is its target.
+	PodHeld
+	// PodBound is bound to Node (spec.nodeName is set).
+	PodBound
+)
+
+// Pod is one member of a job's gang, as the model sees it.
+type Pod struct {
+	UID  string
+	Name string // the pod's name, used in explanations
+	Role Role
+	// Index is the replica index within its role (-1 when unknown); it orders pods of one role.
+	Index   int
+	Request Resources
+	State   PodState
+	// Node is the node the pod is bound to or held for; empty while pending.
+	Node string
+	// Gated is true while the pod has scheduling gates: the scheduler will not try it yet.
+	Gated bool
+}
+
+// Job is a gang of pods that is useful only when at least MinMember of them run together.
+type Job struct {
+	// Key is "namespace/name"; it is unique and the last tie-break of the order.
+	Key  string
+	User string
+	// Priority is the job's pods' spec.priority (from their PriorityClass).
+	Priority int32
+	// Urgent jobs count as having the priority ceiling.
+	Urgent bool
+	// MinMember is the gang minimum; 0 means every pod of the job.
+	MinMember int
+	// Created is when the job started waiting: its PodGroup's or first pod's creation.
+	Created time.Time
+	Pods    []Pod
+}
+
+// Node is a node's free capacity and its labels.
+type Node struct {
+	Name string
+	// Free is allocatable minus the requests of every pod bound to or held for the node.
+	Free   Resources
+	Labels map[string]string
+}
+
+// Terms are the four normalised terms of a job's combined priority, each in [0,1].
+type Terms struct {
+	User        float64 `json:"user"`
+	Job         float64 `json:"job"`
+	Wait        float64 `json:"wait"`
+	Parallelism float64 `json:"parallelism"`
+}
+
+// Weights weigh the terms of the combined priority; valid weights are >= 0 and sum to 1.
+type Weights struct {
+	User        float64 `json:"user"`
+	Job         float64 `json:"job"`
+	Wait        float64 `json:"wait"`
+	Parallelism float64 `json:"parallelism"`
+}
+
+// Policy decides which jobs besides the head of the queue may be admitted.
+type Policy string
+
+// The admission policies.
+const (
+	// PolicyStrict admits jobs strictly in queue order: a job that does not fit stops
+	// every job behind it, and the cluster drains for it.
+	PolicyStrict Policy = "strict"
+	// PolicyReserve sets the head's needs aside when it does not fit; jobs behind it may
+	// backfill only into what is left.
+	PolicyReserve Policy = "reserve"
+	// PolicyBestEffort admits, in queue order, every job that fits.
+	PolicyBestEffort Policy = "besteffort"
+)
+
+// Model holds every parameter of the combined priority and the admission queue.
+type Model struct {
+	Weights Weights
+	// Tiers maps a tier name to its user priority U in [0,1].
+	Tiers map[string]float64
+	// UserTiers maps a user to a tier; users not in it get DefaultTier.
+	UserTiers   map[string]string
+	DefaultTier string
+	// PriorityFloor and PriorityCeiling map spec.priority linearly onto J in [0,1].
+	PriorityFloor   int32
+	PriorityCeiling int32
+	// Tau is the time constant of the waiting term W = 1 - exp(-wait/Tau).
+	Tau time.Duration
+	// MaxGang is nMax of the parallelism term N = log(1+n)/log(1+nMax).
+	MaxGang int
+	// StarvationBound sends a job that has waited longer than it to the front of the queue.
+	StarvationBound time.Duration
+	Policy          Policy
+}
+
+// State is everything the admission queue is computed from.
+type State struct {
+	// Jobs are the jobs with at least one pod that is not terminated.
+	Jobs []Job
+	// Nodes are the schedulable nodes with their free capacity.
+	Nodes []Node
+	// CoolDown holds, by job key, the time until which a job may not take the turn
+	// (the gate's circuit breaker after a hold timeout).
+	CoolDown map[string]time.Time
+}
+
+// JobPhase is a job's place in the admission queue.
+type JobPhase string
+
+// The job phases.
+const (
+	// PhaseRunning jobs have at least their minimum bound: further pods pass at once.
+	PhaseRunning JobPhase = "Running"
+	// PhaseAdmitted jobs have the turn: their pods may be scheduled and their binds gathered.
+	PhaseAdmitted JobPhase = "Admitted"
+	// PhaseWaiting jobs wait for their turn.
+	PhaseWaiting JobPhase = "Waiting"
+)
+
+// Decision is the admission decision for one job, with every part needed to explain it.
+type Decision struct {
+	Key   string   `json:"job"`
+	Phase JobPhase `json:"phase"`
+	// Position is the job's 1-based place in the queue of not-running jobs (0 when running).
+	Position int     `json:"position"`
+	QueueLen int     `json:"queueLength"`
+	Terms    Terms   `json:"terms"`
+	P        float64 `json:"p"`
+	// Starved is true when the job has waited past the starvation bound.
+	Starved bool `json:"starved,omitempty"`
+	// Repair is true for a job with 0 < bound < minimum, which gets the first turn.
+	Repair bool `json:"repair,omitempty"`
+	// Gang progress: pods that exist, are bound, are held, and the minimum.
+	Pods      int `json:"pods"`
+	Bound     int `json:"bound"`
+	Held      int `json:"held"`
+	MinMember int `json:"minMember"`
+	// Ahead is the job this one waits behind, and its P ("" when none).
+	Ahead  string  `json:"ahead,omitempty"`
+	AheadP float64 `json:"aheadP,omitempty"`
+	// Blocker names what keeps a waiting job from the turn, in a few words.
+	Blocker string `json:"blocker,omitempty"`
+	// Reason is the one-sentence explanation the filter answers and events repeat.
+	Reason string `json:"reason"`
+}
