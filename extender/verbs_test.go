@@ -113,7 +113,7 @@ func TestFilter(t *testing.T) {
 			name: "full node objects are returned whole",
 			body: `{"Pod":` + podJSON + `,"Nodes":{"items":[{"metadata":{"name":"x1","labels":{"rack":"r1"}}}]}}`,
 			want: extenderv1.ExtenderFilterResult{
-				Nodes: &corev1.NodeList{Items: []corev1.Node{{ObjectMeta: metav1.ObjectMeta{Name: "x1", Labels: map[string]string{"rack": "r1"}}}}},
+				Nodes:                      &corev1.NodeList{Items: []corev1.Node{{ObjectMeta: metav1.ObjectMeta{Name: "x1", Labels: map[string]string{"rack": "r1"}}}}},
 				FailedNodes:                extenderv1.FailedNodesMap{},
 				FailedAndUnresolvableNodes: extenderv1.FailedNodesMap{},
 			},
