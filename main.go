@@ -17,6 +17,7 @@ import (
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -55,8 +56,16 @@ func run(args []string, stderr io.Writer) error {
 		return fmt.Errorf("building the API client: %w", err)
 	}
 
-	cluster := extender.NewCluster(log, client, cfg.ResyncPeriod.Duration)
-	verbs, err := extender.NewSchedulerVerbs(log, cluster, extender.NewAPIBinder(client, cfg.BindTimeout.Duration))
+	dyn, err := dynamic.NewForConfig(restCfg)
+	if err != nil {
+		return fmt.Errorf("building the dynamic API client: %w", err)
+	}
+	cluster := extender.NewCluster(extender.ClusterOptions{Log: log, Client: client, Dynamic: dyn, Config: cfg})
+	gate := extender.NewGate(extender.GateOptions{
+		Log: log, View: cluster, Binder: extender.NewAPIBinder(client, cfg.BindTimeout.Duration), Config: cfg.Gate,
+	})
+	cluster.SetHolds(gate)
+	verbs, err := extender.NewSchedulerVerbs(log, cluster, gate)
 	if err != nil {
 		return err
 	}

@@ -8,53 +8,157 @@ import (
 
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/cps-extender/cps-extender/priority"
 )
 
-// Cluster is the extender's view of the cluster, kept by client-go shared informers. The
-// handlers read it; they never call the API server.
+// Cluster is the extender's view of the cluster, kept by client-go shared informers, and
+// the admission queue computed from it on every change. Handlers read it; they never call
+// the API server.
 type Cluster struct {
-	log     *zap.Logger
-	factory informers.SharedInformerFactory
-	nodes   corelisters.NodeLister
-	pods    corelisters.PodLister
-	synced  []cache.InformerSynced
-	ready   atomic.Bool
+	log        *zap.Logger
+	client     kubernetes.Interface
+	factory    informers.SharedInformerFactory
+	nodes      corelisters.NodeLister
+	pods       corelisters.PodLister
+	namespaces corelisters.NamespaceLister
+	podGroups  *podGroupSources
+	synced     []cache.InformerSynced
+	holds      HoldSource
+	now        func() time.Time
+	interval   time.Duration
+
+	cfg      atomic.Pointer[viewConfig]
+	snapshot atomic.Pointer[Snapshot]
+	kick     chan struct{}
+	ready    atomic.Bool
 }
 
-// NewCluster builds the cluster view on client; Start runs it.
-func NewCluster(log *zap.Logger, client kubernetes.Interface, resync time.Duration) *Cluster {
-	factory := informers.NewSharedInformerFactory(client, resync)
+// viewConfig is the part of the configuration the view computes with; it can be swapped
+// while running.
+type viewConfig struct {
+	gang     GangConfig
+	model    priority.Model
+	affinity priority.Affinity
+}
+
+// ClusterOptions are the dependencies and settings of a Cluster.
+type ClusterOptions struct {
+	Log     *zap.Logger
+	Client  kubernetes.Interface
+	Dynamic dynamic.Interface // nil: no PodGroup sources
+	Config  Config
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// NewCluster builds the cluster view; SetHolds wires the gate in, and Start runs it.
+func NewCluster(o ClusterOptions) *Cluster {
+	factory := informers.NewSharedInformerFactory(o.Client, o.Config.ResyncPeriod.Duration)
 	nodeInf := factory.Core().V1().Nodes()
 	podInf := factory.Core().V1().Pods()
-	return &Cluster{
-		log:     log,
-		factory: factory,
-		nodes:   nodeInf.Lister(),
-		pods:    podInf.Lister(),
-		synced:  []cache.InformerSynced{nodeInf.Informer().HasSynced, podInf.Informer().HasSynced},
+	nsInf := factory.Core().V1().Namespaces()
+	c := &Cluster{
+		log:        o.Log,
+		client:     o.Client,
+		factory:    factory,
+		nodes:      nodeInf.Lister(),
+		pods:       podInf.Lister(),
+		namespaces: nsInf.Lister(),
+		now:        o.Now,
+		interval:   o.Config.Gate.RecomputeInterval.Duration,
+		kick:       make(chan struct{}, 1),
+		synced:     []cache.InformerSynced{nodeInf.Informer().HasSynced, podInf.Informer().HasSynced, nsInf.Informer().HasSynced},
 	}
+	if c.now == nil {
+		c.now = time.Now
+	}
+	c.cfg.Store(&viewConfig{gang: o.Config.Gang, model: o.Config.Model.PriorityModel(), affinity: o.Config.Affinity})
+	onChange := cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { c.Trigger() },
+		UpdateFunc: func(any, any) { c.Trigger() },
+		DeleteFunc: func(any) { c.Trigger() },
+	}
+	for _, inf := range []cache.SharedIndexInformer{nodeInf.Informer(), podInf.Informer(), nsInf.Informer()} {
+		if _, err := inf.AddEventHandler(onChange); err != nil {
+			o.Log.Error("adding an event handler", zap.Error(err))
+		}
+	}
+	c.podGroups = newPodGroupSources(o.Log, o.Client, o.Dynamic, o.Config.Gang, onChange)
+	return c
 }
 
-// Start starts the informers and waits until their caches have synced; after that Ready
-// answers true. It returns an error when ctx ends first.
+// SetHolds wires in the gate's held binds and cool-downs. Call it before Start.
+func (c *Cluster) SetHolds(h HoldSource) { c.holds = h }
+
+// Start starts the informers, waits until their caches have synced, computes the first
+// queue and then keeps it current until ctx ends. It returns an error when ctx ends before
+// the caches sync.
 func (c *Cluster) Start(ctx context.Context) error {
+	synced := append([]cache.InformerSynced{}, c.synced...)
+	synced = append(synced, c.podGroups.start(ctx)...)
 	c.factory.Start(ctx.Done())
-	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
+	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
 		return fmt.Errorf("cluster view: informer caches did not sync: %w", ctx.Err())
 	}
+	c.recompute(c.now())
 	c.ready.Store(true)
-	c.log.Info("cluster view synced")
+	c.log.Info("cluster view synced", zap.Int("queue", c.Snapshot().Queue.Len()))
+	go c.loop(ctx)
 	return nil
 }
 
-// Shutdown stops the informers and waits for their goroutines.
-func (c *Cluster) Shutdown() { c.factory.Shutdown() }
+// loop recomputes the queue after changes, coalescing bursts, and at least every interval
+// (waiting time grows and cool-downs end without any event).
+func (c *Cluster) loop(ctx context.Context) {
+	ticker := time.NewTicker(c.interval)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-c.kick:
+		case <-ticker.C:
+		}
+		c.recompute(c.now())
+	}
+}
 
-// Ready reports whether the informer caches have synced.
+// Trigger asks for a recompute soon; many triggers before it runs make one recompute.
+func (c *Cluster) Trigger() {
+	select {
+	case c.kick <- struct{}{}:
+	default:
+	}
+}
+
+// Recompute recomputes the queue now, for callers that need the result at once.
+func (c *Cluster) Recompute() { c.recompute(c.now()) }
+
+// Snapshot returns the current admission state (nil before the first sync).
+func (c *Cluster) Snapshot() *Snapshot { return c.snapshot.Load() }
+
+// SetModel swaps the priority model and recomputes.
+func (c *Cluster) SetModel(m priority.Model) {
+	old := c.cfg.Load()
+	c.cfg.Store(&viewConfig{gang: old.gang, model: m, affinity: old.affinity})
+	c.Trigger()
+}
+
+func (c *Cluster) config() *viewConfig { return c.cfg.Load() }
+
+// Shutdown stops the informers and waits for their goroutines.
+func (c *Cluster) Shutdown() {
+	c.factory.Shutdown()
+	c.podGroups.shutdown()
+}
+
+// Ready reports whether the caches have synced and the first queue is computed.
 func (c *Cluster) Ready() bool { return c.ready.Load() }
 
 // Node returns the node called name from the informer cache.
@@ -64,4 +168,17 @@ func (c *Cluster) Node(name string) (*corev1.Node, bool) {
 		return nil, false
 	}
 	return n, true
+}
+
+// NodeLabels returns a node's labels (nil for an unknown node).
+func (c *Cluster) NodeLabels(name string) map[string]string {
+	if n, ok := c.Node(name); ok {
+		return n.Labels
+	}
+	return nil
+}
+
+// podGroup looks a PodGroup up in its source's informer.
+func (c *Cluster) podGroup(source, namespace, name string) (PodGroupInfo, bool) {
+	return c.podGroups.lookup(source, namespace, name)
 }

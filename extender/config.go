@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/cps-extender/cps-extender/priority"
 )
 
 // Config is the extender's whole configuration: a YAML file, overridden by flags.
@@ -35,6 +37,82 @@ type Config struct {
 	BindTimeout Duration `json:"bindTimeout"`
 	// Log configures logging.
 	Log LogConfig `json:"log"`
+	// Gang says how pods are grouped into jobs.
+	Gang GangConfig `json:"gang"`
+	// Gate configures the bind rendezvous and the queue's recompute.
+	Gate GateConfig `json:"gate"`
+	// Model is the combined priority and the admission policy (priority/README.md).
+	Model ModelConfig `json:"model"`
+	// Affinity configures the PS-worker affinity scores of prioritize.
+	Affinity priority.Affinity `json:"affinity"`
+}
+
+// GangConfig names the labels that put plain pods into jobs and switches gang sources.
+type GangConfig struct {
+	// JobLabel names a plain pod's job (the project's own labels).
+	JobLabel string `json:"jobLabel"`
+	// RoleLabel gives a plain pod's role: ps, chief/master, worker, evaluator.
+	RoleLabel string `json:"roleLabel"`
+	// IndexLabel gives a plain pod's replica index within its role.
+	IndexLabel string `json:"indexLabel"`
+	// MinMemberLabel gives the gang minimum of a plain pod's job (default: all its pods).
+	MinMemberLabel string `json:"minMemberLabel"`
+	// UserLabel names the user, on the pod or else on its namespace (else the namespace name).
+	UserLabel string `json:"userLabel"`
+	// UrgentLabel marks an urgent job when its value is "true" (label or annotation).
+	UrgentLabel string `json:"urgentLabel"`
+	// Volcano, Coscheduling and Kubeflow switch those gang sources on. A PodGroup source
+	// whose CRD is absent from the cluster is off anyway.
+	Volcano      bool `json:"volcano"`
+	Coscheduling bool `json:"coscheduling"`
+	Kubeflow     bool `json:"kubeflow"`
+	// ExemptNamespaces are never gated (system pods must not wait for ML jobs).
+	ExemptNamespaces []string `json:"exemptNamespaces"`
+}
+
+// GateConfig configures the bind rendezvous.
+type GateConfig struct {
+	// HoldTimeout bounds how long held binds wait for their gang; it must stay well below
+	// the scheduler's extender httpTimeout (a forgotten hold must never be bound).
+	HoldTimeout Duration `json:"holdTimeout"`
+	// CoolDown is how long a job loses the turn after its first hold timeout; it doubles
+	// with each further timeout, up to MaxCoolDown.
+	CoolDown    Duration `json:"coolDown"`
+	MaxCoolDown Duration `json:"maxCoolDown"`
+	// RecomputeInterval recomputes the queue even without events: waiting time grows,
+	// cool-downs end.
+	RecomputeInterval Duration `json:"recomputeInterval"`
+}
+
+// ModelConfig is priority.Model as written in the config file.
+type ModelConfig struct {
+	Weights         priority.Weights   `json:"weights"`
+	Tiers           map[string]float64 `json:"tiers"`
+	UserTiers       map[string]string  `json:"userTiers"`
+	DefaultTier     string             `json:"defaultTier"`
+	PriorityFloor   int32              `json:"priorityFloor"`
+	PriorityCeiling int32              `json:"priorityCeiling"`
+	Tau             Duration           `json:"tau"`
+	MaxGang         int                `json:"maxGang"`
+	StarvationBound Duration           `json:"starvationBound"`
+	Policy          priority.Policy    `json:"policy"`
+}
+
+// PriorityModel converts the config block to the model.
+func (m ModelConfig) PriorityModel() priority.Model {
+	return priority.Model{
+		Weights: m.Weights, Tiers: m.Tiers, UserTiers: m.UserTiers, DefaultTier: m.DefaultTier,
+		PriorityFloor: m.PriorityFloor, PriorityCeiling: m.PriorityCeiling, Tau: m.Tau.Duration,
+		MaxGang: m.MaxGang, StarvationBound: m.StarvationBound.Duration, Policy: m.Policy,
+	}
+}
+
+func modelConfigOf(m priority.Model) ModelConfig {
+	return ModelConfig{
+		Weights: m.Weights, Tiers: m.Tiers, UserTiers: m.UserTiers, DefaultTier: m.DefaultTier,
+		PriorityFloor: m.PriorityFloor, PriorityCeiling: m.PriorityCeiling, Tau: Duration{m.Tau},
+		MaxGang: m.MaxGang, StarvationBound: Duration{m.StarvationBound}, Policy: m.Policy,
+	}
 }
 
 // LogConfig selects the log encoding and level.
@@ -79,6 +157,26 @@ func DefaultConfig() Config {
 		ResyncPeriod:    Duration{0},
 		BindTimeout:     Duration{10 * time.Second},
 		Log:             LogConfig{Format: "json", Level: "info"},
+		Gang: GangConfig{
+			JobLabel:         "cps-extender.io/job",
+			RoleLabel:        "cps-extender.io/role",
+			IndexLabel:       "cps-extender.io/index",
+			MinMemberLabel:   "cps-extender.io/min-member",
+			UserLabel:        "cps-extender.io/user",
+			UrgentLabel:      "cps-extender.io/urgent",
+			Volcano:          true,
+			Coscheduling:     true,
+			Kubeflow:         true,
+			ExemptNamespaces: []string{"kube-system"},
+		},
+		Gate: GateConfig{
+			HoldTimeout:       Duration{20 * time.Second},
+			CoolDown:          Duration{5 * time.Second},
+			MaxCoolDown:       Duration{2 * time.Minute},
+			RecomputeInterval: Duration{time.Second},
+		},
+		Model:    modelConfigOf(priority.DefaultModel()),
+		Affinity: priority.DefaultAffinity(),
 	}
 }
 
@@ -181,6 +279,30 @@ func (c Config) Validate() []error {
 	if c.ResyncPeriod.Duration < 0 {
 		bad("resyncPeriod: %v must not be negative", c.ResyncPeriod.Duration)
 	}
+	for _, l := range []struct{ key, v string }{
+		{"gang.jobLabel", c.Gang.JobLabel}, {"gang.roleLabel", c.Gang.RoleLabel}, {"gang.indexLabel", c.Gang.IndexLabel},
+		{"gang.minMemberLabel", c.Gang.MinMemberLabel}, {"gang.userLabel", c.Gang.UserLabel}, {"gang.urgentLabel", c.Gang.UrgentLabel},
+	} {
+		if l.v == "" {
+			bad("%s: must not be empty", l.key)
+		}
+	}
+	for _, d := range []struct {
+		key string
+		v   Duration
+	}{{"gate.holdTimeout", c.Gate.HoldTimeout}, {"gate.coolDown", c.Gate.CoolDown}, {"gate.maxCoolDown", c.Gate.MaxCoolDown}, {"gate.recomputeInterval", c.Gate.RecomputeInterval}} {
+		if d.v.Duration <= 0 {
+			bad("%s: %v must be positive", d.key, d.v.Duration)
+		}
+	}
+	if c.Gate.MaxCoolDown.Duration < c.Gate.CoolDown.Duration {
+		bad("gate.maxCoolDown: %v is below gate.coolDown %v", c.Gate.MaxCoolDown.Duration, c.Gate.CoolDown.Duration)
+	}
+	if c.Gate.HoldTimeout.Duration >= c.WriteTimeout.Duration {
+		bad("gate.holdTimeout: %v must be below writeTimeout %v, or held binds could never answer", c.Gate.HoldTimeout.Duration, c.WriteTimeout.Duration)
+	}
+	errs = append(errs, c.Model.PriorityModel().Validate()...)
+	errs = append(errs, c.Affinity.Validate()...)
 	switch c.Log.Format {
 	case "json", "console":
 	default:

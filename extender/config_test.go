@@ -91,7 +91,7 @@ func TestValidateListsEveryProblem(t *testing.T) {
 	c.WriteTimeout = Duration{0}
 	c.Log = LogConfig{Format: "xml", Level: "loud"}
 	got := errStrings(c.Validate())
-	wantPrefixes := []string{"listen:", "urlPrefix:", "maxRequestBytes:", "writeTimeout:", "log.format:", "log.level:"}
+	wantPrefixes := []string{"listen:", "urlPrefix:", "maxRequestBytes:", "writeTimeout:", "gate.holdTimeout:", "log.format:", "log.level:"}
 	if len(got) != len(wantPrefixes) {
 		t.Fatalf("got %d errors %q, want %d", len(got), got, len(wantPrefixes))
 	}

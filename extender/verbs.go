@@ -31,19 +31,32 @@ type Binder interface {
 	Bind(ctx context.Context, pod PodRef, node string) error
 }
 
-// SchedulerVerbs answers kube-scheduler's filter, prioritize and bind.
-type SchedulerVerbs struct {
-	log    *zap.Logger
-	nodes  NodeLookup
-	binder Binder
+// Decider makes the per-pod decisions of filter and prioritize from the current
+// admission state, without calling the API server.
+type Decider interface {
+	NodeLookup
+	// Admit says whether the pod may be placed now; reason says why not.
+	Admit(pod *corev1.Pod) (ok bool, reason string)
+	// NodeConflict reports a hard constraint of the pod against one node.
+	NodeConflict(pod *corev1.Pod, node string) (bool, string)
+	// Score ranks the named nodes for the pod, 0..10 each, in the order given.
+	Score(pod *corev1.Pod, nodes []string) extenderv1.HostPriorityList
 }
 
-// NewSchedulerVerbs builds the kube-scheduler verbs from their dependencies.
-func NewSchedulerVerbs(log *zap.Logger, nodes NodeLookup, binder Binder) (*SchedulerVerbs, error) {
-	if log == nil || nodes == nil || binder == nil {
-		return nil, fmt.Errorf("scheduler verbs: log, nodes and binder are all required")
+// SchedulerVerbs answers kube-scheduler's filter, prioritize and bind.
+type SchedulerVerbs struct {
+	log     *zap.Logger
+	decider Decider
+	binder  Binder
+}
+
+// NewSchedulerVerbs builds the kube-scheduler verbs from their dependencies. binder is the
+// gate (or, without a gate, a plain API binder).
+func NewSchedulerVerbs(log *zap.Logger, decider Decider, binder Binder) (*SchedulerVerbs, error) {
+	if log == nil || decider == nil || binder == nil {
+		return nil, fmt.Errorf("scheduler verbs: log, decider and binder are all required")
 	}
-	return &SchedulerVerbs{log: log, nodes: nodes, binder: binder}, nil
+	return &SchedulerVerbs{log: log, decider: decider, binder: binder}, nil
 }
 
 // decodeExtenderArgs decodes and checks the request of filter and prioritize.
@@ -77,29 +90,55 @@ func (v *SchedulerVerbs) filter(w http.ResponseWriter, r *http.Request, maxBytes
 	writeJSON(w, http.StatusOK, result)
 }
 
-// decideFilter passes every node the extender knows. Nodes given by name that are not in
-// the cluster view fail with a reason: the extender cannot judge a node it has not seen.
+// decideFilter applies the gang gate, then the per-node checks. A pod whose job waits for
+// its turn gets every node back as failed and unresolvable (preempting victims would not
+// give it the turn), with one reason. Nodes given by name that are not in the cluster view
+// fail: the extender cannot judge a node it has not seen.
 func (v *SchedulerVerbs) decideFilter(args *extenderv1.ExtenderArgs) *extenderv1.ExtenderFilterResult {
 	result := &extenderv1.ExtenderFilterResult{
 		FailedNodes:                extenderv1.FailedNodesMap{},
 		FailedAndUnresolvableNodes: extenderv1.FailedNodesMap{},
 	}
-	if args.NodeNames != nil {
-		passed := make([]string, 0, len(*args.NodeNames))
-		for _, name := range *args.NodeNames {
-			if _, ok := v.nodes.Node(name); !ok {
-				result.FailedNodes[name] = fmt.Sprintf("node %s is not in the extender's cluster view (yet)", name)
+	names := candidateNames(args)
+	ok, reason := v.decider.Admit(args.Pod)
+	pass := make([]bool, len(names))
+	for i, name := range names {
+		switch {
+		case !ok:
+			result.FailedAndUnresolvableNodes[name] = reason
+		case args.NodeNames != nil && !v.known(name):
+			result.FailedNodes[name] = fmt.Sprintf("node %s is not in the extender's cluster view (yet)", name)
+		default:
+			if conflict, why := v.decider.NodeConflict(args.Pod, name); conflict {
+				result.FailedNodes[name] = why
 				continue
 			}
-			passed = append(passed, name)
+			pass[i] = true
+		}
+	}
+	if args.NodeNames != nil {
+		passed := make([]string, 0, len(names))
+		for i, name := range names {
+			if pass[i] {
+				passed = append(passed, name)
+			}
 		}
 		result.NodeNames = &passed
 		return result
 	}
-	passed := &corev1.NodeList{Items: make([]corev1.Node, 0, len(args.Nodes.Items))}
-	passed.Items = append(passed.Items, args.Nodes.Items...)
+	passed := &corev1.NodeList{Items: make([]corev1.Node, 0, len(names))}
+	for i := range args.Nodes.Items {
+		if pass[i] {
+			passed.Items = append(passed.Items, args.Nodes.Items[i])
+		}
+	}
 	result.Nodes = passed
 	return result
+}
+
+func (v *SchedulerVerbs) known(name string) bool {
+	_, ok := v.decider.Node(name)
+	return ok
 }
 
 func filterSummary(r *extenderv1.ExtenderFilterResult) string {
@@ -123,15 +162,9 @@ func (v *SchedulerVerbs) prioritize(w http.ResponseWriter, r *http.Request, maxB
 	writeJSON(w, http.StatusOK, scores)
 }
 
-// decidePrioritize gives every candidate the same neutral score: equal scores never change
-// the default scheduler's choice.
+// decidePrioritize ranks the candidates by PS-worker affinity.
 func (v *SchedulerVerbs) decidePrioritize(args *extenderv1.ExtenderArgs) extenderv1.HostPriorityList {
-	names := candidateNames(args)
-	scores := make(extenderv1.HostPriorityList, 0, len(names))
-	for _, name := range names {
-		scores = append(scores, extenderv1.HostPriority{Host: name, Score: extenderv1.MinExtenderPriority})
-	}
-	return scores
+	return v.decider.Score(args.Pod, candidateNames(args))
 }
 
 // candidateNames lists the request's node names, whichever form the scheduler sent.

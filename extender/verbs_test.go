@@ -19,14 +19,38 @@ import (
 	extenderv1 "k8s.io/kube-scheduler/extender/v1"
 )
 
-// fakeNodes is a NodeLookup over a fixed set of node names.
-type fakeNodes map[string]bool
+// fakeDecider knows a fixed set of nodes, makes pods named in waiting wait with their
+// reason, rejects the node pairs in conflicts, and scores nodes from scores.
+type fakeDecider struct {
+	nodes     map[string]bool
+	waiting   map[string]string // pod name -> reason
+	conflicts map[string]string // "pod/node" -> reason
+	scores    map[string]int64  // node -> score
+}
 
-func (f fakeNodes) Node(name string) (*corev1.Node, bool) {
-	if !f[name] {
+func (f *fakeDecider) Node(name string) (*corev1.Node, bool) {
+	if !f.nodes[name] {
 		return nil, false
 	}
 	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}, true
+}
+
+func (f *fakeDecider) Admit(pod *corev1.Pod) (bool, string) {
+	reason, wait := f.waiting[pod.Name]
+	return !wait, reason
+}
+
+func (f *fakeDecider) NodeConflict(pod *corev1.Pod, node string) (bool, string) {
+	reason, ok := f.conflicts[pod.Name+"/"+node]
+	return ok, reason
+}
+
+func (f *fakeDecider) Score(_ *corev1.Pod, nodes []string) extenderv1.HostPriorityList {
+	out := extenderv1.HostPriorityList{}
+	for _, n := range nodes {
+		out = append(out, extenderv1.HostPriority{Host: n, Score: f.scores[n]})
+	}
+	return out
 }
 
 // fakeBinder records binds and fails those whose pod name is in fail.
@@ -64,7 +88,13 @@ func newTestServer(t *testing.T, ready bool, maxBytes int64) *testServer {
 	core, logs := observer.New(zap.DebugLevel)
 	log := zap.New(core)
 	binder := &fakeBinder{fail: map[string]error{"gone": errors.New("pod default/gone no longer exists: not bound to n1")}}
-	verbs, err := NewSchedulerVerbs(log, fakeNodes{"n1": true, "n2": true}, binder)
+	decider := &fakeDecider{
+		nodes:     map[string]bool{"n1": true, "n2": true},
+		waiting:   map[string]string{"waiter": "job default/w waits for its turn: 2nd of 2, behind default/a (P=0.80)"},
+		conflicts: map[string]string{"ps1/n2": "node n2 already hosts ps default/a-ps-0 of job default/a (hard PS anti-affinity)"},
+		scores:    map[string]int64{"n1": 10, "n2": 3},
+	}
+	verbs, err := NewSchedulerVerbs(log, decider, binder)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,6 +128,36 @@ func TestFilter(t *testing.T) {
 				NodeNames:                  &[]string{"n1", "n2"},
 				FailedNodes:                extenderv1.FailedNodesMap{"ghost": "node ghost is not in the extender's cluster view (yet)"},
 				FailedAndUnresolvableNodes: extenderv1.FailedNodesMap{},
+			},
+		},
+		{
+			name: "a waiting pod gets every node as unresolvable with its reason",
+			body: `{"Pod":{"metadata":{"name":"waiter","namespace":"default"}},"NodeNames":["n1","n2"]}`,
+			want: extenderv1.ExtenderFilterResult{
+				NodeNames:   &[]string{},
+				FailedNodes: extenderv1.FailedNodesMap{},
+				FailedAndUnresolvableNodes: extenderv1.FailedNodesMap{
+					"n1": "job default/w waits for its turn: 2nd of 2, behind default/a (P=0.80)",
+					"n2": "job default/w waits for its turn: 2nd of 2, behind default/a (P=0.80)",
+				},
+			},
+		},
+		{
+			name: "a node conflict fails that node only",
+			body: `{"Pod":{"metadata":{"name":"ps1","namespace":"default"}},"NodeNames":["n1","n2"]}`,
+			want: extenderv1.ExtenderFilterResult{
+				NodeNames:                  &[]string{"n1"},
+				FailedNodes:                extenderv1.FailedNodesMap{"n2": "node n2 already hosts ps default/a-ps-0 of job default/a (hard PS anti-affinity)"},
+				FailedAndUnresolvableNodes: extenderv1.FailedNodesMap{},
+			},
+		},
+		{
+			name: "full node objects of a waiting pod are all unresolvable",
+			body: `{"Pod":{"metadata":{"name":"waiter","namespace":"default"}},"Nodes":{"items":[{"metadata":{"name":"x1"}}]}}`,
+			want: extenderv1.ExtenderFilterResult{
+				Nodes:                      &corev1.NodeList{Items: []corev1.Node{}},
+				FailedNodes:                extenderv1.FailedNodesMap{},
+				FailedAndUnresolvableNodes: extenderv1.FailedNodesMap{"x1": "job default/w waits for its turn: 2nd of 2, behind default/a (P=0.80)"},
 			},
 		},
 		{
@@ -137,7 +197,7 @@ func TestFilter(t *testing.T) {
 	}
 }
 
-func TestPrioritizeNeutral(t *testing.T) {
+func TestPrioritizePassesScoresThrough(t *testing.T) {
 	ts := newTestServer(t, true, 1<<20)
 	rec := ts.do(http.MethodPost, "/scheduler/prioritize", `{"Pod":`+podJSON+`,"NodeNames":["n1","n2"]}`)
 	if rec.Code != http.StatusOK {
@@ -147,7 +207,7 @@ func TestPrioritizeNeutral(t *testing.T) {
 	if err := json.Unmarshal(rec.Body.Bytes(), &got); err != nil {
 		t.Fatal(err)
 	}
-	want := extenderv1.HostPriorityList{{Host: "n1", Score: 0}, {Host: "n2", Score: 0}}
+	want := extenderv1.HostPriorityList{{Host: "n1", Score: 10}, {Host: "n2", Score: 3}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("scores (-want +got):\n%s", diff)
 	}

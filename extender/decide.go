@@ -1,0 +1,128 @@
+package extender
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	extenderv1 "k8s.io/kube-scheduler/extender/v1"
+
+	"github.com/cps-extender/cps-extender/priority"
+)
+
+// Admit says whether a pod may be placed now. Pods in no job, in exempt namespaces, and of
+// admitted or running jobs may; a pod of a waiting job may not, and reason says why (the
+// sentence users see in the pod's FailedScheduling event). A job pod the view has not seen
+// yet waits too: its job's turn is not known.
+func (c *Cluster) Admit(pod *corev1.Pod) (bool, string) {
+	cfg := c.config()
+	if c.exempt(pod.Namespace) {
+		return true, ""
+	}
+	m, inJob := cfg.gang.membershipOf(pod, c.podGroup)
+	if !inJob {
+		return true, ""
+	}
+	_, d, ok := c.Snapshot().Job(m.jobKey)
+	if !ok {
+		return false, fmt.Sprintf("job %s is not in the extender's view yet; it is retried shortly", m.jobKey)
+	}
+	if d.Phase == priority.PhaseWaiting {
+		return false, d.Reason
+	}
+	return true, ""
+}
+
+func (c *Cluster) exempt(namespace string) bool {
+	for _, ns := range c.config().gang.ExemptNamespaces {
+		if ns == namespace {
+			return true
+		}
+	}
+	return false
+}
+
+// jobMember finds the pod's job in the snapshot and the pod as the model sees it.
+func (c *Cluster) jobMember(snap *Snapshot, pod *corev1.Pod) (*priority.Job, priority.Pod, bool) {
+	key, ok := snap.JobOf(pod.UID, pod.Namespace, pod.Name)
+	if !ok {
+		m, inJob := c.config().gang.membershipOf(pod, c.podGroup)
+		if !inJob {
+			return nil, priority.Pod{}, false
+		}
+		key = m.jobKey
+	}
+	job, _, ok := snap.Job(key)
+	if !ok {
+		return nil, priority.Pod{}, false
+	}
+	member := memberOf(job, PodRef{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID})
+	if member.UID == "" {
+		m, _ := c.config().gang.membershipOf(pod, c.podGroup)
+		member = priority.Pod{UID: string(pod.UID), Name: pod.Namespace + "/" + pod.Name, Role: m.role, Index: m.index, Request: podRequest(pod)}
+	}
+	return job, member, true
+}
+
+// NodeConflict reports a hard PS anti-affinity conflict of the pod with a node.
+func (c *Cluster) NodeConflict(pod *corev1.Pod, node string) (bool, string) {
+	aff := c.affinity()
+	if aff.PSAntiAffinity != priority.AntiAffinityHard {
+		return false, ""
+	}
+	job, member, ok := c.jobMember(c.Snapshot(), pod)
+	if !ok {
+		return false, ""
+	}
+	return aff.PSConflict(member, job, node)
+}
+
+// Score ranks the candidate nodes by PS-worker affinity, 0..10 each. Pods in no job get
+// the same score on every node, which never changes the scheduler's choice.
+func (c *Cluster) Score(pod *corev1.Pod, names []string) extenderv1.HostPriorityList {
+	out := make(extenderv1.HostPriorityList, len(names))
+	for i, n := range names {
+		out[i] = extenderv1.HostPriority{Host: n, Score: extenderv1.MinExtenderPriority}
+	}
+	snap := c.Snapshot()
+	job, member, ok := c.jobMember(snap, pod)
+	if !ok {
+		return out
+	}
+	candidates := make([]priority.Node, len(names))
+	for i, n := range names {
+		candidates[i] = snap.node(n)
+	}
+	for i, s := range c.affinity().Score(member, job, candidates, c.NodeLabels) {
+		out[i].Score = s.Score
+	}
+	return out
+}
+
+func (c *Cluster) affinity() priority.Affinity { return c.config().affinity }
+
+// JobOfPod classifies a pod named in a bind request: from the snapshot, else from the
+// informer cache, else (a pod newer than the cache) from the API server.
+func (c *Cluster) JobOfPod(ctx context.Context, ref PodRef) (string, bool, error) {
+	snap := c.Snapshot()
+	if key, ok := snap.JobOf(ref.UID, ref.Namespace, ref.Name); ok {
+		return key, true, nil
+	}
+	pod, err := c.pods.Pods(ref.Namespace).Get(ref.Name)
+	if err != nil && c.client != nil {
+		pod, err = c.client.CoreV1().Pods(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+	}
+	if apierrors.IsNotFound(err) {
+		return "", false, fmt.Errorf("pod %s no longer exists", ref)
+	}
+	if err != nil {
+		return "", false, fmt.Errorf("looking up pod %s: %w", ref, err)
+	}
+	if c.exempt(pod.Namespace) {
+		return "", false, nil
+	}
+	m, inJob := c.config().gang.membershipOf(pod, c.podGroup)
+	return m.jobKey, inJob, nil
+}

@@ -1,0 +1,299 @@
+package extender
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	gocache "github.com/patrickmn/go-cache"
+	"go.uber.org/zap"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/cps-extender/cps-extender/priority"
+)
+
+// JobView is what the gate reads of the cluster view.
+type JobView interface {
+	Snapshot() *Snapshot
+	// JobOfPod names the job of a pod in a bind request (inJob false: no job).
+	JobOfPod(ctx context.Context, pod PodRef) (key string, inJob bool, err error)
+	Trigger()
+}
+
+// Gate is the authoritative gang gate in bind. Binds of pods in no job, and of jobs that
+// already run, pass at once. Binds of an admitted job are held until the job's minimum
+// has reached bind or is bound, then all are bound together, PS first. If they do not
+// gather within the hold timeout every held bind answers an error, nothing of the job is
+// bound, and the job cools down (loses the turn) for a time that doubles per failure.
+//
+// Held binds and cool-downs live in go-cache with TTLs: a restart loses them harmlessly
+// (held requests fail, the scheduler retries).
+type Gate struct {
+	log         *zap.Logger
+	view        JobView
+	binder      Binder
+	holdTimeout time.Duration
+	coolDown    time.Duration
+	maxCoolDown time.Duration
+	now         func() time.Time
+
+	mu         sync.Mutex
+	gatherings *gocache.Cache // job key -> *gathering
+	failures   *gocache.Cache // job key -> *coolState
+	released   *gocache.Cache // job key -> struct{}: gathered and bound, informer may lag
+}
+
+// gathering is one job's held binds while its gang gathers.
+type gathering struct {
+	job   string
+	min   int
+	start time.Time
+	holds map[types.UID]*hold
+	timer *time.Timer
+}
+
+// hold is one held bind request.
+type hold struct {
+	pod    PodRef
+	node   string
+	role   priority.Role
+	index  int
+	result chan error
+}
+
+// coolState counts a job's hold timeouts and when its cool-down ends.
+type coolState struct {
+	failures int
+	until    time.Time
+}
+
+// GateOptions are the dependencies and settings of a Gate.
+type GateOptions struct {
+	Log    *zap.Logger
+	View   JobView
+	Binder Binder
+	Config GateConfig
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// NewGate builds the bind gate.
+func NewGate(o GateOptions) *Gate {
+	now := o.Now
+	if now == nil {
+		now = time.Now
+	}
+	hold := o.Config.HoldTimeout.Duration
+	return &Gate{
+		log: o.Log, view: o.View, binder: o.Binder, now: now,
+		holdTimeout: hold, coolDown: o.Config.CoolDown.Duration, maxCoolDown: o.Config.MaxCoolDown.Duration,
+		// The timers do the work; the TTLs are a safety net so nothing outlives a restart's worth.
+		gatherings: gocache.New(2*hold, time.Minute),
+		failures:   gocache.New(4*o.Config.MaxCoolDown.Duration, time.Minute),
+		released:   gocache.New(time.Minute, time.Minute),
+	}
+}
+
+// Bind binds the pod to node, holding it while its gang gathers (see Gate).
+func (g *Gate) Bind(ctx context.Context, pod PodRef, node string) error {
+	key, inJob, err := g.view.JobOfPod(ctx, pod)
+	if err != nil {
+		return err
+	}
+	if !inJob {
+		return g.binder.Bind(context.WithoutCancel(ctx), pod, node)
+	}
+	job, decision, ok := g.view.Snapshot().Job(key)
+	if !ok {
+		return fmt.Errorf("not bound: job %s is not in the extender's view yet; the scheduler retries", key)
+	}
+	if _, done := g.released.Get(key); done || decision.Phase == priority.PhaseRunning {
+		return g.binder.Bind(context.WithoutCancel(ctx), pod, node)
+	}
+	if decision.Phase != priority.PhaseAdmitted {
+		return fmt.Errorf("not bound: %s", decision.Reason)
+	}
+	return g.hold(ctx, job, decision, pod, node)
+}
+
+// hold parks one bind until its gang has gathered, the hold times out, or the scheduler
+// drops the request.
+func (g *Gate) hold(ctx context.Context, job *priority.Job, d *priority.Decision, pod PodRef, node string) error {
+	member := memberOf(job, pod)
+	h := &hold{pod: pod, node: node, role: member.Role, index: member.Index, result: make(chan error, 1)}
+
+	g.mu.Lock()
+	gat := g.gathering(job.Key, d.MinMember)
+	if old, ok := gat.holds[pod.UID]; ok {
+		// The scheduler retried this pod; the older request is stale.
+		old.result <- errors.New("superseded by a newer bind request for the same pod")
+	}
+	gat.holds[pod.UID] = h
+	held := len(gat.holds)
+	gathered := d.Bound+held >= gat.min
+	if gathered {
+		g.closeGathering(gat)
+		g.released.SetDefault(job.Key, struct{}{})
+	}
+	g.mu.Unlock()
+	g.view.Trigger() // held pods count as placed
+
+	if gathered {
+		g.log.Info("gang gathered: binding", zap.String("job", job.Key), zap.Int("pods", held), zap.Int("bound", d.Bound), zap.Int("min", gat.min))
+		go g.release(gat)
+	} else {
+		g.log.Debug("bind held", zap.String("job", job.Key), zap.Stringer("pod", pod), zap.Int("held", held), zap.Int("bound", d.Bound), zap.Int("min", gat.min))
+	}
+
+	select {
+	case err := <-h.result:
+		return err
+	case <-ctx.Done():
+	}
+	// The scheduler gave up on this request: drop it so it is never bound, unless the
+	// gang has already been released (then its Binding is under way).
+	g.mu.Lock()
+	current, ok := g.gatherings.Get(job.Key)
+	if ok && current.(*gathering) == gat && gat.holds[pod.UID] == h {
+		delete(gat.holds, pod.UID)
+		g.mu.Unlock()
+		g.view.Trigger()
+		return fmt.Errorf("bind request for %s cancelled while its gang gathered: %w", pod, ctx.Err())
+	}
+	g.mu.Unlock()
+	return <-h.result
+}
+
+// gathering returns the job's open gathering, starting one (and its timeout) if needed.
+// The caller holds g.mu.
+func (g *Gate) gathering(key string, min int) *gathering {
+	if v, ok := g.gatherings.Get(key); ok {
+		return v.(*gathering)
+	}
+	gat := &gathering{job: key, min: min, start: g.now(), holds: map[types.UID]*hold{}}
+	gat.timer = time.AfterFunc(g.holdTimeout, func() { g.expire(gat) })
+	g.gatherings.SetDefault(key, gat)
+	return gat
+}
+
+// closeGathering ends a gathering (released or expired). The caller holds g.mu.
+func (g *Gate) closeGathering(gat *gathering) {
+	gat.timer.Stop()
+	g.gatherings.Delete(gat.job)
+}
+
+// expire fails every held bind of a gathering that did not complete in time and starts
+// the job's cool-down.
+func (g *Gate) expire(gat *gathering) {
+	g.mu.Lock()
+	current, ok := g.gatherings.Get(gat.job)
+	if !ok || current.(*gathering) != gat {
+		g.mu.Unlock()
+		return
+	}
+	g.closeGathering(gat)
+	cs := &coolState{}
+	if v, ok := g.failures.Get(gat.job); ok {
+		cs = v.(*coolState)
+	}
+	cs.failures++
+	wait := g.coolDown << (cs.failures - 1)
+	if wait > g.maxCoolDown || wait <= 0 {
+		wait = g.maxCoolDown
+	}
+	cs.until = g.now().Add(wait)
+	g.failures.SetDefault(gat.job, cs)
+	err := fmt.Errorf("job %s did not gather its gang within %v (%d of %d reached bind): nothing of it was bound; it loses the turn for %v",
+		gat.job, g.holdTimeout, len(gat.holds), gat.min, wait)
+	for _, h := range gat.holds {
+		h.result <- err
+	}
+	g.mu.Unlock()
+	g.log.Warn("hold timeout", zap.String("job", gat.job), zap.Int("held", len(gat.holds)), zap.Int("min", gat.min), zap.Duration("coolDown", wait), zap.Int("failures", cs.failures))
+	g.view.Trigger()
+}
+
+// release binds a gathered gang: parameter servers and chiefs first, in parallel, then
+// everyone else in parallel. If a first-wave bind fails, the rest are not bound.
+func (g *Gate) release(gat *gathering) {
+	holds := make([]*hold, 0, len(gat.holds))
+	for _, h := range gat.holds {
+		holds = append(holds, h)
+	}
+	sort.Slice(holds, func(i, j int) bool {
+		if holds[i].role != holds[j].role {
+			return holds[i].role < holds[j].role
+		}
+		if holds[i].index != holds[j].index {
+			return holds[i].index < holds[j].index
+		}
+		return holds[i].pod.Name < holds[j].pod.Name
+	})
+	split := sort.Search(len(holds), func(i int) bool { return holds[i].role > priority.RoleChief })
+	if err := g.bindAll(holds[:split]); err != nil {
+		for _, h := range holds[split:] {
+			h.result <- fmt.Errorf("not bound: a parameter server of job %s failed to bind: %v", gat.job, err)
+		}
+		return
+	}
+	_ = g.bindAll(holds[split:])
+	g.failures.Delete(gat.job)
+}
+
+// bindAll posts the Bindings in parallel and answers each held request; it returns the
+// first error.
+func (g *Gate) bindAll(holds []*hold) error {
+	errs := make([]error, len(holds))
+	var wg sync.WaitGroup
+	for i, h := range holds {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = g.binder.Bind(context.Background(), h.pod, h.node)
+			h.result <- errs[i]
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// Held maps the UID of every held pod to its target node.
+func (g *Gate) Held() map[types.UID]string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	out := map[types.UID]string{}
+	for _, item := range g.gatherings.Items() {
+		for uid, h := range item.Object.(*gathering).holds {
+			out[uid] = h.node
+		}
+	}
+	return out
+}
+
+// CoolDowns maps each cooling job to the end of its cool-down.
+func (g *Gate) CoolDowns() map[string]time.Time {
+	now := g.now()
+	out := map[string]time.Time{}
+	for key, item := range g.failures.Items() {
+		if cs := item.Object.(*coolState); cs.until.After(now) {
+			out[key] = cs.until
+		}
+	}
+	return out
+}
+
+// HeldCount is the number of bind requests held right now.
+func (g *Gate) HeldCount() int { return len(g.Held()) }
+
+func memberOf(job *priority.Job, pod PodRef) priority.Pod {
+	name := pod.Namespace + "/" + pod.Name
+	for _, p := range job.Pods {
+		if (pod.UID != "" && p.UID == string(pod.UID)) || p.Name == name {
+			return p
+		}
+	}
+	return priority.Pod{Role: priority.RoleOther, Index: -1}
+}

@@ -1,0 +1,220 @@
+package extender
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"go.uber.org/zap"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/cps-extender/cps-extender/priority"
+)
+
+// fakeJobView serves a snapshot computed by the real model from a fixed set of jobs.
+type fakeJobView struct {
+	snap     *Snapshot
+	triggers int
+	mu       sync.Mutex
+}
+
+func newFakeJobView(t *testing.T, jobs []priority.Job, nodes []priority.Node) *fakeJobView {
+	t.Helper()
+	now := time.Unix(1_700_000_000, 0)
+	snap := &Snapshot{Computed: now, jobs: map[string]*priority.Job{}, podJob: map[types.UID]string{}, nameJob: map[string]string{}}
+	for i := range jobs {
+		j := &jobs[i]
+		snap.jobs[j.Key] = j
+		for _, p := range j.Pods {
+			snap.podJob[types.UID(p.UID)] = j.Key
+			snap.nameJob[p.Name] = j.Key
+		}
+	}
+	snap.Queue = priority.DefaultModel().Admit(priority.State{Jobs: jobs, Nodes: nodes}, now)
+	return &fakeJobView{snap: snap}
+}
+
+func (f *fakeJobView) Snapshot() *Snapshot { return f.snap }
+func (f *fakeJobView) Trigger() {
+	f.mu.Lock()
+	f.triggers++
+	f.mu.Unlock()
+}
+func (f *fakeJobView) JobOfPod(_ context.Context, pod PodRef) (string, bool, error) {
+	k, ok := f.snap.JobOf(pod.UID, pod.Namespace, pod.Name)
+	return k, ok, nil
+}
+
+func gangPod(name string, role priority.Role, index int, state priority.PodState, node string) priority.Pod {
+	return priority.Pod{UID: "uid-" + name, Name: "ns/" + name, Role: role, Index: index,
+		Request: priority.Resources{"cpu": 1000}, State: state, Node: node}
+}
+
+func bigNodes() []priority.Node {
+	return []priority.Node{
+		{Name: "n1", Free: priority.Resources{"cpu": 8000}},
+		{Name: "n2", Free: priority.Resources{"cpu": 8000}},
+	}
+}
+
+func ref(name string) PodRef {
+	return PodRef{Namespace: "ns", Name: name, UID: types.UID("uid-" + name)}
+}
+
+func newTestGate(view JobView, binder Binder, hold time.Duration) *Gate {
+	return NewGate(GateOptions{Log: zap.NewNop(), View: view, Binder: binder, Config: GateConfig{
+		HoldTimeout: Duration{hold}, CoolDown: Duration{time.Minute}, MaxCoolDown: Duration{4 * time.Minute},
+	}})
+}
+
+// bindConcurrently sends one bind per pod, each from its own goroutine (as the scheduler's
+// binding cycles do), and returns the errors by pod name.
+func bindConcurrently(ctx context.Context, g *Gate, pods ...string) map[string]string {
+	var mu sync.Mutex
+	out := map[string]string{}
+	var wg sync.WaitGroup
+	for _, p := range pods {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := g.Bind(ctx, ref(p), "n1")
+			mu.Lock()
+			defer mu.Unlock()
+			out[p] = ""
+			if err != nil {
+				out[p] = err.Error()
+			}
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
+func threePodJob() priority.Job {
+	return priority.Job{Key: "ns/a", MinMember: 3, Created: time.Unix(1_600_000_000, 0), Pods: []priority.Pod{
+		gangPod("a-w-1", priority.RoleWorker, 1, priority.PodPending, ""),
+		gangPod("a-ps-0", priority.RolePS, 0, priority.PodPending, ""),
+		gangPod("a-w-0", priority.RoleWorker, 0, priority.PodPending, ""),
+	}}
+}
+
+func TestGateBindsAGatheredGangPSFirst(t *testing.T) {
+	view := newFakeJobView(t, []priority.Job{threePodJob()}, bigNodes())
+	binder := &fakeBinder{}
+	g := newTestGate(view, binder, time.Minute)
+	errs := bindConcurrently(context.Background(), g, "a-w-1", "a-w-0", "a-ps-0")
+	if diff := cmp.Diff(map[string]string{"a-w-1": "", "a-w-0": "", "a-ps-0": ""}, errs); diff != "" {
+		t.Fatalf("bind errors (-want +got):\n%s", diff)
+	}
+	if len(binder.binds) != 3 || binder.binds[0] != "ns/a-ps-0->n1" {
+		t.Errorf("binds %v: want 3, the PS first", binder.binds)
+	}
+	if n := len(g.Held()); n != 0 {
+		t.Errorf("%d binds still held after release", n)
+	}
+}
+
+func TestGateHoldTimeoutBindsNothing(t *testing.T) {
+	view := newFakeJobView(t, []priority.Job{threePodJob()}, bigNodes())
+	binder := &fakeBinder{}
+	g := newTestGate(view, binder, 50*time.Millisecond)
+	errs := bindConcurrently(context.Background(), g, "a-w-1", "a-ps-0")
+	for pod, e := range errs {
+		if !strings.Contains(e, "job ns/a did not gather its gang within 50ms (2 of 3 reached bind): nothing of it was bound") {
+			t.Errorf("%s: error %q, want a hold timeout", pod, e)
+		}
+	}
+	if len(binder.binds) != 0 {
+		t.Errorf("a timed-out gang was partly bound: %v", binder.binds)
+	}
+	until, cooling := g.CoolDowns()["ns/a"]
+	if !cooling || until.Before(time.Now().Add(50*time.Second)) {
+		t.Errorf("cool-downs %v: want ns/a cooling for about a minute", g.CoolDowns())
+	}
+}
+
+func TestGateDropsCancelledHolds(t *testing.T) {
+	view := newFakeJobView(t, []priority.Job{threePodJob()}, bigNodes())
+	binder := &fakeBinder{}
+	g := newTestGate(view, binder, time.Minute)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancelled := make(chan error, 1)
+	go func() { cancelled <- g.Bind(ctx, ref("a-w-1"), "n2") }()
+	waitHeld(t, g, 1)
+	cancel()
+	if err := <-cancelled; err == nil || !strings.Contains(err.Error(), "cancelled while its gang gathered") {
+		t.Fatalf("cancelled hold answered %v", err)
+	}
+	if n := len(g.Held()); n != 0 {
+		t.Fatalf("%d holds left after cancellation, want 0", n)
+	}
+	// The gang gathers anew; the cancelled request is never bound (it named n2).
+	errs := bindConcurrently(context.Background(), g, "a-w-1", "a-w-0", "a-ps-0")
+	for pod, e := range errs {
+		if e != "" {
+			t.Errorf("%s: %s", pod, e)
+		}
+	}
+	for _, b := range binder.binds {
+		if strings.HasSuffix(b, "->n2") {
+			t.Errorf("the cancelled request was bound: %v", binder.binds)
+		}
+	}
+}
+
+func waitHeld(t *testing.T, g *Gate, n int) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for len(g.Held()) != n {
+		if time.Now().After(deadline) {
+			t.Fatalf("held %d, want %d", len(g.Held()), n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func TestGatePassesAndRefuses(t *testing.T) {
+	running := priority.Job{Key: "ns/run", MinMember: 2, Created: time.Unix(1_600_000_000, 0), Pods: []priority.Pod{
+		gangPod("run-0", priority.RoleWorker, 0, priority.PodBound, "n1"),
+		gangPod("run-1", priority.RoleWorker, 1, priority.PodBound, "n1"),
+		gangPod("run-2", priority.RoleWorker, 2, priority.PodPending, ""),
+	}}
+	// Needs 3 x 9 CPU: fits no node, so it waits.
+	tooBig := priority.Job{Key: "ns/big", MinMember: 3, Created: time.Unix(1_600_000_000, 0), Pods: []priority.Pod{
+		{UID: "uid-big-0", Name: "ns/big-0", Role: priority.RoleWorker, Request: priority.Resources{"cpu": 9000}},
+		{UID: "uid-big-1", Name: "ns/big-1", Role: priority.RoleWorker, Request: priority.Resources{"cpu": 9000}},
+		{UID: "uid-big-2", Name: "ns/big-2", Role: priority.RoleWorker, Request: priority.Resources{"cpu": 9000}},
+	}}
+	tests := []struct {
+		name      string
+		pod       string
+		wantError string
+		wantBinds []string
+	}{
+		{name: "pod in no job binds at once", pod: "plain", wantBinds: []string{"ns/plain->n1"}},
+		{name: "elastic pod of a running job binds at once", pod: "run-2", wantBinds: []string{"ns/run-2->n1"}},
+		{name: "pod of a waiting job is refused with the reason", pod: "big-0", wantError: "not bound: job ns/big waits for its turn"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			view := newFakeJobView(t, []priority.Job{running, tooBig}, bigNodes())
+			binder := &fakeBinder{}
+			g := newTestGate(view, binder, time.Minute)
+			err := g.Bind(context.Background(), ref(tt.pod), "n1")
+			got := ""
+			if err != nil {
+				got = err.Error()
+			}
+			if tt.wantError == "" && got != "" || !strings.HasPrefix(got, tt.wantError) {
+				t.Errorf("error %q, want prefix %q", got, tt.wantError)
+			}
+			if diff := cmp.Diff(tt.wantBinds, binder.binds); diff != "" {
+				t.Errorf("binds (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

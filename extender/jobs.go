@@ -1,0 +1,150 @@
+package extender
+
+import (
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/cps-extender/cps-extender/priority"
+)
+
+// Well-known keys of the gang sources (protocols.md, section 3).
+const (
+	volcanoGroupAnnotation = "scheduling.k8s.io/group-name"
+	volcanoTaskSpec        = "volcano.sh/task-spec"
+	volcanoTaskIndex       = "volcano.sh/task-index"
+	coschedulingLabel      = "scheduling.x-k8s.io/pod-group"
+	kubeflowJobLabel       = "training.kubeflow.org/job-name"
+	kubeflowReplicaType    = "training.kubeflow.org/replica-type"
+	kubeflowReplicaIndex   = "training.kubeflow.org/replica-index"
+)
+
+// The gang sources, in the order they are checked.
+const (
+	SourceVolcano      = "volcano"
+	SourceCoscheduling = "coscheduling"
+	SourceKubeflow     = "kubeflow"
+	SourceLabels       = "labels"
+)
+
+// PodGroupInfo is what the extender reads from a PodGroup of either kind.
+type PodGroupInfo struct {
+	MinMember int
+	Created   time.Time
+	// Annotations carry Volcano's task-topology hints.
+	Annotations map[string]string
+}
+
+// PodGroupLookup finds a PodGroup of a source (SourceVolcano or SourceCoscheduling).
+type PodGroupLookup func(source, namespace, name string) (PodGroupInfo, bool)
+
+// membership is what one pod says about its job.
+type membership struct {
+	jobKey    string
+	source    string
+	role      priority.Role
+	index     int
+	minMember int       // 0: unknown (every pod of the job)
+	created   time.Time // the PodGroup's creation; zero without one
+	user      string    // from the pod's label; "" falls back to the namespace
+	urgent    bool
+}
+
+// membershipOf tells which job a pod belongs to, checking the sources in order: Volcano
+// PodGroups, coscheduling PodGroups, Kubeflow labels, the project's own labels.
+func (g GangConfig) membershipOf(pod *corev1.Pod, groups PodGroupLookup) (membership, bool) {
+	m := membership{index: -1}
+	labels, annotations := pod.Labels, pod.Annotations
+	var group string
+	switch {
+	case g.Volcano && annotations[volcanoGroupAnnotation] != "":
+		m.source, group = SourceVolcano, annotations[volcanoGroupAnnotation]
+		m.role = priority.ParseRole(firstNonEmpty(annotations[volcanoTaskSpec], labels[volcanoTaskSpec], labels[g.RoleLabel]))
+		m.index = parseIndex(firstNonEmpty(annotations[volcanoTaskIndex], labels[volcanoTaskIndex], labels[g.IndexLabel]))
+	case g.Coscheduling && labels[coschedulingLabel] != "":
+		m.source, group = SourceCoscheduling, labels[coschedulingLabel]
+		m.role = priority.ParseRole(firstNonEmpty(labels[kubeflowReplicaType], labels[g.RoleLabel]))
+		m.index = parseIndex(firstNonEmpty(labels[kubeflowReplicaIndex], labels[g.IndexLabel]))
+	case g.Kubeflow && labels[kubeflowJobLabel] != "":
+		m.source, group = SourceKubeflow, labels[kubeflowJobLabel]
+		m.role = priority.ParseRole(labels[kubeflowReplicaType])
+		m.index = parseIndex(labels[kubeflowReplicaIndex])
+	case labels[g.JobLabel] != "":
+		m.source, group = SourceLabels, labels[g.JobLabel]
+		m.role = priority.ParseRole(labels[g.RoleLabel])
+		m.index = parseIndex(labels[g.IndexLabel])
+	default:
+		return m, false
+	}
+	m.jobKey = pod.Namespace + "/" + group
+	if m.source == SourceVolcano || m.source == SourceCoscheduling {
+		if pg, ok := groups(m.source, pod.Namespace, group); ok {
+			m.minMember, m.created = pg.MinMember, pg.Created
+		}
+	}
+	if m.minMember == 0 {
+		if n, err := strconv.Atoi(labels[g.MinMemberLabel]); err == nil && n > 0 {
+			m.minMember = n
+		}
+	}
+	m.user = labels[g.UserLabel]
+	m.urgent = isTrue(labels[g.UrgentLabel]) || isTrue(annotations[g.UrgentLabel])
+	return m, true
+}
+
+func firstNonEmpty(vs ...string) string {
+	for _, v := range vs {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+func parseIndex(s string) int {
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 0 {
+		return -1
+	}
+	return n
+}
+
+func isTrue(s string) bool { return strings.EqualFold(s, "true") || s == "1" || strings.EqualFold(s, "yes") }
+
+// podRequest is the pod's effective request as the scheduler counts it: the larger of the
+// sum of its containers and its largest init container, plus the pod overhead. CPU is in
+// millicores, everything else in its base unit.
+func podRequest(pod *corev1.Pod) priority.Resources {
+	req := priority.Resources{}
+	for i := range pod.Spec.Containers {
+		addList(req, pod.Spec.Containers[i].Resources.Requests)
+	}
+	for i := range pod.Spec.InitContainers {
+		init := priority.Resources{}
+		addList(init, pod.Spec.InitContainers[i].Resources.Requests)
+		for k, v := range init {
+			if v > req[k] {
+				req[k] = v
+			}
+		}
+	}
+	addList(req, pod.Spec.Overhead)
+	return req
+}
+
+func addList(dst priority.Resources, list corev1.ResourceList) {
+	for name, q := range list {
+		if name == corev1.ResourceCPU {
+			dst[string(name)] += q.MilliValue()
+		} else {
+			dst[string(name)] += q.Value()
+		}
+	}
+}
+
+// podTerminated reports whether a pod no longer holds resources.
+func podTerminated(pod *corev1.Pod) bool {
+	return pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
+}
