@@ -111,7 +111,9 @@ func parseIndex(s string) int {
 	return n
 }
 
-func isTrue(s string) bool { return strings.EqualFold(s, "true") || s == "1" || strings.EqualFold(s, "yes") }
+func isTrue(s string) bool {
+	return strings.EqualFold(s, "true") || s == "1" || strings.EqualFold(s, "yes")
+}
 
 // podRequest is the pod's effective request as the scheduler counts it: the larger of the
 // sum of its containers and its largest init container, plus the pod overhead. CPU is in
