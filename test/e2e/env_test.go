@@ -1,0 +1,441 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/cps-extender/cps-extender/test/e2e/framework"
+)
+
+// schedulerName is the profile of scheduler-config/kube-scheduler.yaml.
+const schedulerName = "cps-scheduler"
+
+var (
+	extenderBinOnce sync.Once
+	extenderBin     string
+	extenderBinErr  error
+)
+
+// extenderBinary builds cps-extender once per test run, with the race detector, so that
+// every end-to-end test also hunts races in the real process.
+func extenderBinary(t testing.TB) string {
+	t.Helper()
+	extenderBinOnce.Do(func() {
+		root, err := framework.RepoRoot()
+		if err != nil {
+			extenderBinErr = err
+			return
+		}
+		dir, err := os.MkdirTemp("", "cps-extender-bin-")
+		if err != nil {
+			extenderBinErr = err
+			return
+		}
+		extenderBin = filepath.Join(dir, "cps-extender")
+		cmd := exec.Command("go", "build", "-race", "-o", extenderBin, ".")
+		cmd.Dir = root
+		if out, err := cmd.CombinedOutput(); err != nil {
+			extenderBinErr = fmt.Errorf("go build cps-extender: %v\n%s", err, out)
+		}
+	})
+	if extenderBinErr != nil {
+		t.Fatal(extenderBinErr)
+	}
+	return extenderBin
+}
+
+// env is one control plane with (optionally) cps-extender and kube-scheduler on it.
+type env struct {
+	t        *testing.T
+	cp       *framework.ControlPlane
+	ext      *framework.Process
+	extAddr  string
+	extCfg   string
+	sched    *framework.Process
+	repoRoot string
+}
+
+// newEnv starts a control plane with the given nodes.
+func newEnv(t *testing.T, nodes ...framework.NodeSpec) *env {
+	t.Helper()
+	root, err := framework.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp := framework.Start(t, framework.Options{})
+	if len(nodes) > 0 {
+		cp.AddNodes(t, nodes...)
+	}
+	return &env{t: t, cp: cp, repoRoot: root}
+}
+
+// startExtender runs cps-extender with the given extra config YAML (appended to the
+// test's base config) on a free port, and waits until it is ready.
+func (e *env) startExtender(extraConfig string) {
+	e.t.Helper()
+	if e.extAddr == "" {
+		e.extAddr = freeAddr(e.t)
+	}
+	cfgPath := filepath.Join(e.cp.Dir, "cps-extender.yaml")
+	cfg := fmt.Sprintf("listen: %s\nurlPrefix: /scheduler\nkubeconfig: %s\nlog:\n  format: json\n  level: debug\n%s", e.extAddr, e.cp.Kubeconfig, extraConfig)
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+		e.t.Fatal(err)
+	}
+	e.extCfg = cfgPath
+	e.ext = e.cp.StartProcess(e.t, "cps-extender", extenderBinary(e.t), []string{"--config=" + cfgPath}, nil)
+	framework.WaitFor(e.t, 60*time.Second, "cps-extender ready", func() (bool, error) {
+		if e.ext.Exited() {
+			return false, framework.StopPolling(fmt.Errorf("cps-extender exited: %v", e.ext.ExitErr()))
+		}
+		resp, err := http.Get("http://" + e.extAddr + "/readyz")
+		if err != nil {
+			return false, err
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, fmt.Errorf("readyz %d", resp.StatusCode)
+	})
+}
+
+// schedulerConfig is scheduler-config/kube-scheduler.yaml as shipped, with only the
+// kubeconfig path, the extender URL and leader election (one scheduler per test control
+// plane, started and stopped at will) replaced. withExtender false drops the extenders
+// block: the same scheduler without cps-extender, for baselines.
+func (e *env) schedulerConfig(withExtender bool, edits ...func(string) string) []byte {
+	e.t.Helper()
+	raw, err := os.ReadFile(filepath.Join(e.repoRoot, "scheduler-config", "kube-scheduler.yaml"))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	cfg := string(raw)
+	replace := func(old, new string) {
+		if !strings.Contains(cfg, old) {
+			e.t.Fatalf("scheduler-config/kube-scheduler.yaml no longer contains %q", old)
+		}
+		cfg = strings.Replace(cfg, old, new, 1)
+	}
+	replace("kubeconfig: /etc/kubernetes/scheduler.conf", "kubeconfig: "+e.cp.Kubeconfig)
+	replace("leaderElect: true", "leaderElect: false")
+	if withExtender {
+		replace("urlPrefix: http://127.0.0.1:8888/scheduler", "urlPrefix: http://"+e.extAddr+"/scheduler")
+	} else {
+		cfg = cfg[:strings.Index(cfg, "\nextenders:")] + "\n"
+	}
+	for _, edit := range edits {
+		cfg = edit(cfg)
+	}
+	return []byte(cfg)
+}
+
+// startScheduler runs kube-scheduler with the shipped config (see schedulerConfig).
+func (e *env) startScheduler(withExtender bool, edits ...func(string) string) {
+	e.t.Helper()
+	if withExtender && e.extAddr == "" {
+		e.t.Fatal("start the extender first")
+	}
+	e.sched = e.cp.StartScheduler(e.t, e.schedulerConfig(withExtender, edits...))
+}
+
+func (e *env) stopScheduler() {
+	e.t.Helper()
+	if err := e.sched.Stop(); err != nil {
+		e.t.Logf("stopping kube-scheduler: %v", err)
+	}
+}
+
+func freeAddr(t testing.TB) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// podSpec describes one test pod.
+type podSpec struct {
+	name      string
+	namespace string
+	cpu       string
+	labels    map[string]string
+	annots    map[string]string
+	priority  string // PriorityClass name
+	scheduler string // default: cps-scheduler
+	selector  map[string]string
+}
+
+func (p podSpec) pod() *corev1.Pod {
+	ns := p.namespace
+	if ns == "" {
+		ns = "default"
+	}
+	sched := p.scheduler
+	if sched == "" {
+		sched = schedulerName
+	}
+	cpu := p.cpu
+	if cpu == "" {
+		cpu = "1"
+	}
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: p.name, Namespace: ns, Labels: p.labels, Annotations: p.annots},
+		Spec: corev1.PodSpec{
+			SchedulerName:     sched,
+			PriorityClassName: p.priority,
+			NodeSelector:      p.selector,
+			Containers: []corev1.Container{{
+				Name: "main", Image: "fake",
+				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}},
+			}},
+		},
+	}
+}
+
+// jobSpec is a PS/worker job labelled with the project's own labels.
+type jobSpec struct {
+	name      string
+	namespace string
+	ps        int
+	workers   int
+	cpu       string
+	min       int // default ps+workers
+	user      string
+	priority  string
+	urgent    bool
+}
+
+// pods lists the job's pods, PS first.
+func (j jobSpec) pods() []podSpec {
+	min := j.min
+	if min == 0 {
+		min = j.ps + j.workers
+	}
+	var out []podSpec
+	add := func(role string, i int) {
+		labels := map[string]string{
+			"cps-extender.io/job": j.name, "cps-extender.io/role": role,
+			"cps-extender.io/index": strconv.Itoa(i), "cps-extender.io/min-member": strconv.Itoa(min),
+		}
+		if j.user != "" {
+			labels["cps-extender.io/user"] = j.user
+		}
+		if j.urgent {
+			labels["cps-extender.io/urgent"] = "true"
+		}
+		out = append(out, podSpec{name: fmt.Sprintf("%s-%s-%d", j.name, role, i), namespace: j.namespace, cpu: j.cpu, labels: labels, priority: j.priority})
+	}
+	for i := 0; i < j.ps; i++ {
+		add("ps", i)
+	}
+	for i := 0; i < j.workers; i++ {
+		add("worker", i)
+	}
+	return out
+}
+
+func (e *env) createPods(pods ...podSpec) {
+	e.t.Helper()
+	for _, p := range pods {
+		obj := p.pod()
+		if _, err := e.cp.Client.CoreV1().Pods(obj.Namespace).Create(context.Background(), obj, metav1.CreateOptions{}); err != nil {
+			e.t.Fatalf("create pod %s: %v", p.name, err)
+		}
+	}
+}
+
+func (e *env) createJobs(jobs ...jobSpec) {
+	e.t.Helper()
+	for _, j := range jobs {
+		e.createPods(j.pods()...)
+	}
+}
+
+// deletePods deletes pods by name (namespace default) and waits until they are gone.
+func (e *env) deletePods(namespace string, names ...string) {
+	e.t.Helper()
+	zero := int64(0)
+	for _, n := range names {
+		if err := e.cp.Client.CoreV1().Pods(namespace).Delete(context.Background(), n, metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
+			e.t.Fatalf("delete pod %s: %v", n, err)
+		}
+	}
+	framework.WaitFor(e.t, 60*time.Second, "pods deleted", func() (bool, error) {
+		for _, n := range names {
+			if _, err := e.cp.Client.CoreV1().Pods(namespace).Get(context.Background(), n, metav1.GetOptions{}); err == nil {
+				return false, fmt.Errorf("pod %s still exists", n)
+			}
+		}
+		return true, nil
+	})
+}
+
+func (e *env) deleteJob(j jobSpec) {
+	e.t.Helper()
+	var names []string
+	for _, p := range j.pods() {
+		names = append(names, p.name)
+	}
+	ns := j.namespace
+	if ns == "" {
+		ns = "default"
+	}
+	e.deletePods(ns, names...)
+}
+
+// bound returns pod name -> node of the namespace's bound pods.
+func (e *env) bound(namespace string) map[string]string {
+	e.t.Helper()
+	out := map[string]string{}
+	for name, node := range framework.PodPlacements(e.t, e.cp.Client, namespace) {
+		if node != "" {
+			out[name] = node
+		}
+	}
+	return out
+}
+
+// countBound counts the bound pods of a job.
+func (e *env) countBound(j jobSpec) int {
+	ns := j.namespace
+	if ns == "" {
+		ns = "default"
+	}
+	b := e.bound(ns)
+	n := 0
+	for _, p := range j.pods() {
+		if b[p.name] != "" {
+			n++
+		}
+	}
+	return n
+}
+
+func (e *env) waitJobBound(j jobSpec, timeout time.Duration) {
+	e.t.Helper()
+	total := len(j.pods())
+	framework.WaitFor(e.t, timeout, "job "+j.name+" fully bound", func() (bool, error) {
+		n := e.countBound(j)
+		return n == total, fmt.Errorf("%d of %d pods bound", n, total)
+	})
+}
+
+// bindRecorder watches pods and records the order in which they were bound, as the API
+// server committed it.
+type bindRecorder struct {
+	mu    sync.Mutex
+	order []string
+	at    map[string]time.Time
+	stop  func()
+}
+
+func (e *env) recordBindings(namespace string) *bindRecorder {
+	e.t.Helper()
+	w, err := e.cp.Client.CoreV1().Pods(namespace).Watch(context.Background(), metav1.ListOptions{FieldSelector: fields.Everything().String()})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	r := &bindRecorder{at: map[string]time.Time{}, stop: w.Stop}
+	seen := map[string]bool{}
+	go func() {
+		for ev := range w.ResultChan() {
+			if ev.Type != watch.Added && ev.Type != watch.Modified {
+				continue
+			}
+			p, ok := ev.Object.(*corev1.Pod)
+			if !ok || p.Spec.NodeName == "" || seen[p.Name] {
+				continue
+			}
+			seen[p.Name] = true
+			r.mu.Lock()
+			r.order = append(r.order, p.Name)
+			r.at[p.Name] = time.Now()
+			r.mu.Unlock()
+		}
+	}()
+	e.t.Cleanup(w.Stop)
+	return r
+}
+
+// Order returns the pods in the order they were bound.
+func (r *bindRecorder) Order() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.order...)
+}
+
+// BoundAt returns when the recorder saw a pod bound.
+func (r *bindRecorder) BoundAt(pod string) (time.Time, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	t, ok := r.at[pod]
+	return t, ok
+}
+
+// extenderRequests counts the extender's access-log lines by path (its debug log).
+func (e *env) extenderRequests() map[string]int {
+	e.t.Helper()
+	data, err := os.ReadFile(e.ext.LogPath())
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	out := map[string]int{}
+	for _, line := range strings.Split(string(data), "\n") {
+		if !strings.Contains(line, `"msg":"request"`) {
+			continue
+		}
+		if i := strings.Index(line, `"path":"`); i >= 0 {
+			rest := line[i+len(`"path":"`):]
+			out[rest[:strings.Index(rest, `"`)]]++
+		}
+	}
+	return out
+}
+
+// failedSchedulingMessages returns the messages of a pod's FailedScheduling events.
+func (e *env) failedSchedulingMessages(namespace, pod string) []string {
+	e.t.Helper()
+	list, err := e.cp.Client.CoreV1().Events(namespace).List(context.Background(), metav1.ListOptions{
+		FieldSelector: fields.AndSelectors(fields.OneTermEqualSelector("involvedObject.name", pod), fields.OneTermEqualSelector("reason", "FailedScheduling")).String(),
+	})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var out []string
+	for _, ev := range list.Items {
+		out = append(out, ev.Message)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func (e *env) waitFailedScheduling(namespace, pod, substr string) {
+	e.t.Helper()
+	framework.WaitFor(e.t, 60*time.Second, "FailedScheduling event of "+pod+" containing "+strconv.Quote(substr), func() (bool, error) {
+		msgs := e.failedSchedulingMessages(namespace, pod)
+		for _, m := range msgs {
+			if strings.Contains(m, substr) {
+				return true, nil
+			}
+		}
+		return false, fmt.Errorf("events so far: %q", msgs)
+	})
+}

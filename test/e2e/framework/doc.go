@@ -1,0 +1,36 @@
+// Package framework runs a real, local Kubernetes control plane for end-to-end tests: etcd,
+// kube-apiserver and kwok (fake nodes and pod lifecycles, no kubelet), plus kube-scheduler and
+// any binary under test, all as child processes on free 127.0.0.1 ports.
+//
+// A test starts a control plane, adds nodes, starts a scheduler and drives pods with client-go:
+//
+//	func TestMain(m *testing.M) { framework.Main(m) }
+//
+//	func TestSomething(t *testing.T) {
+//		cp := framework.Start(t, framework.Options{})
+//		cp.AddNodes(t, framework.Nodes("node", 3, "4", "8Gi")...)
+//		cp.StartScheduler(t, []byte(config)) // a KubeSchedulerConfiguration naming cp.Kubeconfig
+//		// create pods with cp.Client, then framework.WaitFor(...) and framework.PodPlacements(...)
+//	}
+//
+// The binaries come from BinDir: $CPS_CONTROLPLANE_BIN, or test/tools/build-controlplane.sh.
+//
+// # Isolation
+//
+// Every control plane has its own scratch folder, etcd and ports, so tests may run in parallel
+// (t.Parallel); each costs about a core for a few seconds while it starts. There is no
+// controller-manager: nothing garbage-collects, finalises namespaces or creates service
+// accounts, and tests delete what they create when it matters.
+//
+// # Process lifetime
+//
+// Every child runs in its own process group and is stopped by the test's cleanup, in reverse
+// start order: SIGTERM to the group, SIGKILL after StopGracePeriod. If the test binary is
+// interrupted, Main's signal handler (KillAllOnSignal) kills every group first. If the test
+// binary dies without running any handler (SIGKILL, a crash, a -timeout panic), each child
+// still gets SIGKILL from the kernel: children are started with Pdeathsig, which fires when the
+// OS thread that forked them exits. Because of that per-thread semantics, all children are
+// forked by a single goroutine locked to its OS thread for the life of the binary (see
+// registry.spawn); forking from an ordinary goroutine could kill a child in mid-test when the
+// Go runtime retires the thread it happened to run on.
+package framework
