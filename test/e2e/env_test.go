@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -408,6 +409,64 @@ func (e *env) extenderRequests() map[string]int {
 		}
 	}
 	return out
+}
+
+// use points the env's helpers at a subtest's t; call as defer e.use(t)().
+func (e *env) use(t *testing.T) func() {
+	prev := e.t
+	e.t = t
+	return func() { e.t = prev }
+}
+
+// queueJob is one job of the extender's /debug/queue.
+type queueJob struct {
+	Job      string  `json:"job"`
+	Phase    string  `json:"phase"`
+	Position int     `json:"position"`
+	P        float64 `json:"p"`
+	Starved  bool    `json:"starved"`
+	Reason   string  `json:"reason"`
+}
+
+// queue reads the extender's admission queue, by job key.
+func (e *env) queue() (map[string]queueJob, error) {
+	resp, err := http.Get("http://" + e.extAddr + "/debug/queue")
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	var report struct {
+		Jobs []queueJob `json:"jobs"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&report); err != nil {
+		return nil, err
+	}
+	out := map[string]queueJob{}
+	for _, j := range report.Jobs {
+		out[j.Job] = j
+	}
+	return out, nil
+}
+
+// waitWaiting waits until the extender has every job queued and waiting.
+func (e *env) waitWaiting(jobs ...jobSpec) {
+	e.t.Helper()
+	framework.WaitFor(e.t, 60*time.Second, "jobs queued and waiting", func() (bool, error) {
+		q, err := e.queue()
+		if err != nil {
+			return false, err
+		}
+		for _, j := range jobs {
+			ns := j.namespace
+			if ns == "" {
+				ns = "default"
+			}
+			if d, ok := q[ns+"/"+j.name]; !ok || d.Phase != "Waiting" {
+				return false, fmt.Errorf("%s: %+v", j.name, d)
+			}
+		}
+		return true, nil
+	})
 }
 
 // failedSchedulingMessages returns the messages of a pod's FailedScheduling events.

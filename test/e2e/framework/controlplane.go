@@ -47,8 +47,9 @@ type Options struct {
 	// RuntimeConfig is passed to kube-apiserver as --runtime-config when not empty,
 	// e.g. "scheduling.k8s.io/v1beta1=true".
 	RuntimeConfig string
-	// ExtraAPIServerArgs are appended to kube-apiserver's command line; a flag given here
-	// overrides the same flag set by Start.
+	// ExtraAPIServerArgs are appended to kube-apiserver's command line. A single-valued flag
+	// given here overrides the one Start sets; a list or map flag (--disable-admission-plugins,
+	// --feature-gates) adds to it.
 	ExtraAPIServerArgs []string
 	// KwokStages replaces DefaultKwokStages when not nil: paths under the binaries'
 	// kwok-stages/ folder.
@@ -107,9 +108,11 @@ func Start(t testing.TB, opts Options) *ControlPlane {
 	if err != nil {
 		t.Fatalf("make scratch folder: %v", err)
 	}
+	children.addDir(dir)
 	cp := &ControlPlane{Dir: dir, BinDir: bin, users: map[string]User{}}
 	// Registered first, so it runs last: after every process is stopped.
 	t.Cleanup(func() {
+		defer children.removeDir(dir)
 		if t.Failed() {
 			cp.DumpLogs(t)
 			if os.Getenv(KeepDirEnv) != "" {
@@ -157,7 +160,10 @@ func (cp *ControlPlane) startEtcd(t testing.TB) string {
 			"--listen-peer-urls=" + peerURL,
 			"--initial-advertise-peer-urls=" + peerURL,
 			"--initial-cluster=e2e=" + peerURL,
-			"--unsafe-no-fsync",
+			"--unsafe-no-fsync", // the data is thrown away with the test
+			// A single member elects itself after an election timeout: 100 ms, not 1 s.
+			"--heartbeat-interval=10",
+			"--election-timeout=100",
 		}, nil)
 		if err != nil {
 			return nil, err
@@ -333,7 +339,7 @@ func (cp *ControlPlane) startWithRetry(t testing.TB, what string, start func() (
 		}
 		if p != nil {
 			_ = p.Stop()
-			if attempt < startAttempts && logContains(p.LogPath(), "address already in use") {
+			if attempt < startAttempts && outputContains(p, "address already in use") {
 				t.Logf("%s lost a port race, retrying (attempt %d): %v", what, attempt, err)
 				continue
 			}
@@ -352,8 +358,9 @@ func waitUntil(p *Process, timeout time.Duration, cond func() (bool, error)) err
 	})
 }
 
-func logContains(path, substr string) bool {
-	b, err := os.ReadFile(path)
+// outputContains reports whether p's output (see Process.Output) contains substr.
+func outputContains(p *Process, substr string) bool {
+	b, err := p.Output()
 	return err == nil && strings.Contains(string(b), substr)
 }
 
@@ -382,7 +389,9 @@ func (cp *ControlPlane) startChild(t testing.TB, name, path string, args, env []
 
 // StartProcess starts the binary at path with args as a child of the control plane, with env
 // added to the environment (HOME is the scratch folder unless env sets it) and stdout and stderr
-// in Dir/<name>.log. The test's cleanup stops it. name must be unique within the control plane.
+// appended to Dir/<name>.log. The test's cleanup stops it. Starting a binary again under the
+// same name (after a Kill, say) continues the same log; Process.Output and WaitForLog see only
+// the new run's part.
 func (cp *ControlPlane) StartProcess(t testing.TB, name, path string, args, env []string) *Process {
 	t.Helper()
 	p, err := cp.startChild(t, name, path, args, env)

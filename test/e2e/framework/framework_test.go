@@ -203,3 +203,34 @@ func TestProcessKill(t *testing.T) {
 		t.Errorf("process group %d survives Kill: %v", p.Pid(), err)
 	}
 }
+
+// TestStartWithRetry checks that a component that lost the race for its port is started again,
+// and that the cleanup stops the attempt that succeeded.
+func TestStartWithRetry(t *testing.T) {
+	cp := &ControlPlane{Dir: t.TempDir()}
+	attempts := 0
+	var last *Process
+	cp.startWithRetry(t, "racer", func() (*Process, error) {
+		attempts++
+		// printf, so that the log's command line does not hold the message itself.
+		script := "printf 'listen tcp 127.0.0.1:1: bind: address already in %s\\n' use; exit 1"
+		if attempts == startAttempts {
+			script = "echo up; sleep 300"
+		}
+		p, err := cp.startChild(t, "racer", "/bin/sh", []string{"-c", script}, nil)
+		if err != nil {
+			return nil, err
+		}
+		last = p
+		return p, waitUntil(p, 5*time.Second, func() (bool, error) { return outputContains(p, "\nup\n"), nil })
+	})
+	if attempts != startAttempts {
+		t.Errorf("%d attempts, want %d", attempts, startAttempts)
+	}
+	if last.Exited() {
+		t.Errorf("the last attempt exited: %v", last.ExitErr())
+	}
+	if got := len(cp.Processes()); got != startAttempts {
+		t.Errorf("%d processes recorded, want %d", got, startAttempts)
+	}
+}

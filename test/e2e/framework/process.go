@@ -29,10 +29,11 @@ type Process struct {
 	// Name names the process in logs and failure messages; it is also the log file's base name.
 	Name string
 
-	cmd     *exec.Cmd
-	logPath string
-	done    chan struct{} // closed once the process has exited and been reaped
-	exitErr error         // the result of cmd.Wait; set before done is closed
+	cmd      *exec.Cmd
+	logPath  string
+	logStart int64         // where this run's output begins in the log; a restart appends to it
+	done     chan struct{} // closed once the process has exited and been reaped
+	exitErr  error         // the result of cmd.Wait; set before done is closed
 
 	stopOnce sync.Once
 	stopErr  error
@@ -41,8 +42,22 @@ type Process struct {
 // Pid is the process id of the child, which is also its process group id.
 func (p *Process) Pid() int { return p.cmd.Process.Pid }
 
-// LogPath is the file that receives the process's stdout and stderr.
+// LogPath is the file that receives the process's stdout and stderr. A process started again
+// under the same name appends to the same file.
 func (p *Process) LogPath() string { return p.logPath }
+
+// Output returns what this process (not an earlier one under the same name) has written to
+// its log so far, after a first line that shows its command line.
+func (p *Process) Output() ([]byte, error) {
+	b, err := os.ReadFile(p.logPath)
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) < p.logStart {
+		return nil, fmt.Errorf("log %s was truncated", p.logPath)
+	}
+	return b[p.logStart:], nil
+}
 
 // Done is closed once the process has exited.
 func (p *Process) Done() <-chan struct{} { return p.done }
@@ -134,12 +149,12 @@ func (p *Process) reapGroup() {
 	}
 }
 
-// WaitForLog waits up to timeout until the process's log contains substr. It fails the test
-// if the timeout passes or the process exits first.
+// WaitForLog waits up to timeout until the process's output (see Output) contains substr. It
+// fails the test if the timeout passes or the process exits first.
 func (p *Process) WaitForLog(t testing.TB, substr string, timeout time.Duration) {
 	t.Helper()
 	WaitFor(t, timeout, fmt.Sprintf("%s to log %q", p.Name, substr), func() (bool, error) {
-		b, err := os.ReadFile(p.logPath)
+		b, err := p.Output()
 		if err != nil {
 			return false, err
 		}
@@ -162,6 +177,10 @@ func startProcess(dir, name, path string, args, env []string) (*Process, error) 
 		return nil, fmt.Errorf("open log of %s: %w", name, err)
 	}
 	defer logFile.Close() // the child holds its own copy of the descriptor
+	info, err := logFile.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("stat log of %s: %w", name, err)
+	}
 
 	cmd := exec.Command(path, args...)
 	cmd.Dir = dir
@@ -177,7 +196,7 @@ func startProcess(dir, name, path string, args, env []string) (*Process, error) 
 		Pdeathsig: syscall.SIGKILL,
 	}
 	fmt.Fprintf(logFile, "=== %s %s\n", path, strings.Join(args, " "))
-	p := &Process{Name: name, cmd: cmd, logPath: logPath, done: make(chan struct{})}
+	p := &Process{Name: name, cmd: cmd, logPath: logPath, logStart: info.Size(), done: make(chan struct{})}
 	if err := children.spawn(p); err != nil {
 		return nil, fmt.Errorf("start %s (%s): %w", name, path, err)
 	}
@@ -188,17 +207,18 @@ func startProcess(dir, name, path string, args, env []string) (*Process, error) 
 	return p, nil
 }
 
-// children is the registry of live child processes.
+// children is the registry of live child processes and scratch folders.
 //
 // It is the package's only mutable package-level state besides the BinDir cache, and it has to
 // be: the signal handler installed by KillAllOnSignal and the exit path of Main must find every
 // child of every control plane of every test in the binary, and no test object is in reach there.
-var children = &registry{live: map[*Process]struct{}{}}
+var children = &registry{live: map[*Process]struct{}{}, dirs: map[string]struct{}{}}
 
-// registry tracks live children and owns the thread that forks them.
+// registry tracks live children and scratch folders, and owns the thread that forks children.
 type registry struct {
 	mu   sync.Mutex
 	live map[*Process]struct{}
+	dirs map[string]struct{} // scratch folders to remove if the binary is interrupted
 
 	spawnOnce sync.Once
 	requests  chan spawnRequest
@@ -246,6 +266,31 @@ func (r *registry) remove(p *Process) {
 	r.mu.Unlock()
 }
 
+func (r *registry) addDir(dir string) {
+	r.mu.Lock()
+	r.dirs[dir] = struct{}{}
+	r.mu.Unlock()
+}
+
+func (r *registry) removeDir(dir string) {
+	r.mu.Lock()
+	delete(r.dirs, dir)
+	r.mu.Unlock()
+}
+
+// removeDirs removes every registered scratch folder, unless $CPS_E2E_KEEP is set.
+func (r *registry) removeDirs() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for dir := range r.dirs {
+		if os.Getenv(KeepDirEnv) != "" {
+			fmt.Fprintf(os.Stderr, "framework: kept scratch folder %s\n", dir)
+			continue
+		}
+		_ = os.RemoveAll(dir)
+	}
+}
+
 // snapshot returns the live children.
 func (r *registry) snapshot() []*Process {
 	r.mu.Lock()
@@ -257,23 +302,33 @@ func (r *registry) snapshot() []*Process {
 	return procs
 }
 
-// killAll sends SIGKILL to the process group of every live child.
+// killAll sends SIGKILL to the process group of every live child and waits, up to
+// groupGoneTimeout, until the groups are gone.
 func (r *registry) killAll() {
-	for _, p := range r.snapshot() {
+	procs := r.snapshot()
+	for _, p := range procs {
 		_ = syscall.Kill(-p.Pid(), syscall.SIGKILL)
+	}
+	deadline := time.Now().Add(groupGoneTimeout)
+	for _, p := range procs {
+		for time.Now().Before(deadline) && !errors.Is(syscall.Kill(-p.Pid(), 0), syscall.ESRCH) {
+			time.Sleep(10 * time.Millisecond)
+		}
 	}
 }
 
 // KillAllOnSignal installs a handler for SIGINT and SIGTERM that kills the process group of
-// every live child and then exits with 128+signal. Children run in their own process groups,
-// so an interrupt of `go test` does not reach them by itself; and although Pdeathsig would kill
-// them when the test binary dies, anything they forked would survive. Main calls it.
+// every live child, removes the scratch folders (kept if $CPS_E2E_KEEP is set) and exits with
+// 128+signal. Children run in their own process groups, so an interrupt of `go test` does not
+// reach them by itself; and although Pdeathsig would kill them when the test binary dies,
+// anything they forked would survive. Main calls it; call it once.
 func KillAllOnSignal() {
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	go func() {
 		sig := <-sigs
 		children.killAll()
+		children.removeDirs()
 		fmt.Fprintf(os.Stderr, "framework: %v: killed all child processes\n", sig)
 		code := 1
 		if s, ok := sig.(syscall.Signal); ok {
@@ -284,12 +339,14 @@ func KillAllOnSignal() {
 }
 
 // Main is the body of an end-to-end package's TestMain: it installs KillAllOnSignal, runs the
-// tests, kills any child a test left behind, and exits with the tests' result.
+// tests, kills any child and removes any scratch folder a test left behind, and exits with the
+// tests' result.
 //
 //	func TestMain(m *testing.M) { framework.Main(m) }
 func Main(m *testing.M) {
 	KillAllOnSignal()
 	code := m.Run()
 	children.killAll()
+	children.removeDirs()
 	os.Exit(code)
 }
