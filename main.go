@@ -70,7 +70,7 @@ func run(args []string, stderr io.Writer) error {
 		return err
 	}
 	handler, err := extender.NewServer(extender.ServerOptions{
-		Log: log, URLPrefix: cfg.URLPrefix, MaxRequestBytes: cfg.MaxRequestBytes, Ready: cluster, Scheduler: verbs,
+		Log: log, URLPrefix: cfg.URLPrefix, MaxRequestBytes: cfg.MaxRequestBytes, Ready: cluster, Scheduler: verbs, Queue: cluster,
 	})
 	if err != nil {
 		return err

@@ -30,6 +30,7 @@ type Server struct {
 	maxBytes int64
 	ready    ReadyChecker
 	sched    *SchedulerVerbs
+	queue    QueueSource
 	router   *httprouter.Router
 }
 
@@ -40,6 +41,8 @@ type ServerOptions struct {
 	MaxRequestBytes int64
 	Ready           ReadyChecker
 	Scheduler       *SchedulerVerbs
+	// Queue serves /debug/queue; nil leaves the endpoint out.
+	Queue QueueSource
 }
 
 // NewServer builds the HTTP handler of the extender.
@@ -60,7 +63,7 @@ func NewServer(o ServerOptions) (*Server, error) {
 	if len(missing) > 0 {
 		return nil, fmt.Errorf("extender server: missing %s", strings.Join(missing, ", "))
 	}
-	s := &Server{log: o.Log, prefix: o.URLPrefix, maxBytes: o.MaxRequestBytes, ready: o.Ready, sched: o.Scheduler}
+	s := &Server{log: o.Log, prefix: o.URLPrefix, maxBytes: o.MaxRequestBytes, ready: o.Ready, sched: o.Scheduler, queue: o.Queue}
 	r := httprouter.New()
 	r.RedirectTrailingSlash = false
 	r.RedirectFixedPath = false
@@ -70,6 +73,9 @@ func NewServer(o ServerOptions) (*Server, error) {
 	r.POST(s.prefix+"/"+VerbBind, s.handle(VerbBind, s.sched.bind))
 	r.GET("/healthz", s.healthz)
 	r.GET("/readyz", s.readyz)
+	if s.queue != nil {
+		r.GET("/debug/queue", s.debugQueue)
+	}
 	r.NotFound = http.HandlerFunc(s.notFound)
 	r.MethodNotAllowed = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		writeJSON(w, http.StatusMethodNotAllowed, errorBody{Error: fmt.Sprintf("method %s is not allowed on %s", req.Method, req.URL.Path)})

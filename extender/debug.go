@@ -1,0 +1,67 @@
+package extender
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/julienschmidt/httprouter"
+
+	"github.com/cps-extender/cps-extender/priority"
+)
+
+// QueueSource gives the explain endpoint the current admission state.
+type QueueSource interface {
+	Snapshot() *Snapshot
+}
+
+// queueReport is the JSON of /debug/queue: the queue in order, then the running jobs.
+type queueReport struct {
+	Computed time.Time            `json:"computed"`
+	Jobs     []*priority.Decision `json:"jobs"`
+}
+
+// debugQueue answers /debug/queue: the admission queue as JSON, or as a text table with
+// ?format=table.
+func (s *Server) debugQueue(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+	snap := s.queue.Snapshot()
+	if snap == nil {
+		writeJSON(w, http.StatusServiceUnavailable, errorBody{Error: "no queue computed yet: cluster view not synced"})
+		return
+	}
+	report := queueReport{Computed: snap.Computed, Jobs: append(append([]*priority.Decision{}, snap.Queue.Order...), snap.Queue.Running...)}
+	switch format := r.URL.Query().Get("format"); format {
+	case "", "json":
+		writeJSON(w, http.StatusOK, report)
+	case "table":
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		writeQueueTable(w, report)
+	default:
+		writeJSON(w, http.StatusBadRequest, errorBody{Error: fmt.Sprintf("unknown format %q: want json or table", format)})
+	}
+}
+
+// writeQueueTable renders the queue for people.
+func writeQueueTable(w http.ResponseWriter, report queueReport) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "POS\tJOB\tPHASE\tP\tUSER\tJOB-PRIO\tWAIT\tPARALLEL\tGANG\tWAITS FOR")
+	for _, d := range report.Jobs {
+		pos := "-"
+		if d.Position > 0 {
+			pos = fmt.Sprint(d.Position)
+		}
+		gang := fmt.Sprintf("%d/%d bound", d.Bound, d.MinMember)
+		if d.Held > 0 {
+			gang += fmt.Sprintf(", %d held", d.Held)
+		}
+		blocker := d.Blocker
+		if d.Phase != priority.PhaseWaiting {
+			blocker = ""
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%s\t%s\n", pos, d.Key, d.Phase, d.P,
+			d.Terms.User, d.Terms.Job, d.Terms.Wait, d.Terms.Parallelism, gang, strings.TrimSpace(blocker))
+	}
+	_ = tw.Flush()
+}
