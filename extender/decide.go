@@ -126,3 +126,17 @@ func (c *Cluster) JobOfPod(ctx context.Context, ref PodRef) (string, bool, error
 	m, inJob := c.config().gang.membershipOf(pod, c.podGroup)
 	return m.jobKey, inJob, nil
 }
+
+// MayPreempt says whether a pod may have the scheduler preempt for it: not while its job
+// waits for its turn (the gate would turn it away anyway, after the victims were gone).
+func (c *Cluster) MayPreempt(pod *corev1.Pod) bool {
+	ok, _ := c.Admit(pod)
+	return ok
+}
+
+// MayEvict says whether a pod may be a preemption victim: not when it belongs to a gang,
+// since evicting one member can leave the whole job below its minimum.
+func (c *Cluster) MayEvict(victim PodRef) bool {
+	_, inJob := c.Snapshot().JobOf(victim.UID, victim.Namespace, victim.Name)
+	return !inJob
+}

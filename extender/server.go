@@ -16,6 +16,7 @@ const (
 	VerbFilter     = "filter"
 	VerbPrioritize = "prioritize"
 	VerbBind       = "bind"
+	VerbPreempt    = "preempt"
 )
 
 // ReadyChecker reports whether the extender can answer from a synced cluster view.
@@ -71,6 +72,7 @@ func NewServer(o ServerOptions) (*Server, error) {
 	r.POST(s.prefix+"/"+VerbFilter, s.handle(VerbFilter, s.sched.filter))
 	r.POST(s.prefix+"/"+VerbPrioritize, s.handle(VerbPrioritize, s.sched.prioritize))
 	r.POST(s.prefix+"/"+VerbBind, s.handle(VerbBind, s.sched.bind))
+	r.POST(s.prefix+"/"+VerbPreempt, s.handle(VerbPreempt, s.sched.preempt))
 	r.GET("/healthz", s.healthz)
 	r.GET("/readyz", s.readyz)
 	if s.queue != nil {
@@ -115,7 +117,7 @@ func (s *Server) handle(verb string, fn func(w http.ResponseWriter, r *http.Requ
 func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {
 	msg := fmt.Sprintf("no such endpoint %s %s", r.Method, r.URL.Path)
 	if verb, ok := strings.CutPrefix(r.URL.Path, s.prefix+"/"); ok && !strings.Contains(verb, "/") {
-		msg = fmt.Sprintf("unknown verb %q: known verbs are %s, %s, %s", verb, VerbFilter, VerbPrioritize, VerbBind)
+		msg = fmt.Sprintf("unknown verb %q: known verbs are %s, %s, %s, %s", verb, VerbFilter, VerbPrioritize, VerbBind, VerbPreempt)
 	}
 	writeJSON(w, http.StatusNotFound, errorBody{Error: msg})
 }

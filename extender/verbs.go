@@ -41,6 +41,10 @@ type Decider interface {
 	NodeConflict(pod *corev1.Pod, node string) (bool, string)
 	// Score ranks the named nodes for the pod, 0..10 each, in the order given.
 	Score(pod *corev1.Pod, nodes []string) extenderv1.HostPriorityList
+	// MayPreempt says whether the pod may preempt at all, and whether a victim pod (by
+	// UID, namespace and name) may be evicted for it.
+	MayPreempt(pod *corev1.Pod) bool
+	MayEvict(victim PodRef) bool
 }
 
 // SchedulerVerbs answers kube-scheduler's filter, prioritize and bind.
@@ -205,6 +209,66 @@ func (v *SchedulerVerbs) bind(w http.ResponseWriter, r *http.Request, maxBytes i
 	}
 	noteDecision(r.Context(), pod.String(), bindSummary(args.Node, result.Error))
 	writeJSON(w, http.StatusOK, result)
+}
+
+func (v *SchedulerVerbs) preempt(w http.ResponseWriter, r *http.Request, maxBytes int64) {
+	var args extenderv1.ExtenderPreemptionArgs
+	if err := decodeJSON(w, r, maxBytes, &args); err != nil {
+		writeError(w, err)
+		return
+	}
+	if args.Pod == nil {
+		writeError(w, badRequest("request has no Pod"))
+		return
+	}
+	result := v.decidePreempt(&args)
+	noteDecision(r.Context(), podKey(args.Pod), fmt.Sprintf("%d candidate nodes kept", len(result.NodeNameToMetaVictims)))
+	writeJSON(w, http.StatusOK, result)
+}
+
+// decidePreempt keeps the scheduler's own preemption from undoing the gate: a pod of a job
+// that waits for its turn may preempt nothing, and no candidate node may evict a member of
+// a gang (that would leave the gang below its minimum). Other candidates are kept as given.
+func (v *SchedulerVerbs) decidePreempt(args *extenderv1.ExtenderPreemptionArgs) *extenderv1.ExtenderPreemptionResult {
+	result := &extenderv1.ExtenderPreemptionResult{NodeNameToMetaVictims: map[string]*extenderv1.MetaVictims{}}
+	if !v.decider.MayPreempt(args.Pod) {
+		return result
+	}
+	keep := func(node string, victims []PodRef, pdbViolations int64) {
+		meta := &extenderv1.MetaVictims{NumPDBViolations: pdbViolations}
+		for _, victim := range victims {
+			if !v.decider.MayEvict(victim) {
+				return
+			}
+			meta.Pods = append(meta.Pods, &extenderv1.MetaPod{UID: string(victim.UID)})
+		}
+		result.NodeNameToMetaVictims[node] = meta
+	}
+	for node, mv := range args.NodeNameToMetaVictims {
+		if mv == nil {
+			continue
+		}
+		refs := make([]PodRef, 0, len(mv.Pods))
+		for _, p := range mv.Pods {
+			if p != nil {
+				refs = append(refs, PodRef{UID: types.UID(p.UID)})
+			}
+		}
+		keep(node, refs, mv.NumPDBViolations)
+	}
+	for node, victims := range args.NodeNameToVictims {
+		if victims == nil || args.NodeNameToMetaVictims[node] != nil {
+			continue
+		}
+		refs := make([]PodRef, 0, len(victims.Pods))
+		for _, p := range victims.Pods {
+			if p != nil {
+				refs = append(refs, PodRef{Namespace: p.Namespace, Name: p.Name, UID: p.UID})
+			}
+		}
+		keep(node, refs, victims.NumPDBViolations)
+	}
+	return result
 }
 
 func bindSummary(node, errMsg string) string {

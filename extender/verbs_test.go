@@ -45,6 +45,15 @@ func (f *fakeDecider) NodeConflict(pod *corev1.Pod, node string) (bool, string) 
 	return ok, reason
 }
 
+func (f *fakeDecider) MayPreempt(pod *corev1.Pod) bool {
+	_, wait := f.waiting[pod.Name]
+	return !wait
+}
+
+func (f *fakeDecider) MayEvict(victim PodRef) bool {
+	return !strings.HasPrefix(string(victim.UID), "gang-") && !strings.HasPrefix(victim.Name, "gang-")
+}
+
 func (f *fakeDecider) Score(_ *corev1.Pod, nodes []string) extenderv1.HostPriorityList {
 	out := extenderv1.HostPriorityList{}
 	for _, n := range nodes {
@@ -274,7 +283,8 @@ func TestBadInput(t *testing.T) {
 		{"bind without node", "POST", "/scheduler/bind", `{"PodName":"p1","PodNamespace":"default"}`, true, 400, "no Node"},
 		{"bind without anything", "POST", "/scheduler/bind", `{}`, true, 400, "no PodName, PodNamespace, Node"},
 		{"body over the limit", "POST", "/scheduler/filter", big, true, 413, "larger than the limit of 2048 bytes"},
-		{"unknown verb", "POST", "/scheduler/preempt", `{}`, true, 404, `unknown verb "preempt"`},
+		{"unknown verb", "POST", "/scheduler/reserve", `{}`, true, 404, `unknown verb "reserve"`},
+		{"preempt without Pod", "POST", "/scheduler/preempt", `{}`, true, 400, "no Pod"},
 		{"unknown path", "POST", "/elsewhere", `{}`, true, 404, "no such endpoint"},
 		{"wrong method", "GET", "/scheduler/filter", ``, true, 405, "method GET is not allowed"},
 		{"not ready", "POST", "/scheduler/filter", `{"Pod":` + podJSON + `,"NodeNames":["n1"]}`, false, 503, "not ready"},
@@ -363,5 +373,49 @@ func TestBindIgnoresCancelledRequest(t *testing.T) {
 	ts.srv.ServeHTTP(rec, req)
 	if diff := cmp.Diff([]string{"default/p1->n1"}, ts.binder.binds); diff != "" {
 		t.Errorf("binds (-want +got):\n%s", diff)
+	}
+}
+
+func TestPreempt(t *testing.T) {
+	tests := []struct {
+		name string
+		body string
+		want extenderv1.ExtenderPreemptionResult
+	}{
+		{
+			name: "a waiting job's pod may preempt nothing",
+			body: `{"Pod":{"metadata":{"name":"waiter","namespace":"default"}},"NodeNameToMetaVictims":{"n1":{"Pods":[{"UID":"plain-1"}]}}}`,
+			want: extenderv1.ExtenderPreemptionResult{NodeNameToMetaVictims: map[string]*extenderv1.MetaVictims{}},
+		},
+		{
+			name: "nodes whose victims include a gang member are dropped",
+			body: `{"Pod":` + podJSON + `,"NodeNameToMetaVictims":{"n1":{"Pods":[{"UID":"plain-1"}],"NumPDBViolations":1},"n2":{"Pods":[{"UID":"plain-2"},{"UID":"gang-3"}]}}}`,
+			want: extenderv1.ExtenderPreemptionResult{NodeNameToMetaVictims: map[string]*extenderv1.MetaVictims{
+				"n1": {Pods: []*extenderv1.MetaPod{{UID: "plain-1"}}, NumPDBViolations: 1},
+			}},
+		},
+		{
+			name: "full victim pods are answered by UID",
+			body: `{"Pod":` + podJSON + `,"NodeNameToVictims":{"n1":{"Pods":[{"metadata":{"name":"p","namespace":"default","uid":"plain-9"}}]},"n2":{"Pods":[{"metadata":{"name":"gang-a","namespace":"default","uid":"u"}}]}}}`,
+			want: extenderv1.ExtenderPreemptionResult{NodeNameToMetaVictims: map[string]*extenderv1.MetaVictims{
+				"n1": {Pods: []*extenderv1.MetaPod{{UID: "plain-9"}}},
+			}},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ts := newTestServer(t, true, 1<<20)
+			rec := ts.do(http.MethodPost, "/scheduler/preempt", tt.body)
+			if rec.Code != http.StatusOK {
+				t.Fatalf("status %d, body %s", rec.Code, rec.Body)
+			}
+			var got extenderv1.ExtenderPreemptionResult
+			if err := json.Unmarshal(rec.Body.Bytes(), &got); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("preemption result (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
