@@ -1,0 +1,191 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/yaml"
+
+	"github.com/cps-extender/cps-extender/test/e2e/framework"
+)
+
+// The demo cluster: nodeCount kwok nodes of nodeCPU and nodeMemory, split evenly over
+// rackCount racks in name order, each labelled rackLabel=rack-a, rack-b, ...
+const (
+	nodeCount  = 8
+	rackCount  = 2
+	nodeCPU    = "8"
+	nodeMemory = "32Gi"
+	rackLabel  = "topology.cps-extender.io/rack"
+)
+
+// Timeouts, generous: the machine may be shared with end-to-end tests.
+const (
+	extenderReadyTimeout = 120 * time.Second
+	apiCallTimeout       = 30 * time.Second
+)
+
+// demoNodes returns the node specs: node-0 .. node-7, the first half in rack-a, the rest in
+// rack-b.
+func demoNodes() []framework.NodeSpec {
+	nodes := framework.Nodes("node", nodeCount, nodeCPU, nodeMemory)
+	for i := range nodes {
+		nodes[i].Labels = map[string]string{rackLabel: fmt.Sprintf("rack-%c", 'a'+i*rackCount/nodeCount)}
+	}
+	return nodes
+}
+
+// rackOf maps each node name to its rack.
+func rackOf(nodes []framework.NodeSpec) map[string]string {
+	out := make(map[string]string, len(nodes))
+	for _, n := range nodes {
+		out[n.Name] = n.Labels[rackLabel]
+	}
+	return out
+}
+
+// clusterCPU is the cpu of all nodes together, in millicores.
+func clusterCPU() int64 {
+	return milliCores(nodeCPU) * nodeCount
+}
+
+// createPriorityClasses creates the workload's PriorityClasses.
+func createPriorityClasses(c kubernetes.Interface, classes map[string]int32) error {
+	for _, name := range sortedKeys(classes) {
+		pc := &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Value: classes[name]}
+		ctx, cancel := context.WithTimeout(context.Background(), apiCallTimeout)
+		_, err := c.SchedulingV1().PriorityClasses().Create(ctx, pc, metav1.CreateOptions{})
+		cancel()
+		if err != nil {
+			return fmt.Errorf("create PriorityClass %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// createNamespace creates the namespace unless it exists.
+func createNamespace(c kubernetes.Interface, name string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), apiCallTimeout)
+	defer cancel()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if _, err := c.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create namespace %s: %w", name, err)
+	}
+	return nil
+}
+
+// buildExtender starts `go build -o <dir>/cps-extender .` in the repository root and returns
+// a channel that delivers the binary's path, or the build error with its output.
+func buildExtender(root, dir string) <-chan buildResult {
+	done := make(chan buildResult, 1)
+	go func() {
+		bin := filepath.Join(dir, "cps-extender")
+		cmd := exec.Command("go", "build", "-o", bin, ".")
+		cmd.Dir = root
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			err = fmt.Errorf("go build cps-extender: %v\n%s", err, out)
+		}
+		done <- buildResult{bin: bin, err: err}
+	}()
+	return done
+}
+
+// buildResult is what buildExtender delivers.
+type buildResult struct {
+	bin string
+	err error
+}
+
+// freeAddr returns a loopback address with a port that was free a moment ago.
+func freeAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}
+
+// extenderConfig is the extender's config file: the defaults, plus the listen address, the
+// kubeconfig, console logging at info, the demo users' tiers and the rack topology.
+func extenderConfig(listen, kubeconfig string, userTiers map[string]string) ([]byte, error) {
+	cfg := map[string]any{
+		"listen":     listen,
+		"kubeconfig": kubeconfig,
+		"log":        map[string]any{"format": "console", "level": "info"},
+		"model":      map[string]any{"userTiers": userTiers},
+		"affinity":   map[string]any{"topology": []string{rackLabel}},
+	}
+	return yaml.Marshal(cfg)
+}
+
+// startExtender writes the extender's config into the control plane's folder, starts the
+// binary as a child of the control plane and waits until its /readyz answers 200.
+func startExtender(t *runner, cp *framework.ControlPlane, bin, addr string, userTiers map[string]string) (*framework.Process, error) {
+	cfg, err := extenderConfig(addr, cp.Kubeconfig, userTiers)
+	if err != nil {
+		return nil, err
+	}
+	path := filepath.Join(cp.Dir, "cps-extender.yaml")
+	if err := os.WriteFile(path, cfg, 0o600); err != nil {
+		return nil, err
+	}
+	p := cp.StartProcess(t, "cps-extender", bin, []string{"--config=" + path}, nil)
+	framework.WaitFor(t, extenderReadyTimeout, "cps-extender /readyz", func() (bool, error) {
+		if p.Exited() {
+			return false, framework.StopPolling(fmt.Errorf("cps-extender exited: %v (log %s)", p.ExitErr(), p.LogPath()))
+		}
+		return httpOK("http://" + addr + "/readyz")
+	})
+	return p, nil
+}
+
+// httpOK reports whether a GET of url answers 200.
+func httpOK(url string) (bool, error) {
+	c := http.Client{Timeout: 2 * time.Second}
+	resp, err := c.Get(url)
+	if err != nil {
+		return false, err
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return false, fmt.Errorf("%s: %s", url, resp.Status)
+	}
+	return true, nil
+}
+
+// schedulerConfig is scheduler-config/kube-scheduler.yaml as shipped, with only the
+// kubeconfig path, the extender URL and leader election replaced (as the end-to-end tests
+// do).
+func schedulerConfig(root, kubeconfig, extenderAddr string) ([]byte, error) {
+	path := filepath.Join(root, "scheduler-config", "kube-scheduler.yaml")
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	cfg := string(raw)
+	for _, r := range []struct{ old, new string }{
+		{"kubeconfig: /etc/kubernetes/scheduler.conf", "kubeconfig: " + kubeconfig},
+		{"leaderElect: true", "leaderElect: false"},
+		{"urlPrefix: http://127.0.0.1:8888/scheduler", "urlPrefix: http://" + extenderAddr + "/scheduler"},
+	} {
+		if !strings.Contains(cfg, r.old) {
+			return nil, fmt.Errorf("%s no longer contains %q", path, r.old)
+		}
+		cfg = strings.Replace(cfg, r.old, r.new, 1)
+	}
+	return []byte(cfg), nil
+}

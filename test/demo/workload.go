@@ -1,0 +1,233 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"sigs.k8s.io/yaml"
+
+	"github.com/cps-extender/cps-extender/priority"
+)
+
+// The pod labels that put a plain pod into a job (the extender's defaults, gang.*Label).
+const (
+	labelJob       = "cps-extender.io/job"
+	labelRole      = "cps-extender.io/role"
+	labelIndex     = "cps-extender.io/index"
+	labelMinMember = "cps-extender.io/min-member"
+	labelUser      = "cps-extender.io/user"
+	labelUrgent    = "cps-extender.io/urgent"
+
+	// schedulerName is the profile of scheduler-config/kube-scheduler.yaml.
+	schedulerName = "cps-scheduler"
+
+	defaultPodMemory = "1Gi"
+)
+
+// workload is the sample workload file, test/demo/workload.yaml.
+type workload struct {
+	// Namespace holds every pod of the demo; it is created if missing.
+	Namespace string `json:"namespace"`
+	// Users maps each user to a tier of the model's defaults (gold, silver, bronze); it
+	// becomes the extender's model.userTiers.
+	Users map[string]string `json:"users"`
+	// PriorityClasses are created before the pods: name -> value.
+	PriorityClasses map[string]int32 `json:"priorityClasses"`
+	// Jobs are submitted together.
+	Jobs []jobSpec `json:"jobs"`
+}
+
+// jobSpec is one PS/worker job: ps parameter servers and workers workers, every pod
+// requesting cpu (and memory).
+type jobSpec struct {
+	Name          string `json:"name"`
+	User          string `json:"user"`
+	PriorityClass string `json:"priorityClass"`
+	Urgent        bool   `json:"urgent,omitempty"`
+	PS            int    `json:"ps"`
+	Workers       int    `json:"workers"`
+	CPU           string `json:"cpu"`
+	Memory        string `json:"memory,omitempty"`
+}
+
+// loadWorkload reads and checks a workload file.
+func loadWorkload(path string) (workload, error) {
+	var w workload
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return w, err
+	}
+	if err := yaml.UnmarshalStrict(data, &w); err != nil {
+		return w, fmt.Errorf("%s: %w", path, err)
+	}
+	if err := w.validate(); err != nil {
+		return w, fmt.Errorf("%s: %w", path, err)
+	}
+	return w, nil
+}
+
+// validate reports every problem of the workload at once.
+func (w workload) validate() error {
+	var errs []error
+	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
+	if msgs := validation.IsDNS1123Label(w.Namespace); len(msgs) > 0 {
+		bad("namespace %q: %v", w.Namespace, msgs)
+	}
+	tiers := priority.DefaultModel().Tiers
+	for user, tier := range w.Users {
+		if _, ok := tiers[tier]; !ok {
+			bad("users.%s: tier %q is not one of the model's default tiers", user, tier)
+		}
+	}
+	if len(w.Jobs) == 0 {
+		bad("no jobs")
+	}
+	seen := map[string]bool{}
+	for i, j := range w.Jobs {
+		where := fmt.Sprintf("jobs[%d] (%s)", i, j.Name)
+		if msgs := validation.IsDNS1123Label(j.Name); len(msgs) > 0 {
+			bad("%s: name: %v", where, msgs)
+		}
+		if seen[j.Name] {
+			bad("%s: name used twice", where)
+		}
+		seen[j.Name] = true
+		if _, ok := w.Users[j.User]; !ok {
+			bad("%s: user %q is not in users", where, j.User)
+		}
+		if _, ok := w.PriorityClasses[j.PriorityClass]; !ok && j.PriorityClass != "" {
+			bad("%s: priorityClass %q is not in priorityClasses", where, j.PriorityClass)
+		}
+		if j.PS < 0 || j.Workers < 1 {
+			bad("%s: want ps >= 0 and workers >= 1, got %d and %d", where, j.PS, j.Workers)
+		}
+		if _, err := resource.ParseQuantity(j.CPU); err != nil || j.CPU == "" {
+			bad("%s: cpu %q is not a quantity", where, j.CPU)
+		}
+		if _, err := resource.ParseQuantity(j.memory()); err != nil {
+			bad("%s: memory %q is not a quantity", where, j.Memory)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Size is the number of pods of the job, which is also its gang minimum.
+func (j jobSpec) Size() int { return j.PS + j.Workers }
+
+// Key is the job's key in the extender's queue: namespace/name.
+func (j jobSpec) Key(namespace string) string { return namespace + "/" + j.Name }
+
+// TotalCPU is what the whole job requests, in millicores.
+func (j jobSpec) TotalCPU() int64 {
+	return milliCores(j.CPU) * int64(j.Size())
+}
+
+// milliCores parses a cpu quantity that validate has checked, in millicores.
+func milliCores(q string) int64 {
+	v := resource.MustParse(q)
+	return v.MilliValue()
+}
+
+func (j jobSpec) memory() string {
+	if j.Memory == "" {
+		return defaultPodMemory
+	}
+	return j.Memory
+}
+
+// podName is the name of the pod of the given role and replica index.
+func (j jobSpec) podName(role string, index int) string {
+	return fmt.Sprintf("%s-%s-%d", j.Name, role, index)
+}
+
+// PodNames lists the job's pod names, PS first.
+func (j jobSpec) PodNames() []string {
+	names := make([]string, 0, j.Size())
+	for i := 0; i < j.PS; i++ {
+		names = append(names, j.podName("ps", i))
+	}
+	for i := 0; i < j.Workers; i++ {
+		names = append(names, j.podName("worker", i))
+	}
+	return names
+}
+
+// Pods builds the job's pods, PS first, labelled with the project's job labels and handed to
+// the cps-scheduler profile.
+func (j jobSpec) Pods(namespace string) []*corev1.Pod {
+	pods := make([]*corev1.Pod, 0, j.Size())
+	for i := 0; i < j.PS; i++ {
+		pods = append(pods, j.pod(namespace, "ps", i))
+	}
+	for i := 0; i < j.Workers; i++ {
+		pods = append(pods, j.pod(namespace, "worker", i))
+	}
+	return pods
+}
+
+func (j jobSpec) pod(namespace, role string, index int) *corev1.Pod {
+	labels := map[string]string{
+		labelJob:       j.Name,
+		labelRole:      role,
+		labelIndex:     strconv.Itoa(index),
+		labelMinMember: strconv.Itoa(j.Size()),
+		labelUser:      j.User,
+	}
+	if j.Urgent {
+		labels[labelUrgent] = "true"
+	}
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: j.podName(role, index), Namespace: namespace, Labels: labels},
+		Spec: corev1.PodSpec{
+			SchedulerName:     schedulerName,
+			PriorityClassName: j.PriorityClass,
+			Containers: []corev1.Container{{
+				Name:  role,
+				Image: "registry.example/ml/trainer:demo", // kwok runs no containers
+				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+					corev1.ResourceCPU:    resource.MustParse(j.CPU),
+					corev1.ResourceMemory: resource.MustParse(j.memory()),
+				}},
+			}},
+		},
+	}
+}
+
+// interleavedPods lists the pods of every job round-robin (a PS of each job, then the next
+// pod of each job, ...), so that no job's gang is complete long before the others': the
+// workload arrives as one batch.
+func interleavedPods(namespace string, jobs []jobSpec) []*corev1.Pod {
+	var lists [][]*corev1.Pod
+	longest := 0
+	for _, j := range jobs {
+		pods := j.Pods(namespace)
+		lists = append(lists, pods)
+		longest = max(longest, len(pods))
+	}
+	var out []*corev1.Pod
+	for i := 0; i < longest; i++ {
+		for _, pods := range lists {
+			if i < len(pods) {
+				out = append(out, pods[i])
+			}
+		}
+	}
+	return out
+}
+
+// sortedKeys returns the keys of m in order.
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
