@@ -107,22 +107,28 @@ func newPhaseWatcher(out io.Writer, start time.Time) *phaseWatcher {
 	return &phaseWatcher{out: out, start: start, last: map[string]string{}}
 }
 
-// observe prints what changed for the job named name since the last call.
+// observe prints what changed for the job named name since the last call: its phase, its
+// place in the queue, its bound pods or what it waits for (not P alone, which drifts as the
+// job waits).
 func (w *phaseWatcher) observe(name string, d *priority.Decision) {
-	var state string
+	var state, p string
 	switch {
 	case d == nil:
 		return
 	case d.Phase == priority.PhaseRunning:
 		state = fmt.Sprintf("%-8s %d/%d pods bound", d.Phase, d.Bound, d.Pods)
 	case d.Phase == priority.PhaseAdmitted:
-		state = fmt.Sprintf("%-8s has the turn: %s of %d, P=%.2f", d.Phase, priority.Ordinal(d.Position), d.QueueLen, d.P)
+		state, p = fmt.Sprintf("%-8s has the turn: %s of %d", d.Phase, priority.Ordinal(d.Position), d.QueueLen), fmt.Sprintf(", P=%.2f", d.P)
 	default:
-		state = fmt.Sprintf("%-8s %s of %d, P=%.2f: %s", d.Phase, priority.Ordinal(d.Position), d.QueueLen, d.P, d.Blocker)
+		state, p = fmt.Sprintf("%-8s %s of %d", d.Phase, priority.Ordinal(d.Position), d.QueueLen), fmt.Sprintf(", P=%.2f: %s", d.P, d.Blocker)
+		state += ": " + d.Blocker
 	}
 	if w.last[name] == state {
 		return
 	}
 	w.last[name] = state
-	fmt.Fprintf(w.out, "  %+7.1fs  %-10s %s\n", time.Since(w.start).Seconds(), name, state)
+	if d.Phase == priority.PhaseWaiting {
+		state = strings.TrimSuffix(state, ": "+d.Blocker)
+	}
+	fmt.Fprintf(w.out, "  %+7.1fs  %-10s %s%s\n", time.Since(w.start).Seconds(), name, state, p)
 }
