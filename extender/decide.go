@@ -66,17 +66,22 @@ func (c *Cluster) jobMember(snap *Snapshot, pod *corev1.Pod) (*priority.Job, pri
 	return job, member, true
 }
 
-// NodeConflict reports a hard PS anti-affinity conflict of the pod with a node.
-func (c *Cluster) NodeConflict(pod *corev1.Pod, node string) (bool, string) {
+// NodeCheck returns the per-node hard constraint of a pod, or nil when none applies: hard
+// PS anti-affinity when the config says hard, or when the job's Volcano PodGroup names its
+// PS task in volcano.sh/task-topology-anti-affinity. The job is looked up once per request,
+// not once per node.
+func (c *Cluster) NodeCheck(pod *corev1.Pod) func(node string) (bool, string) {
 	aff := c.affinity()
-	if aff.PSAntiAffinity != priority.AntiAffinityHard {
-		return false, ""
+	snap := c.Snapshot()
+	job, member, ok := c.jobMember(snap, pod)
+	if !ok || member.Role != priority.RolePS {
+		return nil
 	}
-	job, member, ok := c.jobMember(c.Snapshot(), pod)
-	if !ok {
-		return false, ""
+	if aff.PSAntiAffinity != priority.AntiAffinityHard && !snap.hardPS[job.Key] {
+		return nil
 	}
-	return aff.PSConflict(member, job, node)
+	aff.PSAntiAffinity = priority.AntiAffinityHard
+	return func(node string) (bool, string) { return aff.PSConflict(member, job, node) }
 }
 
 // Score ranks the candidate nodes by PS-worker affinity, 0..10 each. Pods in no job get

@@ -19,7 +19,22 @@ const (
 	kubeflowJobLabel       = "training.kubeflow.org/job-name"
 	kubeflowReplicaType    = "training.kubeflow.org/replica-type"
 	kubeflowReplicaIndex   = "training.kubeflow.org/replica-index"
+	// volcanoTopologyAntiAffinity lists task groups whose pods must not share a node, e.g.
+	// "ps" or "ps;worker,evaluator" (groups separated by ";", tasks by ",").
+	volcanoTopologyAntiAffinity = "volcano.sh/task-topology-anti-affinity"
 )
+
+// namesPSTask reports whether a Volcano task-topology list names a parameter-server task.
+func namesPSTask(list string) bool {
+	for _, group := range strings.Split(list, ";") {
+		for _, task := range strings.Split(group, ",") {
+			if t := strings.TrimSpace(task); t != "" && priority.ParseRole(t) == priority.RolePS {
+				return true
+			}
+		}
+	}
+	return false
+}
 
 // The gang sources, in the order they are checked.
 const (
@@ -50,6 +65,9 @@ type membership struct {
 	created   time.Time // the PodGroup's creation; zero without one
 	user      string    // from the pod's label; "" falls back to the namespace
 	urgent    bool
+	// hardPSAntiAffinity is set by a Volcano PodGroup whose task-topology anti-affinity
+	// names the PS task: its PS must sit on distinct nodes.
+	hardPSAntiAffinity bool
 }
 
 // membershipOf tells which job a pod belongs to, checking the sources in order: Volcano
@@ -82,6 +100,7 @@ func (g GangConfig) membershipOf(pod *corev1.Pod, groups PodGroupLookup) (member
 	if m.source == SourceVolcano || m.source == SourceCoscheduling {
 		if pg, ok := groups(m.source, pod.Namespace, group); ok {
 			m.minMember, m.created = pg.MinMember, pg.Created
+			m.hardPSAntiAffinity = namesPSTask(pg.Annotations[volcanoTopologyAntiAffinity])
 		}
 	}
 	if m.minMember == 0 {

@@ -37,8 +37,8 @@ type Decider interface {
 	NodeLookup
 	// Admit says whether the pod may be placed now; reason says why not.
 	Admit(pod *corev1.Pod) (ok bool, reason string)
-	// NodeConflict reports a hard constraint of the pod against one node.
-	NodeConflict(pod *corev1.Pod, node string) (bool, string)
+	// NodeCheck returns the pod's hard per-node constraint, or nil when it has none.
+	NodeCheck(pod *corev1.Pod) func(node string) (conflict bool, reason string)
 	// Score ranks the named nodes for the pod, 0..10 each, in the order given.
 	Score(pod *corev1.Pod, nodes []string) extenderv1.HostPriorityList
 	// MayPreempt says whether the pod may preempt at all, and whether a victim pod (by
@@ -105,6 +105,10 @@ func (v *SchedulerVerbs) decideFilter(args *extenderv1.ExtenderArgs) *extenderv1
 	}
 	names := candidateNames(args)
 	ok, reason := v.decider.Admit(args.Pod)
+	var check func(string) (bool, string)
+	if ok {
+		check = v.decider.NodeCheck(args.Pod)
+	}
 	pass := make([]bool, len(names))
 	for i, name := range names {
 		switch {
@@ -113,9 +117,11 @@ func (v *SchedulerVerbs) decideFilter(args *extenderv1.ExtenderArgs) *extenderv1
 		case args.NodeNames != nil && !v.known(name):
 			result.FailedNodes[name] = fmt.Sprintf("node %s is not in the extender's cluster view (yet)", name)
 		default:
-			if conflict, why := v.decider.NodeConflict(args.Pod, name); conflict {
-				result.FailedNodes[name] = why
-				continue
+			if check != nil {
+				if conflict, why := check(name); conflict {
+					result.FailedNodes[name] = why
+					continue
+				}
 			}
 			pass[i] = true
 		}

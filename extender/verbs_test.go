@@ -40,9 +40,11 @@ func (f *fakeDecider) Admit(pod *corev1.Pod) (bool, string) {
 	return !wait, reason
 }
 
-func (f *fakeDecider) NodeConflict(pod *corev1.Pod, node string) (bool, string) {
-	reason, ok := f.conflicts[pod.Name+"/"+node]
-	return ok, reason
+func (f *fakeDecider) NodeCheck(pod *corev1.Pod) func(string) (bool, string) {
+	return func(node string) (bool, string) {
+		reason, ok := f.conflicts[pod.Name+"/"+node]
+		return ok, reason
+	}
 }
 
 func (f *fakeDecider) MayPreempt(pod *corev1.Pod) bool {

@@ -31,6 +31,7 @@ type Snapshot struct {
 	nameJob  map[string]string // "namespace/name" -> job key, for binds without a UID
 	nodes    []priority.Node   // free capacity, sorted by name
 	nodeAt   map[string]int
+	hardPS   map[string]bool // jobs whose PodGroup asks for hard PS anti-affinity
 }
 
 // node returns a node's free capacity and labels (an empty node when unknown).
@@ -95,6 +96,7 @@ func (c *Cluster) recompute(now time.Time) {
 		nameJob:  map[string]string{},
 		nodes:    state.Nodes,
 		nodeAt:   make(map[string]int, len(state.Nodes)),
+		hardPS:   map[string]bool{},
 	}
 	for i := range state.Nodes {
 		snap.nodeAt[state.Nodes[i].Name] = i
@@ -117,6 +119,9 @@ func (c *Cluster) recompute(now time.Time) {
 			snap.jobs[m.jobKey] = job
 		}
 		addMember(job, pod, m, held)
+		if m.hardPSAntiAffinity {
+			snap.hardPS[m.jobKey] = true
+		}
 		if job.User == "" {
 			job.User = c.userOf(pod, m.user, cfg.gang.UserLabel)
 		}
