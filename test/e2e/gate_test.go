@@ -249,6 +249,10 @@ func TestPSBoundBeforeWorkers(t *testing.T) {
 	slices.Reverse(pods)
 	e.createPods(pods...)
 	e.waitJobBound(job, 60*time.Second)
+	framework.WaitFor(t, 30*time.Second, "the watch saw all 6 bindings", func() (bool, error) {
+		n := len(rec.Order())
+		return n == 6, fmt.Errorf("%d seen", n)
+	})
 	order := rec.Order()
 	if len(order) != 6 || !strings.Contains(order[0], "-ps-") || !strings.Contains(order[1], "-ps-") {
 		t.Errorf("binding order %v: want both PS first", order)
