@@ -43,7 +43,7 @@ type Gate struct {
 	mu         sync.Mutex
 	gatherings *gocache.Cache // job key -> *gathering
 	failures   *gocache.Cache // job key -> *coolState
-	released   *gocache.Cache // job key -> struct{}: gathered and bound, informer may lag
+	released   *gocache.Cache // job key -> pod UIDs the gate released: the informer may lag
 }
 
 // gathering is one job's held binds while its gang gathers.
@@ -110,7 +110,7 @@ func (g *Gate) Bind(ctx context.Context, pod PodRef, node string) error {
 	if !ok {
 		return fmt.Errorf("not bound: job %s is not in the extender's view yet; the scheduler retries", key)
 	}
-	if _, done := g.released.Get(key); done || decision.Phase == priority.PhaseRunning {
+	if decision.Phase == priority.PhaseRunning || g.releasedEnough(job, decision) {
 		return g.binder.Bind(context.WithoutCancel(ctx), pod, node)
 	}
 	if decision.Phase != priority.PhaseAdmitted {
@@ -136,7 +136,11 @@ func (g *Gate) hold(ctx context.Context, job *priority.Job, d *priority.Decision
 	gathered := d.Bound+held >= gat.min
 	if gathered {
 		g.closeGathering(gat)
-		g.released.SetDefault(job.Key, struct{}{})
+		uids := make(map[string]bool, len(gat.holds))
+		for uid := range gat.holds {
+			uids[string(uid)] = true
+		}
+		g.released.SetDefault(job.Key, uids)
 	}
 	g.mu.Unlock()
 	g.view.Trigger() // held pods count as placed
@@ -258,6 +262,24 @@ func (g *Gate) bindAll(holds []*hold) error {
 	}
 	wg.Wait()
 	return errors.Join(errs...)
+}
+
+// releasedEnough reports whether a job whose snapshot is not yet Running has, counting the
+// pods the gate released a moment ago (their Bindings may not be in the informer yet), at
+// least its minimum bound. Only the same pods count: a job deleted and created anew is gated.
+func (g *Gate) releasedEnough(job *priority.Job, d *priority.Decision) bool {
+	v, ok := g.released.Get(job.Key)
+	if !ok {
+		return false
+	}
+	uids := v.(map[string]bool)
+	n := d.Bound
+	for _, p := range job.Pods {
+		if p.State != priority.PodBound && uids[p.UID] {
+			n++
+		}
+	}
+	return n >= d.MinMember
 }
 
 // Held maps the UID of every held pod to its target node.

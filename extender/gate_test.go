@@ -218,3 +218,48 @@ func TestGatePassesAndRefuses(t *testing.T) {
 		})
 	}
 }
+
+// TestGateLetsElasticPodsOfAReleasedJobThrough: right after a gang is released the view may
+// still say Admitted (the Bindings are not in the informer yet); a further pod of the same
+// job binds at once instead of starting a new gathering.
+func TestGateLetsElasticPodsOfAReleasedJobThrough(t *testing.T) {
+	job := threePodJob()
+	job.MinMember = 2
+	view := newFakeJobView(t, []priority.Job{job}, bigNodes())
+	binder := &fakeBinder{}
+	g := newTestGate(view, binder, time.Minute)
+	for pod, e := range bindConcurrently(context.Background(), g, "a-ps-0", "a-w-0") {
+		if e != "" {
+			t.Fatalf("%s: %s", pod, e)
+		}
+	}
+	if err := g.Bind(context.Background(), ref("a-w-1"), "n2"); err != nil {
+		t.Fatalf("elastic pod: %v", err)
+	}
+	if len(binder.binds) != 3 || binder.binds[2] != "ns/a-w-1->n2" {
+		t.Errorf("binds %v: want the elastic pod bound third", binder.binds)
+	}
+}
+
+// TestGateGatesAJobCreatedAnew: the release of a job's gang does not let through the pods
+// of a job created again under the same name: they gather anew.
+func TestGateGatesAJobCreatedAnew(t *testing.T) {
+	job := threePodJob()
+	view := newFakeJobView(t, []priority.Job{job}, bigNodes())
+	binder := &fakeBinder{}
+	g := newTestGate(view, binder, 50*time.Millisecond)
+	bindConcurrently(context.Background(), g, "a-ps-0", "a-w-0", "a-w-1")
+
+	again := threePodJob()
+	for i := range again.Pods {
+		again.Pods[i].UID += "-new"
+	}
+	view.snap = newFakeJobView(t, []priority.Job{again}, bigNodes()).snap
+	err := g.Bind(context.Background(), PodRef{Namespace: "ns", Name: "a-ps-0", UID: "uid-a-ps-0-new"}, "n1")
+	if err == nil || !strings.Contains(err.Error(), "did not gather") {
+		t.Errorf("a lone pod of the new job answered %v, want a hold timeout", err)
+	}
+	if len(binder.binds) != 3 {
+		t.Errorf("binds %v: the new job's pod was bound alone", binder.binds)
+	}
+}
