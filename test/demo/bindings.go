@@ -55,6 +55,7 @@ func recordBindings(c kubernetes.Interface, namespace string) (*bindRecorder, er
 // Stop ends the recording. It is idempotent.
 func (r *bindRecorder) Stop() { r.stopOnce.Do(func() { close(r.stopCh) }) }
 
+// observe records a pod the first time it is seen with a node.
 func (r *bindRecorder) observe(obj any) {
 	pod, ok := obj.(*corev1.Pod)
 	if !ok || pod.Spec.NodeName == "" {
@@ -68,6 +69,7 @@ func (r *bindRecorder) observe(obj any) {
 	}
 }
 
+// deleted records a deleted pod.
 func (r *bindRecorder) deleted(obj any) {
 	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = tomb.Obj
@@ -102,6 +104,18 @@ func (r *bindRecorder) Gone(names []string) bool {
 		}
 	}
 	return true
+}
+
+// FirstGone returns the first pod among names that has been deleted, or "".
+func (r *bindRecorder) FirstGone(names []string) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, name := range names {
+		if r.gone[name] {
+			return name
+		}
+	}
+	return ""
 }
 
 // span returns when the first and the last of names were bound; ok is false unless all were.

@@ -61,10 +61,20 @@ func clusterCPU() int64 {
 	return milliCores(nodeCPU) * nodeCount
 }
 
-// createPriorityClasses creates the workload's PriorityClasses.
+// createPriorityClasses creates the workload's PriorityClasses, non-preempting
+// (preemptionPolicy: Never): the shipped scheduler configuration keeps kube-scheduler's
+// DefaultPreemption, and cps-extender has no preempt verb, so a preempting class lets a
+// higher-priority pod that finds no room delete pods of jobs the extender admitted, held or
+// bound, and a gang of bare pods then never completes.
 func createPriorityClasses(c kubernetes.Interface, classes map[string]int32) error {
+	never := corev1.PreemptNever
 	for _, name := range sortedKeys(classes) {
-		pc := &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Value: classes[name]}
+		pc := &schedulingv1.PriorityClass{
+			ObjectMeta:       metav1.ObjectMeta{Name: name},
+			Value:            classes[name],
+			PreemptionPolicy: &never,
+			Description:      "cps-extender demo: non-preempting, the extender orders the jobs",
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), apiCallTimeout)
 		_, err := c.SchedulingV1().PriorityClasses().Create(ctx, pc, metav1.CreateOptions{})
 		cancel()

@@ -19,7 +19,8 @@
 // folder while the demo runs and are copied, with the framework's messages (demo.log), to a
 // folder under $TMPDIR at exit; both are printed. The exit status is 0 on success, 1 on failure
 // (with the reason on stderr), and 128+signal when interrupted: Ctrl-C stops every process
-// (a second Ctrl-C kills them at once) and leaves none behind.
+// and leaves none behind (a second Ctrl-C kills them at once, skipping the removal of the
+// temporary folders).
 package main
 
 import (
@@ -51,10 +52,11 @@ const (
 	settleTimeout = 180 * time.Second
 	// deleteTimeout bounds the wait until finished jobs' pods are gone.
 	deleteTimeout = 120 * time.Second
-	// createWorkers is how many pods are created concurrently.
-	createWorkers = 8
+	// apiWorkers is how many pods are created or deleted concurrently.
+	apiWorkers = 8
 )
 
+// main parses the flags and runs the demo.
 func main() {
 	workloadPath := flag.String("workload", "", "the workload file (default: test/demo/workload.yaml in the repository)")
 	flag.Parse()
@@ -71,6 +73,9 @@ func runDemo(workloadPath string) int {
 	d.handleSignals()
 	err = d.runCatching(workloadPath)
 	d.teardown()
+	if d.cp.Load() == nil {
+		_ = os.RemoveAll(d.logsDir) // nothing ran: no logs worth keeping
+	}
 	if code := d.signalled.Load(); code != 0 {
 		return int(code)
 	}
@@ -132,7 +137,8 @@ func (d *demo) handleSignals() {
 			code = 128 + int(s)
 		}
 		d.signalled.Store(int32(code))
-		fmt.Fprintf(d.errOut, "\n%v: stopping the demo (press Ctrl-C again to kill everything at once)\n", sig)
+		d.t.silence()
+		fmt.Fprintf(d.errOut, "\n%v: stopping the demo (Ctrl-C again kills every process at once, leaving its temporary folders behind)\n", sig)
 		d.teardown()
 		os.Exit(code)
 	}()
@@ -208,7 +214,7 @@ func (d *demo) startControlPlane(nodes []framework.NodeSpec, work workload) (*fr
 	}
 	fmt.Fprintf(d.out, "  up in %s at %s\n", seconds(time.Since(began)), cp.URL)
 	printNodes(d.out, nodes)
-	fmt.Fprintf(d.out, "  PriorityClasses: %s; namespace %s\n", strings.Join(sortedKeys(work.PriorityClasses), ", "), work.Namespace)
+	fmt.Fprintf(d.out, "  PriorityClasses (non-preempting): %s; namespace %s\n", strings.Join(sortedKeys(work.PriorityClasses), ", "), work.Namespace)
 	fmt.Fprintf(d.out, "  Process logs: %s/*.log (copied to %s at exit)\n", cp.Dir, d.logsDir)
 	return cp, nil
 }
@@ -260,7 +266,10 @@ func (d *demo) teardown() {
 		}
 		cp := d.cp.Load()
 		if cp == nil {
-			d.t.runCleanups()
+			d.t.runCleanups() // stops whatever framework.Start had started
+			if d.signalled.Load() != 0 {
+				fmt.Fprintln(d.out, "  stopped the control plane that was starting")
+			}
 			return
 		}
 		d.step("Teardown")
@@ -352,6 +361,8 @@ func (r *round) play() error {
 	}
 	r.step("Order in which jobs became fully bound")
 	printBindOrder(r.out, s, r.rec.FullyBound(r.work.Jobs), start)
+	fmt.Fprintln(r.out, "  (P decides which jobs are admitted, and in what order when they do not all fit; jobs admitted\n"+
+		"  side by side bind in whatever order kube-scheduler reaches their pods.)")
 
 	if len(waiting) == 0 {
 		fmt.Fprintln(r.out, "\n  Every job fit at once: there is nothing to hand over.")
@@ -364,14 +375,14 @@ func (r *round) play() error {
 }
 
 // handover finishes the running jobs, waits until the waiting ones settled, and reports
-// them and how long it took.
+// them and how long the handover took.
 func (r *round) handover(running, waiting []jobSpec, start time.Time, watcher *phaseWatcher) error {
 	r.step("Finishing %s (deleting their pods) so that %s take their turn", jobNames(running), jobNames(waiting))
-	gone, err := r.finish(running)
+	began, gone, err := r.finish(running)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(r.out, "  their pods were gone at %s\n", since(start, gone))
+	fmt.Fprintf(r.out, "  deleted %d pods at %s; the last was gone %s later\n", countPods(running), since(start, began), seconds(gone.Sub(began)))
 	q := r.waitSettled(waiting, watcher)
 	s := r.snapshot(q)
 	if err := r.report("After the handover", s, waiting); err != nil {
@@ -383,15 +394,14 @@ func (r *round) handover(running, waiting []jobSpec, start time.Time, watcher *p
 	if len(bound) == 0 {
 		return fmt.Errorf("none of %s ran after the running jobs finished", jobNames(waiting))
 	}
-	last := bound[len(bound)-1].last
-	first := bound[0].first
+	first, last := bound[0].first, bound[len(bound)-1].last
 	for _, b := range bound {
 		if b.first.Before(first) {
 			first = b.first
 		}
 	}
-	fmt.Fprintf(r.out, "\n  Handover: from the finished jobs' pods gone to the first waiting pod bound %s, to the last %s (%d of %d waiting jobs fully bound).\n",
-		seconds(first.Sub(gone)), seconds(last.Sub(gone)), len(bound), len(waiting))
+	fmt.Fprintf(r.out, "\n  Handover: the first pod of a waiting job was bound %s after the deletion began, the last %s after (%d of %d waiting jobs fully bound).\n",
+		seconds(first.Sub(began)), seconds(last.Sub(began)), len(bound), len(waiting))
 	if len(bound) < len(waiting) {
 		fmt.Fprintf(r.out, "  Still waiting: %d jobs (see the queue above).\n", len(waiting)-len(bound))
 	}
@@ -431,6 +441,9 @@ func (r *round) waitSettled(jobs []jobSpec, watcher *phaseWatcher) queueReport {
 	var stableSince time.Time
 	framework.WaitFor(r.t, settleTimeout, "every job fully bound or waiting", func() (bool, error) {
 		if err := r.checkAlive(); err != nil {
+			return false, framework.StopPolling(err)
+		}
+		if err := r.checkPodsExist(jobs); err != nil {
 			return false, framework.StopPolling(err)
 		}
 		var err error
@@ -479,16 +492,29 @@ func (r *round) checkAlive() error {
 	return nil
 }
 
-// finish deletes the pods of jobs and returns when the bind recorder saw the last one go.
-func (r *round) finish(jobs []jobSpec) (time.Time, error) {
+// checkPodsExist reports a pod of jobs that someone else deleted: its gang can never be
+// complete again (the demo's pods have no controller to recreate them).
+func (r *round) checkPodsExist(jobs []jobSpec) error {
+	for _, j := range jobs {
+		if name := r.rec.FirstGone(j.PodNames()); name != "" {
+			return fmt.Errorf("pod %s/%s of job %s was deleted behind the demo's back (kube-scheduler preemption? see kube-scheduler.log)",
+				r.work.Namespace, name, j.Name)
+		}
+	}
+	return nil
+}
+
+// finish deletes the pods of jobs and returns when it began and when the bind recorder saw
+// the last one go.
+func (r *round) finish(jobs []jobSpec) (began, gone time.Time, err error) {
 	var names []string
 	for _, j := range jobs {
 		names = append(names, j.PodNames()...)
 	}
+	began = time.Now()
 	if err := deletePods(r.plane.Client, r.work.Namespace, names); err != nil {
-		return time.Time{}, err
+		return began, time.Time{}, err
 	}
-	var gone time.Time
 	framework.WaitFor(r.t, deleteTimeout, "the finished jobs' pods to be gone", func() (bool, error) {
 		if r.rec.Gone(names) {
 			gone = time.Now()
@@ -496,7 +522,7 @@ func (r *round) finish(jobs []jobSpec) (time.Time, error) {
 		}
 		return false, nil
 	})
-	return gone, nil
+	return began, gone, nil
 }
 
 // splitJobs divides jobs into those fully bound and the rest.
@@ -512,45 +538,55 @@ func splitJobs(s snapshot, jobs []jobSpec) (running, waiting []jobSpec) {
 	return running, waiting
 }
 
-// createPods creates pods concurrently, createWorkers at a time, and returns the first error.
+// createPods creates pods, apiWorkers at a time, and returns the first error.
 func createPods(c kubernetes.Interface, pods []*corev1.Pod) error {
-	work := make(chan *corev1.Pod)
-	errs := make(chan error, len(pods))
+	return concurrently(pods, func(ctx context.Context, pod *corev1.Pod) error {
+		if _, err := c.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("create pod %s: %w", pod.Name, err)
+		}
+		return nil
+	})
+}
+
+// deletePods deletes the named pods with grace period 0 (the jobs finish together),
+// apiWorkers at a time, and returns the first error.
+func deletePods(c kubernetes.Interface, namespace string, names []string) error {
+	zero := int64(0)
+	return concurrently(names, func(ctx context.Context, name string) error {
+		if err := c.CoreV1().Pods(namespace).Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
+			return fmt.Errorf("delete pod %s: %w", name, err)
+		}
+		return nil
+	})
+}
+
+// concurrently calls fn for every item, apiWorkers at a time, each call bounded by
+// apiCallTimeout, and returns the first error.
+func concurrently[T any](items []T, fn func(context.Context, T) error) error {
+	work := make(chan T)
+	errs := make(chan error, len(items))
 	var wg sync.WaitGroup
-	for range createWorkers {
+	for range apiWorkers {
 		wg.Go(func() {
-			for pod := range work {
+			for item := range work {
 				ctx, cancel := context.WithTimeout(context.Background(), apiCallTimeout)
-				if _, err := c.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
-					errs <- fmt.Errorf("create pod %s: %w", pod.Name, err)
+				if err := fn(ctx, item); err != nil {
+					errs <- err
 				}
 				cancel()
 			}
 		})
 	}
-	for _, pod := range pods {
-		work <- pod
+	for _, item := range items {
+		work <- item
 	}
 	close(work)
 	wg.Wait()
 	close(errs)
-	return <-errs // nil when the channel is empty
+	return <-errs // nil when no call failed
 }
 
-// deletePods deletes the named pods at once (grace period 0).
-func deletePods(c kubernetes.Interface, namespace string, names []string) error {
-	zero := int64(0)
-	for _, name := range names {
-		ctx, cancel := context.WithTimeout(context.Background(), apiCallTimeout)
-		err := c.CoreV1().Pods(namespace).Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
-		cancel()
-		if err != nil {
-			return fmt.Errorf("delete pod %s: %w", name, err)
-		}
-	}
-	return nil
-}
-
+// countPods counts the pods of jobs.
 func countPods(jobs []jobSpec) int {
 	n := 0
 	for _, j := range jobs {

@@ -37,6 +37,7 @@ type extenderClient struct {
 	http *http.Client
 }
 
+// newExtenderClient returns a client of the extender listening on addr (host:port).
 func newExtenderClient(addr string) extenderClient {
 	return extenderClient{base: "http://" + addr, http: &http.Client{Timeout: 10 * time.Second}}
 }
@@ -103,32 +104,32 @@ type phaseWatcher struct {
 	last  map[string]string
 }
 
+// newPhaseWatcher returns a watcher that prints to out, with times since start.
 func newPhaseWatcher(out io.Writer, start time.Time) *phaseWatcher {
 	return &phaseWatcher{out: out, start: start, last: map[string]string{}}
 }
 
 // observe prints what changed for the job named name since the last call: its phase, its
-// place in the queue, its bound pods or what it waits for (not P alone, which drifts as the
-// job waits).
+// place in the queue, its bound pods or what it waits for; not P alone, which drifts as the
+// job waits.
 func (w *phaseWatcher) observe(name string, d *priority.Decision) {
-	var state, p string
-	switch {
-	case d == nil:
+	if d == nil {
 		return
-	case d.Phase == priority.PhaseRunning:
-		state = fmt.Sprintf("%-8s %d/%d pods bound", d.Phase, d.Bound, d.Pods)
-	case d.Phase == priority.PhaseAdmitted:
-		state, p = fmt.Sprintf("%-8s has the turn: %s of %d", d.Phase, priority.Ordinal(d.Position), d.QueueLen), fmt.Sprintf(", P=%.2f", d.P)
+	}
+	var state, why string
+	p := fmt.Sprintf(", P=%.2f", d.P)
+	switch d.Phase {
+	case priority.PhaseRunning:
+		state, p = fmt.Sprintf("%-8s %d/%d pods bound", d.Phase, d.Bound, d.Pods), ""
+	case priority.PhaseAdmitted:
+		state = fmt.Sprintf("%-8s has the turn: %s of %d", d.Phase, priority.Ordinal(d.Position), d.QueueLen)
 	default:
-		state, p = fmt.Sprintf("%-8s %s of %d", d.Phase, priority.Ordinal(d.Position), d.QueueLen), fmt.Sprintf(", P=%.2f: %s", d.P, d.Blocker)
-		state += ": " + d.Blocker
+		state = fmt.Sprintf("%-8s %s of %d", d.Phase, priority.Ordinal(d.Position), d.QueueLen)
+		why = ": " + d.Blocker
 	}
-	if w.last[name] == state {
+	if w.last[name] == state+why {
 		return
 	}
-	w.last[name] = state
-	if d.Phase == priority.PhaseWaiting {
-		state = strings.TrimSuffix(state, ": "+d.Blocker)
-	}
-	fmt.Fprintf(w.out, "  %+7.1fs  %-10s %s%s\n", time.Since(w.start).Seconds(), name, state, p)
+	w.last[name] = state + why
+	fmt.Fprintf(w.out, "  %+7.1fs  %-10s %s%s%s\n", time.Since(w.start).Seconds(), name, state, p, why)
 }

@@ -165,6 +165,7 @@ func (s snapshot) locality(j jobSpec) locality {
 	return l
 }
 
+// add sums two counts.
 func (l locality) add(o locality) locality {
 	return locality{l.sameNode + o.sameNode, l.sameRack + o.sameRack, l.elsewhere + o.elsewhere, l.total + o.total}
 }

@@ -30,11 +30,13 @@ type runner struct {
 	cleanups []func()
 	closed   bool // the cleanups have run; a later Cleanup runs its function at once
 	failed   bool
+	quiet    bool // errors go to the log only (the demo was interrupted)
 }
 
 // fatalError is the panic value of runner.Fatal and Fatalf.
 type fatalError struct{ msg string }
 
+// Error returns the fatal message.
 func (f fatalError) Error() string { return f.msg }
 
 // newRunner returns a runner that writes messages to log and errors also to errOut.
@@ -122,6 +124,7 @@ func (r *runner) runCleanups() {
 	}
 }
 
+// runCleanup runs one cleanup, reporting a panic instead of propagating it.
 func (r *runner) runCleanup(f func()) {
 	defer func() {
 		if v := recover(); v != nil {
@@ -129,6 +132,14 @@ func (r *runner) runCleanup(f func()) {
 		}
 	}()
 	f()
+}
+
+// silence keeps further errors off the terminal: once the demo is interrupted, the failures
+// of what it was waiting for are expected.
+func (r *runner) silence() {
+	r.mu.Lock()
+	r.quiet = true
+	r.mu.Unlock()
 }
 
 // fail records a failure and reports msg to the log and the terminal.
@@ -145,7 +156,7 @@ func (r *runner) write(toTerminal bool, msg string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	_, _ = fmt.Fprintf(r.log, "%8.3fs %s\n", time.Since(r.began).Seconds(), msg)
-	if toTerminal {
+	if toTerminal && !r.quiet {
 		_, _ = fmt.Fprintf(r.errOut, "error: %s\n", msg)
 	}
 }

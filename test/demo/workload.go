@@ -110,6 +110,8 @@ func (w workload) validate() error {
 		}
 		if _, err := resource.ParseQuantity(j.CPU); err != nil || j.CPU == "" {
 			bad("%s: cpu %q is not a quantity", where, j.CPU)
+		} else if milliCores(j.CPU) > milliCores(nodeCPU) {
+			bad("%s: cpu %s per pod is more than a node has (%s)", where, j.CPU, nodeCPU)
 		}
 		if _, err := resource.ParseQuantity(j.memory()); err != nil {
 			bad("%s: memory %q is not a quantity", where, j.Memory)
@@ -135,6 +137,7 @@ func milliCores(q string) int64 {
 	return v.MilliValue()
 }
 
+// memory is the memory request of each pod of the job.
 func (j jobSpec) memory() string {
 	if j.Memory == "" {
 		return defaultPodMemory
@@ -172,6 +175,7 @@ func (j jobSpec) Pods(namespace string) []*corev1.Pod {
 	return pods
 }
 
+// pod builds one pod of the job.
 func (j jobSpec) pod(namespace, role string, index int) *corev1.Pod {
 	labels := map[string]string{
 		labelJob:       j.Name,
@@ -200,9 +204,10 @@ func (j jobSpec) pod(namespace, role string, index int) *corev1.Pod {
 	}
 }
 
-// interleavedPods lists the pods of every job round-robin (a PS of each job, then the next
-// pod of each job, ...), so that no job's gang is complete long before the others': the
-// workload arrives as one batch.
+// interleavedPods lists the pods of every job round-robin, aligned at the end: the last
+// round holds the last pod of every job, so that all gangs become complete together, within
+// a few milliseconds, and the workload arrives as one batch. (Aligned at the start, a small
+// job would be complete, and could be admitted, long before a big job of higher priority.)
 func interleavedPods(namespace string, jobs []jobSpec) []*corev1.Pod {
 	var lists [][]*corev1.Pod
 	longest := 0
@@ -212,9 +217,9 @@ func interleavedPods(namespace string, jobs []jobSpec) []*corev1.Pod {
 		longest = max(longest, len(pods))
 	}
 	var out []*corev1.Pod
-	for i := 0; i < longest; i++ {
+	for round := 0; round < longest; round++ {
 		for _, pods := range lists {
-			if i < len(pods) {
+			if i := round - (longest - len(pods)); i >= 0 {
 				out = append(out, pods[i])
 			}
 		}
