@@ -64,6 +64,7 @@ type jobView struct {
 	wait     time.Duration
 	eligible bool
 	toFit    []*Pod // pending pods that must fit, in intra-job order
+	plan     []plannedPod
 	demands  []demand
 	psNodes  []string // nodes of the job's bound and held PS
 	kind     waitKind
@@ -135,6 +136,10 @@ func (m Model) Admit(s State, now time.Time) *Queue {
 			case blocker == "":
 				c.commit()
 				d.Phase = PhaseAdmitted
+				d.Plan = make(map[string]string, len(v.plan))
+				for _, pp := range v.plan {
+					d.Plan[pp.uid] = c.nodes[pp.node]
+				}
 			case keepPartial:
 				c.commit()
 				v.kind, reserving = waitReserving, v
@@ -253,6 +258,7 @@ func (m Model) viewJob(v *jobView, coolDown map[string]time.Time, now time.Time,
 // fit. With keepPartial it places every pod that fits (a reservation); otherwise it stops
 // at the first that does not, since the caller takes the job back out anyway.
 func place(c *capacity, v *jobView, keepPartial bool) string {
+	v.plan = v.plan[:0]
 	var ps []int
 	for _, name := range v.psNodes {
 		if at := c.nodeIndex(name); at >= 0 {
@@ -261,7 +267,8 @@ func place(c *capacity, v *jobView, keepPartial bool) string {
 	}
 	blocker := ""
 	for i, p := range v.toFit {
-		if c.placeOne(p.Role, v.demands[i], &ps) >= 0 {
+		if at := c.placeOne(p.Role, v.demands[i], &ps); at >= 0 {
+			v.plan = append(v.plan, plannedPod{uid: p.UID, node: at})
 			continue
 		}
 		if blocker == "" {
@@ -276,6 +283,12 @@ func place(c *capacity, v *jobView, keepPartial bool) string {
 		}
 	}
 	return blocker
+}
+
+// plannedPod is where the fit put one pending pod (a node index of the capacity table).
+type plannedPod struct {
+	uid  string
+	node int
 }
 
 // compareQueue is the walk order: class, then (starved: oldest first) P highest first,

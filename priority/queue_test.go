@@ -445,6 +445,8 @@ func TestAdmitCounts(t *testing.T) {
 		Terms: terms, P: m.Combined(terms), Repair: true,
 		Pods: 4, Bound: 1, Held: 1, MinMember: 3,
 		Reason: d.Reason, // pinned in TestAdmitReasons
+		// Only the one pod still needed for the minimum is planned, next to the bound PS.
+		Plan: map[string]string{"uid-a-w-1": "n1"},
 	}
 	if diff := cmp.Diff(want, d); diff != "" {
 		t.Errorf("decision (-want +got):\n%s", diff)

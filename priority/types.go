@@ -176,4 +176,8 @@ type Decision struct {
 	Blocker string `json:"blocker,omitempty"`
 	// Reason is the one-sentence explanation the filter answers and events repeat.
 	Reason string `json:"reason"`
+	// Plan is, for an admitted job, where the fit put each of its required pending pods
+	// (pod UID -> node). Affinity scores treat planned pods as placed, so that the pods of
+	// a gang agree on where to go before any of their binds has reached the extender.
+	Plan map[string]string `json:"plan,omitempty"`
 }
