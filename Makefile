@@ -28,13 +28,20 @@ controlplane: ## Build (or reuse) etcd, kube-apiserver, kube-scheduler and kwok 
 unit: ## Unit tests with the race detector.
 	$(GO) test -race -count=1 ./...
 
+FUZZTIME ?= 8s
+.PHONY: fuzz
+fuzz: ## A short fuzz run ($(FUZZTIME)) of every handler's fuzz target (seed corpora run in `unit` too).
+	@for f in $$($(GO) test -list '^Fuzz' ./extender | grep '^Fuzz'); do \
+	  echo "fuzz $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) ./extender || exit 1; \
+	done
+
 .PHONY: e2e
 e2e: controlplane ## End-to-end tests on a real local control plane (etcd, kube-apiserver, kube-scheduler, kwok).
 	CPS_CONTROLPLANE_BIN=$$(test/tools/build-controlplane.sh | tail -n1) \
 	  $(GO) test -tags e2e -count=1 -timeout $(E2E_TIMEOUT) -v ./test/e2e/...
 
 .PHONY: test
-test: lint unit e2e ## Everything CI runs: lint, unit tests (-race) and the end-to-end suite.
+test: lint unit fuzz e2e ## Everything CI runs: lint, unit tests (-race), short fuzz runs and the end-to-end suite.
 
 .PHONY: demo
 demo: controlplane ## Local control plane + extender + kube-scheduler + a sample PS/worker workload; prints where each pod went.
