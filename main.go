@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -69,8 +70,13 @@ func run(args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	volcano, err := extender.NewVolcanoVerbs(log, cfg.Volcano, cfg.Model.PriorityModel(), cfg.Affinity, cfg.Gang, time.Now)
+	if err != nil {
+		return err
+	}
 	handler, err := extender.NewServer(extender.ServerOptions{
 		Log: log, URLPrefix: cfg.URLPrefix, MaxRequestBytes: cfg.MaxRequestBytes, Ready: cluster, Scheduler: verbs, Queue: cluster,
+		Volcano: volcano,
 	})
 	if err != nil {
 		return err
@@ -85,7 +91,7 @@ func run(args []string, stderr io.Writer) error {
 
 	serveErr := make(chan error, 1)
 	go func() {
-		log.Info("serving", zap.String("listen", cfg.Listen), zap.String("urlPrefix", cfg.URLPrefix))
+		log.Info("serving", zap.String("listen", cfg.Listen), zap.String("urlPrefix", cfg.URLPrefix), zap.String("volcanoPrefix", cfg.Volcano.URLPrefix))
 		serveErr <- srv.ListenAndServe()
 	}()
 	syncErr := make(chan error, 1)

@@ -45,6 +45,30 @@ type Config struct {
 	Model ModelConfig `json:"model"`
 	// Affinity configures the PS-worker affinity scores of prioritize.
 	Affinity priority.Affinity `json:"affinity"`
+	// Volcano configures the verbs served to Volcano's scheduler (extender/volcano.go).
+	Volcano VolcanoConfig `json:"volcano"`
+}
+
+// VolcanoConfig configures the verbs served to Volcano's scheduler `extender` plugin.
+type VolcanoConfig struct {
+	// URLPrefix is prepended to the Volcano verbs: <urlPrefix>/onSessionOpen, /predicate, ...
+	// It must differ from the kube-scheduler verbs' urlPrefix.
+	URLPrefix string `json:"urlPrefix"`
+	// SessionTTL bounds how long the snapshot sent by onSessionOpen is used; Volcano opens a
+	// session every scheduling period (1 s by default) and closes it within the period.
+	SessionTTL Duration `json:"sessionTTL"`
+}
+
+// validate lists the problems of c, with their config keys.
+func (c VolcanoConfig) validate() []error {
+	var errs []error
+	if p := c.URLPrefix; !strings.HasPrefix(p, "/") || strings.HasSuffix(p, "/") || strings.ContainsAny(p, ":*") || strings.Contains(p, "//") {
+		errs = append(errs, fmt.Errorf("volcano.urlPrefix: %q must start with / and not end with /, without : * or // (e.g. /volcano)", p))
+	}
+	if c.SessionTTL.Duration <= 0 {
+		errs = append(errs, fmt.Errorf("volcano.sessionTTL: %v must be positive", c.SessionTTL.Duration))
+	}
+	return errs
 }
 
 // GangConfig names the labels that put plain pods into jobs and switches gang sources.
@@ -177,6 +201,7 @@ func DefaultConfig() Config {
 		},
 		Model:    modelConfigOf(priority.DefaultModel()),
 		Affinity: priority.DefaultAffinity(),
+		Volcano:  VolcanoConfig{URLPrefix: "/volcano", SessionTTL: Duration{30 * time.Second}},
 	}
 }
 
@@ -303,6 +328,10 @@ func (c Config) Validate() []error {
 	}
 	errs = append(errs, c.Model.PriorityModel().Validate()...)
 	errs = append(errs, c.Affinity.Validate()...)
+	errs = append(errs, c.Volcano.validate()...)
+	if c.Volcano.URLPrefix == c.URLPrefix {
+		bad("volcano.urlPrefix: %q is also urlPrefix; the Volcano verbs need a prefix of their own", c.Volcano.URLPrefix)
+	}
 	switch c.Log.Format {
 	case "json", "console":
 	default:

@@ -44,6 +44,8 @@ type ServerOptions struct {
 	Scheduler       *SchedulerVerbs
 	// Queue serves /debug/queue; nil leaves the endpoint out.
 	Queue QueueSource
+	// Volcano serves Volcano's extender verbs under its own prefix; nil leaves them out.
+	Volcano *VolcanoVerbs
 }
 
 // NewServer builds the HTTP handler of the extender.
@@ -64,6 +66,9 @@ func NewServer(o ServerOptions) (*Server, error) {
 	if len(missing) > 0 {
 		return nil, fmt.Errorf("extender server: missing %s", strings.Join(missing, ", "))
 	}
+	if o.Volcano != nil && o.Volcano.URLPrefix() == o.URLPrefix {
+		return nil, fmt.Errorf("extender server: the Volcano verbs need a URL prefix other than %q", o.URLPrefix)
+	}
 	s := &Server{log: o.Log, prefix: o.URLPrefix, maxBytes: o.MaxRequestBytes, ready: o.Ready, sched: o.Scheduler, queue: o.Queue}
 	r := httprouter.New()
 	r.RedirectTrailingSlash = false
@@ -73,6 +78,12 @@ func NewServer(o ServerOptions) (*Server, error) {
 	r.POST(s.prefix+"/"+VerbPrioritize, s.handle(VerbPrioritize, s.sched.prioritize))
 	r.POST(s.prefix+"/"+VerbBind, s.handle(VerbBind, s.sched.bind))
 	r.POST(s.prefix+"/"+VerbPreempt, s.handle(VerbPreempt, s.sched.preempt))
+	if o.Volcano != nil {
+		// The Volcano path decides from Volcano's own payloads, not the informers: it answers
+		// from the start (an onSessionOpen that fails would switch the extender off for
+		// that session).
+		o.Volcano.Register(r, s.handleAlways)
+	}
 	r.GET("/healthz", s.healthz)
 	r.GET("/readyz", s.readyz)
 	if s.queue != nil {
@@ -110,6 +121,13 @@ func (s *Server) handle(verb string, fn func(w http.ResponseWriter, r *http.Requ
 			writeJSON(w, http.StatusServiceUnavailable, errorBody{Error: "extender is not ready: cluster view not synced yet"})
 			return
 		}
+		fn(w, r, s.maxBytes)
+	}
+}
+
+// handleAlways wraps a verb that needs no synced cluster view.
+func (s *Server) handleAlways(_ string, fn func(w http.ResponseWriter, r *http.Request, maxBytes int64)) httprouter.Handle {
+	return func(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
 		fn(w, r, s.maxBytes)
 	}
 }

@@ -385,7 +385,7 @@ func (a Affinity) PSConflict(pod Pod, job *Job, node string) (bool, string) {
 	if found == "" {
 		return false, ""
 	}
-	if ns, _, ok := strings.Cut(job.Key, "/"); ok && ns != "" {
+	if ns, _, ok := strings.Cut(job.Key, "/"); ok && ns != "" && !strings.Contains(found, "/") {
 		found = ns + "/" + found
 	}
 	return true, fmt.Sprintf("node %s already hosts ps %s of job %s (hard PS anti-affinity)", node, found, job.Key)

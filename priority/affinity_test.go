@@ -915,3 +915,16 @@ func BenchmarkAffinityScore(b *testing.B) {
 		})
 	}
 }
+
+// TestAffinityPSConflictQualifiedName: a pod name that already carries its namespace (as the
+// extender's view gives them) is not qualified twice.
+func TestAffinityPSConflictQualifiedName(t *testing.T) {
+	job := &Job{Key: "ns/a", Pods: []Pod{
+		{UID: "u0", Name: "ns/a-ps-0", Role: RolePS, State: PodBound, Node: "n1"},
+		{UID: "u1", Name: "ns/a-ps-1", Role: RolePS},
+	}}
+	_, reason := Affinity{PSAntiAffinity: AntiAffinityHard}.PSConflict(job.Pods[1], job, "n1")
+	if want := "node n1 already hosts ps ns/a-ps-0 of job ns/a (hard PS anti-affinity)"; reason != want {
+		t.Errorf("reason %q, want %q", reason, want)
+	}
+}

@@ -1,0 +1,624 @@
+package extender
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/julienschmidt/httprouter"
+	gocache "github.com/patrickmn/go-cache"
+	"go.uber.org/zap"
+
+	"github.com/cps-extender/cps-extender/priority"
+)
+
+// The verbs of Volcano's scheduler `extender` plugin, served under VolcanoConfig.URLPrefix.
+const (
+	VolcanoVerbOnSessionOpen  = "onSessionOpen"
+	VolcanoVerbOnSessionClose = "onSessionClose"
+	VolcanoVerbPredicate      = "predicate"
+	VolcanoVerbPrioritize     = "prioritize"
+	VolcanoVerbPreemptable    = "preemptable"
+	VolcanoVerbReclaimable    = "reclaimable"
+	VolcanoVerbQueueOverused  = "queueOverused"
+	VolcanoVerbJobEnqueueable = "jobEnqueueable"
+	VolcanoVerbJobReady       = "jobReady"
+)
+
+// volcanoScoreScale maps the affinity score (0..10) onto Volcano's node-score range (0..100).
+const volcanoScoreScale = 10
+
+// volcanoSessionKey is the go-cache key of the latest session snapshot. Volcano runs one
+// session at a time, so the latest is the one every call belongs to.
+const volcanoSessionKey = "latest"
+
+// VolcanoVerbs answers Volcano's scheduler through its `extender` plugin
+// (protocols.md, section 2). Volcano gangs, queues and binds itself; the extender adds what
+// it knows: the combined-priority order of enqueueing, PS-worker affinity, hard PS
+// anti-affinity, and no eviction of a job for one that ranks below it. It needs no
+// informers: every decision is made from the session snapshot that onSessionOpen sends (kept
+// in go-cache for SessionTTL, replaced by the next session, dropped at onSessionClose) and
+// from each call's own payload; a call without a snapshot answers from its payload alone.
+type VolcanoVerbs struct {
+	log      *zap.Logger
+	prefix   string
+	model    priority.Model
+	affinity priority.Affinity
+	gang     GangConfig
+	now      func() time.Time
+	sessions *gocache.Cache // volcanoSessionKey -> *volcanoSession
+}
+
+// NewVolcanoVerbs builds the Volcano verbs from their dependencies, validating them all at
+// once. now is the clock of the waiting term; nil means time.Now.
+func NewVolcanoVerbs(log *zap.Logger, cfg VolcanoConfig, model priority.Model, affinity priority.Affinity, gang GangConfig, now func() time.Time) (*VolcanoVerbs, error) {
+	var errs []error
+	if log == nil {
+		errs = append(errs, errors.New("log is required"))
+	}
+	errs = append(errs, cfg.validate()...)
+	errs = append(errs, model.Validate()...)
+	errs = append(errs, affinity.Validate()...)
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("volcano verbs: %w", errors.Join(errs...))
+	}
+	if now == nil {
+		now = time.Now
+	}
+	ttl := cfg.SessionTTL.Duration
+	return &VolcanoVerbs{
+		log: log, prefix: cfg.URLPrefix, model: model, affinity: affinity, gang: gang, now: now,
+		sessions: gocache.New(ttl, ttl),
+	}, nil
+}
+
+// URLPrefix is the prefix the Volcano verbs are served under.
+func (v *VolcanoVerbs) URLPrefix() string { return v.prefix }
+
+// Register adds a POST route <prefix>/<verb> for every Volcano verb to r, each wrapped by
+// wrap (the server's readiness check and request size limit).
+func (v *VolcanoVerbs) Register(r *httprouter.Router, wrap func(verb string, fn func(http.ResponseWriter, *http.Request, int64)) httprouter.Handle) {
+	for _, route := range []struct {
+		verb string
+		fn   func(http.ResponseWriter, *http.Request, int64)
+	}{
+		{VolcanoVerbOnSessionOpen, v.onSessionOpen},
+		{VolcanoVerbOnSessionClose, serveVolcano(v.decideSessionClose)},
+		{VolcanoVerbPredicate, serveVolcano(v.decidePredicate)},
+		{VolcanoVerbPrioritize, serveVolcano(v.decidePrioritize)},
+		{VolcanoVerbPreemptable, serveVolcano(v.decideEvict)},
+		{VolcanoVerbReclaimable, serveVolcano(v.decideEvict)},
+		{VolcanoVerbQueueOverused, serveVolcano(v.decideQueueOverused)},
+		{VolcanoVerbJobEnqueueable, serveVolcano(v.decideEnqueue)},
+		{VolcanoVerbJobReady, serveVolcano(v.decideJobReady)},
+	} {
+		r.POST(v.prefix+"/"+route.verb, wrap(route.verb, route.fn))
+	}
+}
+
+// volcanoAnswer is what a Volcano verb decided: the body to answer, and the subject (task or
+// job) and a summary for the access log.
+type volcanoAnswer struct {
+	body     any
+	subject  string
+	decision string
+}
+
+// serveVolcano is every Volcano verb but onSessionOpen: decode the body (an empty body reads
+// as {}), make the verb's decision, note it for the access log, answer 200 with JSON.
+// Malformed JSON or a field of the wrong type is answered 400, a body over the limit 413.
+func serveVolcano[Req any](decide func(*Req) volcanoAnswer) func(http.ResponseWriter, *http.Request, int64) {
+	return func(w http.ResponseWriter, r *http.Request, maxBytes int64) {
+		var req Req
+		if err := decodeVolcano(w, r, maxBytes, &req); err != nil {
+			writeError(w, err)
+			return
+		}
+		a := decide(&req)
+		noteDecision(r.Context(), a.subject, a.decision)
+		writeJSON(w, http.StatusOK, a.body)
+	}
+}
+
+// decodeVolcano is decodeJSON, except that an empty (or all-whitespace) body is not an
+// error: it leaves v at its zero value, as "{}" would. Volcano's onSessionClose sends {}.
+func decodeVolcano(w http.ResponseWriter, r *http.Request, maxBytes int64, v any) error {
+	if r.Body == nil {
+		return nil
+	}
+	body := http.MaxBytesReader(w, r.Body, maxBytes)
+	br := bufio.NewReader(body)
+	for {
+		c, err := br.ReadByte()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			var tooBig *http.MaxBytesError
+			if errors.As(err, &tooBig) {
+				return &httpError{status: http.StatusRequestEntityTooLarge,
+					msg: fmt.Sprintf("request body is larger than the limit of %d bytes", tooBig.Limit)}
+			}
+			return badRequest("request body could not be read: %v", err)
+		}
+		if c != ' ' && c != '\t' && c != '\r' && c != '\n' {
+			_ = br.UnreadByte()
+			break
+		}
+	}
+	r.Body = struct {
+		io.Reader
+		io.Closer
+	}{br, body}
+	return decodeJSON(w, r, maxBytes, v)
+}
+
+// --- the session snapshot ----------------------------------------------------------------
+
+// volcanoSession is one onSessionOpen snapshot. It is never changed after it is stored, so
+// concurrent calls (predicates arrive 16 at a time) read it without locks; the enqueue plan
+// is computed once, on the first jobEnqueueable of the session.
+type volcanoSession struct {
+	jobs   map[string]*VolcanoJobInfo  // by JobID
+	nodes  map[string]*VolcanoNodeHead // by name
+	queues int
+
+	planOnce sync.Once
+	plan     *enqueuePlan
+}
+
+// newVolcanoSession indexes a decoded onSessionOpen body: jobs by UID (the map key when the
+// UID is missing), nodes by name (likewise); nil entries are dropped.
+func newVolcanoSession(req *volcanoSessionRequest) *volcanoSession {
+	s := &volcanoSession{
+		jobs:   make(map[string]*VolcanoJobInfo, len(req.Jobs)),
+		nodes:  make(map[string]*VolcanoNodeHead, len(req.Nodes)),
+		queues: len(req.Queues),
+	}
+	for k, j := range req.Jobs {
+		if j == nil {
+			continue
+		}
+		if j.UID == "" {
+			j.UID = k
+		}
+		s.jobs[j.UID] = j
+	}
+	for k, n := range req.Nodes {
+		if n == nil {
+			continue
+		}
+		if n.Name == "" {
+			n.Name = k
+		}
+		s.nodes[n.Name] = n
+	}
+	return s
+}
+
+// session returns the latest session snapshot, or nil when there is none (none opened yet,
+// expired, closed, or the last onSessionOpen could not be read).
+func (v *VolcanoVerbs) session() *volcanoSession {
+	if x, ok := v.sessions.Get(volcanoSessionKey); ok {
+		if s, ok := x.(*volcanoSession); ok {
+			return s
+		}
+	}
+	return nil
+}
+
+// onSessionOpen keeps the session snapshot and always answers 200 {}: if it failed, Volcano
+// would register none of the extender's functions for the session and schedule as if the
+// extender did not exist. A body that cannot be read (malformed, over the limit) drops the
+// previous snapshot, so the session's calls answer from their own payloads, and is logged.
+func (v *VolcanoVerbs) onSessionOpen(w http.ResponseWriter, r *http.Request, maxBytes int64) {
+	var req volcanoSessionRequest
+	var decision string
+	if err := decodeVolcano(w, r, maxBytes, &req); err != nil {
+		v.sessions.Delete(volcanoSessionKey)
+		v.log.Warn("Volcano session snapshot not kept; calls answer from their own payloads until the next session", zap.Error(err))
+		decision = "session not kept: " + err.Error()
+	} else {
+		s := newVolcanoSession(&req)
+		v.sessions.SetDefault(volcanoSessionKey, s)
+		decision = fmt.Sprintf("session kept: %d jobs, %d nodes, %d queues", len(s.jobs), len(s.nodes), s.queues)
+	}
+	noteDecision(r.Context(), "", decision)
+	writeJSON(w, http.StatusOK, volcanoEmpty{})
+}
+
+// decideSessionClose drops the session snapshot: the session is over.
+func (v *VolcanoVerbs) decideSessionClose(*volcanoEmpty) volcanoAnswer {
+	v.sessions.Delete(volcanoSessionKey)
+	return volcanoAnswer{body: volcanoEmpty{}, decision: "session closed"}
+}
+
+// --- predicate and prioritize ------------------------------------------------------------
+
+// volcanoTaskKey names a task "namespace/name" for the access log.
+func volcanoTaskKey(t *VolcanoTaskInfo) string {
+	if t == nil {
+		return ""
+	}
+	name := t.Name
+	if name == "" && t.Pod != nil {
+		name = t.Pod.Name
+	}
+	if t.Namespace == "" {
+		return name
+	}
+	return t.Namespace + "/" + name
+}
+
+// askingPod is the task Volcano asks about, as a member of its job; a task in a status the
+// model does not place (which Volcano does not ask about) still keeps its identity and role.
+func (v *VolcanoVerbs) askingPod(t *VolcanoTaskInfo) priority.Pod {
+	if p, ok := v.gang.volcanoPod(t, ""); ok {
+		return p
+	}
+	return priority.Pod{UID: t.UID, Name: t.Name, Role: v.gang.volcanoRole(t), Index: -1}
+}
+
+// affinityJob is the job of task with its members where they stand: the session snapshot's
+// tasks of the job, overlaid with the job's tasks that the request's nodes list (fresher:
+// they include tasks allocated earlier in this session). Without the job in the snapshot the
+// job is the task alone plus what the nodes list.
+func (v *VolcanoVerbs) affinityJob(s *volcanoSession, task *VolcanoTaskInfo, nodes []*VolcanoNodeInfo) priority.Job {
+	members := map[string]*priority.Pod{}
+	put := func(t *VolcanoTaskInfo, onNode string) {
+		key := firstNonEmpty(t.UID, volcanoTaskKey(t))
+		if p, ok := v.gang.volcanoPod(t, onNode); ok {
+			members[key] = &p
+		} else {
+			members[key] = nil // releasing or finished: no longer a member where it stands
+		}
+	}
+	var job priority.Job
+	if j := s.job(task.Job); j != nil {
+		tasks := sortedTasks(j.Tasks)
+		job = v.gang.volcanoJobHeader(j, tasks)
+		for _, t := range tasks {
+			put(t, "")
+		}
+	} else {
+		job = v.gang.volcanoTaskJob(task)
+		put(task, "")
+	}
+	for _, n := range nodes {
+		for _, t := range sortedTasks(n.Tasks) {
+			if task.Job != "" && t.Job == task.Job {
+				put(t, n.Name)
+			}
+		}
+	}
+	keys := make([]string, 0, len(members))
+	for k, p := range members {
+		if p != nil {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	job.Pods = make([]priority.Pod, len(keys))
+	for i, k := range keys {
+		job.Pods[i] = *members[k]
+	}
+	return job
+}
+
+// job returns the snapshot's job by JobID; nil without a snapshot or such a job.
+func (s *volcanoSession) job(uid string) *VolcanoJobInfo {
+	if s == nil || uid == "" {
+		return nil
+	}
+	return s.jobs[uid]
+}
+
+// decidePredicate enforces hard PS anti-affinity (affinity.psAntiAffinity: hard): a PS task
+// fails on a node that already hosts another placed PS of its job, as the snapshot or the
+// node's own task list shows, with code 3 (UnschedulableAndUnresolvable) and the reason.
+// Everything else passes: {"status":"","code":0}.
+func (v *VolcanoVerbs) decidePredicate(req *volcanoPredicateRequest) volcanoAnswer {
+	pass := volcanoAnswer{body: VolcanoPredicateResult{Code: VolcanoPredicateSuccess}, subject: volcanoTaskKey(req.Task)}
+	if req.Task == nil || req.Node == nil {
+		pass.decision = "pass: no task or node in the request"
+		return pass
+	}
+	node := volcanoNode(&req.Node.VolcanoNodeHead).Name
+	pass.decision = "pass " + node
+	if v.affinity.PSAntiAffinity != priority.AntiAffinityHard {
+		return pass
+	}
+	pod := v.askingPod(req.Task)
+	if pod.Role != priority.RolePS {
+		return pass
+	}
+	req.Node.Name = node
+	job := v.affinityJob(v.session(), req.Task, []*VolcanoNodeInfo{req.Node})
+	if conflict, why := v.affinity.PSConflict(pod, &job, node); conflict {
+		return volcanoAnswer{
+			body:    VolcanoPredicateResult{Status: why, Code: VolcanoPredicateUnschedulableAndUnresolvable},
+			subject: pass.subject, decision: "fail: " + why,
+		}
+	}
+	return pass
+}
+
+// decidePrioritize scores every node of the request by PS-worker affinity
+// (priority.Affinity.Score, 0..10) times 10, onto Volcano's 0..100 node-score range. Free
+// capacity is each node's Idle, topology labels are its Node's. nodeScore is never null: with
+// no nodes it is {}, and a request without a task scores every node 0.
+func (v *VolcanoVerbs) decidePrioritize(req *volcanoPrioritizeRequest) volcanoAnswer {
+	res := VolcanoPrioritizeResult{NodeScore: make(map[string]float64, len(req.Nodes))}
+	nodes := make([]*VolcanoNodeInfo, 0, len(req.Nodes))
+	candidates := make([]priority.Node, 0, len(req.Nodes))
+	labels := make(map[string]map[string]string, len(req.Nodes))
+	for _, n := range req.Nodes {
+		if n == nil {
+			continue
+		}
+		c := volcanoNode(&n.VolcanoNodeHead)
+		if c.Name == "" {
+			continue
+		}
+		n.Name = c.Name
+		nodes = append(nodes, n)
+		candidates = append(candidates, c)
+		labels[c.Name] = c.Labels
+		res.NodeScore[c.Name] = 0
+	}
+	a := volcanoAnswer{body: res, subject: volcanoTaskKey(req.Task)}
+	if req.Task == nil {
+		a.decision = fmt.Sprintf("scored %d nodes 0: no task in the request", len(candidates))
+		return a
+	}
+	s := v.session()
+	labelsOf := func(name string) map[string]string {
+		if l, ok := labels[name]; ok {
+			return l
+		}
+		if s != nil {
+			if n := s.nodes[name]; n != nil && n.Node != nil {
+				return n.Node.Labels
+			}
+		}
+		return nil
+	}
+	job := v.affinityJob(s, req.Task, nodes)
+	scores := v.affinity.Score(v.askingPod(req.Task), &job, candidates, labelsOf)
+	best := -1
+	for i, sc := range scores {
+		res.NodeScore[sc.Node] = float64(sc.Score * volcanoScoreScale)
+		if best < 0 || sc.Score > scores[best].Score {
+			best = i
+		}
+	}
+	a.decision = fmt.Sprintf("scored %d nodes", len(scores))
+	if best >= 0 {
+		a.decision += "; best " + scores[best].String()
+	}
+	return a
+}
+
+// --- preemptable and reclaimable ---------------------------------------------------------
+
+// volcanoEvictee is one evictee: the raw object Volcano sent, echoed back as a victim, and
+// its decoded fields.
+type volcanoEvictee struct {
+	raw  json.RawMessage
+	task *VolcanoTaskInfo
+}
+
+// UnmarshalJSON decodes an evict request, keeping each evictee's raw JSON next to its decoded
+// fields. "evictees": null and null elements are dropped.
+func (r *volcanoEvictRequest) UnmarshalJSON(b []byte) error {
+	var wire struct {
+		Evictor  *VolcanoTaskInfo  `json:"evictor"`
+		Evictees []json.RawMessage `json:"evictees"`
+	}
+	if err := json.Unmarshal(b, &wire); err != nil {
+		return err
+	}
+	r.Evictor, r.evictees = wire.Evictor, nil
+	for i, raw := range wire.Evictees {
+		if bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
+			continue
+		}
+		t := &VolcanoTaskInfo{}
+		if err := json.Unmarshal(raw, t); err != nil {
+			return fmt.Errorf("evictees[%d]: %w", i, err)
+		}
+		r.evictees = append(r.evictees, volcanoEvictee{raw: raw, task: t})
+	}
+	return nil
+}
+
+// rankedJob is a job's key and combined priority.
+type rankedJob struct {
+	key string
+	p   float64
+}
+
+// rankTask returns the combined priority of task's job at now: from the session snapshot's
+// JobInfo when it has the job, else from the task alone (volcanoTaskJob).
+func (v *VolcanoVerbs) rankTask(s *volcanoSession, t *VolcanoTaskInfo, now time.Time, seen map[string]rankedJob) rankedJob {
+	if r, ok := seen[t.Job]; ok && t.Job != "" {
+		return r
+	}
+	var job priority.Job
+	if j := s.job(t.Job); j != nil {
+		job = v.gang.volcanoJobHeader(j, sortedTasks(j.Tasks))
+	} else {
+		job = v.gang.volcanoTaskJob(t)
+	}
+	r := rankedJob{key: job.Key, p: v.model.Combined(v.model.Terms(&job, now))}
+	if t.Job != "" {
+		seen[t.Job] = r
+	}
+	return r
+}
+
+// decideEvict answers preemptable and reclaimable. Evicting a task of a job whose combined
+// priority is higher than the evictor's job's is never allowed: then the vote is -1 (reject)
+// with no victims. Otherwise the extender abstains (0) and echoes every evictee, whole, as a
+// victim. Null evictees, or none, abstain with no victims; so does a request without an
+// evictor (every evictee echoed). Tasks of the evictor's own job are not compared.
+func (v *VolcanoVerbs) decideEvict(req *volcanoEvictRequest) volcanoAnswer {
+	res := VolcanoEvictResult{Status: VolcanoAbstain, Victims: make([]json.RawMessage, 0, len(req.evictees))}
+	a := volcanoAnswer{subject: volcanoTaskKey(req.Evictor)}
+	if req.Evictor != nil && len(req.evictees) > 0 {
+		s, now := v.session(), v.now()
+		seen := map[string]rankedJob{}
+		evictor := v.rankTask(s, req.Evictor, now, seen)
+		for _, e := range req.evictees {
+			victim := v.rankTask(s, e.task, now, seen)
+			if victim.key != evictor.key && victim.p > evictor.p {
+				res.Status = VolcanoReject
+				a.body = res
+				a.decision = fmt.Sprintf("reject: %s of job %s (P=%.2f) ranks above the evictor's job %s (P=%.2f)",
+					volcanoTaskKey(e.task), victim.key, victim.p, evictor.key, evictor.p)
+				return a
+			}
+		}
+	}
+	for _, e := range req.evictees {
+		res.Victims = append(res.Victims, e.raw)
+	}
+	a.body = res
+	a.decision = "abstain: " + strconv.Itoa(len(res.Victims)) + " victims echoed"
+	return a
+}
+
+// --- jobEnqueueable, jobReady, queueOverused ---------------------------------------------
+
+// volcanoPending reports whether a job waits to be enqueued: its PodGroup is Pending (or it
+// has no PodGroup phase yet).
+func volcanoPending(j *VolcanoJobInfo) bool {
+	return j.PodGroup == nil || j.PodGroup.Status.Phase == "" || j.PodGroup.Status.Phase == VolcanoPodGroupPending
+}
+
+// volcanoInqueue reports whether a job has been enqueued but may not have all it needs yet.
+func volcanoInqueue(j *VolcanoJobInfo) bool {
+	return j.PodGroup != nil && j.PodGroup.Status.Phase == VolcanoPodGroupInqueue
+}
+
+// enqueuePlanFor builds the enqueue plan of a session (nil: none) at now. With asked set, the
+// asked job is one of the pending jobs whatever the snapshot says of it, with its payload.
+func (v *VolcanoVerbs) enqueuePlanFor(s *volcanoSession, asked *VolcanoJobInfo, now time.Time) *enqueuePlan {
+	var pending []enqueueCandidate
+	reserved := priority.Resources{}
+	var nodes []*VolcanoNodeHead
+	candidate := func(j *VolcanoJobInfo) enqueueCandidate {
+		tasks := sortedTasks(j.Tasks)
+		return enqueueCandidate{uid: j.UID, job: v.gang.volcanoJobHeader(j, tasks), demand: v.gang.volcanoDemand(j, tasks)}
+	}
+	if s != nil {
+		uids := make([]string, 0, len(s.jobs))
+		for uid := range s.jobs {
+			uids = append(uids, uid)
+		}
+		slices.Sort(uids)
+		for _, uid := range uids {
+			j := s.jobs[uid]
+			switch {
+			case asked != nil && uid == asked.UID:
+			case volcanoPending(j):
+				pending = append(pending, candidate(j))
+			case volcanoInqueue(j):
+				addResources(reserved, v.gang.volcanoReserved(j, sortedTasks(j.Tasks)))
+			}
+		}
+		names := make([]string, 0, len(s.nodes))
+		for name := range s.nodes {
+			names = append(names, name)
+		}
+		slices.Sort(names)
+		for _, name := range names {
+			nodes = append(nodes, s.nodes[name])
+		}
+	}
+	if asked != nil {
+		pending = append(pending, candidate(asked))
+	}
+	return newEnqueuePlan(v.model, now, pending, reserved, nodes)
+}
+
+// decideEnqueue admits jobs to Inqueue in combined-priority order (see newEnqueuePlan and
+// enqueuePlan.decide): permit (1) when the session's free resources cover the job and every
+// still-pending job ahead of it, else reject (-1). The session's plan is computed once, on
+// its first call; a job the snapshot does not hold as pending (or a call without a
+// snapshot) gets a plan of its own with the job's payload. A request without a job abstains.
+func (v *VolcanoVerbs) decideEnqueue(req *volcanoJobRequest) volcanoAnswer {
+	j := req.Job
+	if j == nil {
+		return volcanoAnswer{body: VolcanoEnqueueResult{Status: VolcanoAbstain}, decision: "abstain: no job in the request"}
+	}
+	if j.UID == "" {
+		j.UID = volcanoJobKey(j)
+	}
+	s := v.session()
+	var plan *enqueuePlan
+	if sj := s.job(j.UID); sj != nil && volcanoPending(sj) {
+		s.planOnce.Do(func() { s.plan = v.enqueuePlanFor(s, nil, v.now()) })
+		plan = s.plan
+	} else {
+		plan = v.enqueuePlanFor(s, j, v.now())
+	}
+	a := volcanoAnswer{subject: volcanoJobKey(j)}
+	pj := plan.byUID[j.UID]
+	if pj == nil { // not reachable: every candidate is in the queue order
+		a.body, a.decision = VolcanoEnqueueResult{Status: VolcanoAbstain}, "abstain: job not in the enqueue plan"
+		return a
+	}
+	status, reason := plan.decide(pj)
+	if s == nil {
+		reason = "no session snapshot; " + reason
+	}
+	a.body, a.decision = VolcanoEnqueueResult{Status: status}, volcanoVote(status)+": "+reason
+	return a
+}
+
+// volcanoVote names a vote for the access log.
+func volcanoVote(status int) string {
+	switch {
+	case status > 0:
+		return "permit"
+	case status < 0:
+		return "reject"
+	}
+	return "abstain"
+}
+
+// decideJobReady answers whether the job has its minimum placed (volcanoJobReady). A request
+// without a job is ready: the extender never holds a job it was not shown.
+func (v *VolcanoVerbs) decideJobReady(req *volcanoJobRequest) volcanoAnswer {
+	ready, placed := volcanoJobReady(req.Job)
+	a := volcanoAnswer{body: VolcanoJobReadyResult{Status: ready}}
+	if req.Job == nil {
+		a.decision = "ready: no job in the request"
+		return a
+	}
+	a.subject = volcanoJobKey(req.Job)
+	verdict := "not ready"
+	if ready {
+		verdict = "ready"
+	}
+	a.decision = fmt.Sprintf("%s: %d of minimum %d placed", verdict, placed, req.Job.MinAvailable)
+	return a
+}
+
+// decideQueueOverused abstains: queues are Volcano's own business, so no queue is overused.
+func (v *VolcanoVerbs) decideQueueOverused(req *volcanoQueueRequest) volcanoAnswer {
+	a := volcanoAnswer{body: VolcanoQueueOverusedResult{Overused: false}, decision: "not overused"}
+	if req.Queue != nil {
+		a.subject = firstNonEmpty(req.Queue.Name, req.Queue.UID)
+	}
+	return a
+}

@@ -1,0 +1,1183 @@
+package extender
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/yaml"
+
+	"github.com/cps-extender/cps-extender/priority"
+)
+
+// volcanoFixtures holds the Volcano request fixtures, usable with curl too (README.md there).
+const volcanoFixtures = "../test/testdata/volcano"
+
+// volcanoNow is the clock of the contract tests: the fixtures' jobs were created 2 to 60
+// minutes before it.
+var volcanoNow = time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+
+// volcanoServer is a real Server with the Volcano verbs, configured by the fixtures'
+// config.yaml, and a fake kube-scheduler side.
+type volcanoServer struct {
+	srv  *Server
+	logs *observer.ObservedLogs
+}
+
+// newVolcanoServer builds the server at volcanoNow; edit changes the fixture config before
+// it is used.
+func newVolcanoServer(t *testing.T, maxBytes int64, edit func(*Config)) *volcanoServer {
+	t.Helper()
+	return newVolcanoServerAt(t, volcanoNow, maxBytes, edit)
+}
+
+// newVolcanoServerAt is newVolcanoServer with the clock stopped at now.
+func newVolcanoServerAt(t *testing.T, now time.Time, maxBytes int64, edit func(*Config)) *volcanoServer {
+	t.Helper()
+	core, logs := observer.New(zap.DebugLevel)
+	return &volcanoServer{srv: buildVolcanoServer(t, zap.New(core), now, maxBytes, edit), logs: logs}
+}
+
+// buildVolcanoServer builds the Server of newVolcanoServerAt with the given logger.
+func buildVolcanoServer(tb testing.TB, log *zap.Logger, now time.Time, maxBytes int64, edit func(*Config)) *Server {
+	tb.Helper()
+	cfg, errs := LoadConfig(filepath.Join(volcanoFixtures, "config.yaml"))
+	if edit != nil {
+		edit(&cfg)
+	}
+	if errs = append(errs, cfg.Validate()...); len(errs) > 0 {
+		tb.Fatalf("fixture config: %v", errs)
+	}
+	volcano, err := NewVolcanoVerbs(log, cfg.Volcano, cfg.Model.PriorityModel(), cfg.Affinity, cfg.Gang, func() time.Time { return now })
+	if err != nil {
+		tb.Fatal(err)
+	}
+	sched, err := NewSchedulerVerbs(log, &fakeDecider{}, &fakeBinder{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	srv, err := NewServer(ServerOptions{Log: log, URLPrefix: cfg.URLPrefix, MaxRequestBytes: maxBytes, Ready: readyFlag(true), Scheduler: sched, Volcano: volcano})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return srv
+}
+
+// post sends body to /volcano/<verb> through the server's ServeHTTP.
+func (vs *volcanoServer) post(verb, body string) *httptest.ResponseRecorder {
+	req := httptest.NewRequest(http.MethodPost, "/volcano/"+verb, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	rec := httptest.NewRecorder()
+	vs.srv.ServeHTTP(rec, req)
+	return rec
+}
+
+// mustPost posts and fails the test unless the answer is 200 JSON.
+func (vs *volcanoServer) mustPost(t *testing.T, verb, body string) []byte {
+	t.Helper()
+	rec := vs.post(verb, body)
+	if rec.Code != http.StatusOK {
+		t.Fatalf("%s: status %d, body %s", verb, rec.Code, rec.Body)
+	}
+	if ct := rec.Header().Get("Content-Type"); ct != "application/json" {
+		t.Fatalf("%s: Content-Type %q", verb, ct)
+	}
+	return rec.Body.Bytes()
+}
+
+// openSession posts an onSessionOpen body.
+func (vs *volcanoServer) openSession(t *testing.T, body string) {
+	t.Helper()
+	if got := string(vs.mustPost(t, VolcanoVerbOnSessionOpen, body)); got != "{}\n" {
+		t.Fatalf("onSessionOpen answered %q, want {}", got)
+	}
+}
+
+func fixture(t *testing.T, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(volcanoFixtures, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// fixtureEvictees returns the raw evictees of a preemptable/reclaimable fixture.
+func fixtureEvictees(t *testing.T, name string) []json.RawMessage {
+	t.Helper()
+	var req struct {
+		Evictees []json.RawMessage `json:"evictees"`
+	}
+	if err := json.Unmarshal([]byte(fixture(t, name)), &req); err != nil {
+		t.Fatal(err)
+	}
+	return req.Evictees
+}
+
+// sameJSON compares raw JSON by meaning, so echoed victims are compared field by field.
+var sameJSON = cmp.Comparer(func(a, b json.RawMessage) bool {
+	var x, y any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return bytes.Equal(a, b)
+	}
+	return reflect.DeepEqual(x, y)
+})
+
+// decodeAs decodes body into a new value of want's type.
+func decodeAs(t *testing.T, want any, body []byte) any {
+	t.Helper()
+	got := reflect.New(reflect.TypeOf(want))
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(got.Interface()); err != nil {
+		t.Fatalf("answer %s does not decode as %T: %v", body, want, err)
+	}
+	return got.Elem().Interface()
+}
+
+// TestVolcanoContract drives every verb with the fixtures, with and without the session
+// snapshot of onSessionOpen.json, and checks each answer field by field. It does so at the
+// fixtures' time and years later (every job then starved, so ordered by age, not P): the
+// fixtures are built so that both give the same answers, which is what README.md there
+// promises to whoever replays them with curl today.
+func TestVolcanoContract(t *testing.T) {
+	const conflict = "node node-a already hosts ps ml/train-a-ps-0 of job ml/train-a (hard PS anti-affinity)"
+	preemptVictims := fixtureEvictees(t, "preemptable.json")
+	if len(preemptVictims) != 1 {
+		t.Fatalf("preemptable.json has %d evictees, want 1", len(preemptVictims))
+	}
+	defaults := func(c *Config) { c.Model, c.Affinity = DefaultConfig().Model, DefaultConfig().Affinity }
+	tests := []struct {
+		name    string
+		session bool
+		verb    string
+		file    string
+		want    any
+		edit    func(*Config) // nil: the fixtures' config.yaml as it is
+	}{
+		{"session open", false, VolcanoVerbOnSessionOpen, "onSessionOpen.json", map[string]any{}, nil},
+		{"session close", true, VolcanoVerbOnSessionClose, "onSessionClose.json", map[string]any{}, nil},
+		{"predicate: a PS on its sibling's node fails, unresolvable", true, VolcanoVerbPredicate, "predicate.json",
+			VolcanoPredicateResult{Status: conflict, Code: VolcanoPredicateUnschedulableAndUnresolvable}, nil},
+		{"predicate without a session: the node's tasks show the sibling", false, VolcanoVerbPredicate, "predicate.json",
+			VolcanoPredicateResult{Status: conflict, Code: VolcanoPredicateUnschedulableAndUnresolvable}, nil},
+		{"predicate: a PS on a free node passes", true, VolcanoVerbPredicate, "predicate-pass.json", VolcanoPredicateResult{}, nil},
+		{"prioritize: the worker's PS node, then its rack, then its zone", true, VolcanoVerbPrioritize, "prioritize.json",
+			VolcanoPrioritizeResult{NodeScore: map[string]float64{"node-a": 100, "node-b": 60, "node-c": 30}}, nil},
+		{"prioritize without a session", false, VolcanoVerbPrioritize, "prioritize.json",
+			VolcanoPrioritizeResult{NodeScore: map[string]float64{"node-a": 100, "node-b": 60, "node-c": 30}}, nil},
+		{"jobEnqueueable: the head of the queue, Tasks {}, fits", true, VolcanoVerbJobEnqueueable, "jobEnqueueable.json",
+			VolcanoEnqueueResult{Status: VolcanoPermit}, nil},
+		{"jobEnqueueable without a session: alone, nothing to compare", false, VolcanoVerbJobEnqueueable, "jobEnqueueable.json",
+			VolcanoEnqueueResult{Status: VolcanoPermit}, nil},
+		{"jobEnqueueable: second in line and short of cpu", true, VolcanoVerbJobEnqueueable, "jobEnqueueable-veto.json",
+			VolcanoEnqueueResult{Status: VolcanoReject}, nil},
+		{"jobEnqueueable without a session: no jobs ahead", false, VolcanoVerbJobEnqueueable, "jobEnqueueable-veto.json",
+			VolcanoEnqueueResult{Status: VolcanoPermit}, nil},
+		{"jobReady: 1 of minimum 1 running", true, VolcanoVerbJobReady, "jobReady.json", VolcanoJobReadyResult{Status: true}, nil},
+		{"jobReady: 2 of minimum 4 running", true, VolcanoVerbJobReady, "jobReady-not-ready.json", VolcanoJobReadyResult{Status: false}, nil},
+		{"preemptable: the victim's job ranks below, abstain and echo it", true, VolcanoVerbPreemptable, "preemptable.json",
+			VolcanoEvictResult{Status: VolcanoAbstain, Victims: preemptVictims}, nil},
+		{"preemptable without a session", false, VolcanoVerbPreemptable, "preemptable.json",
+			VolcanoEvictResult{Status: VolcanoAbstain, Victims: preemptVictims}, nil},
+		{"preemptable with null evictees", true, VolcanoVerbPreemptable, "preemptable-null.json",
+			VolcanoEvictResult{Status: VolcanoAbstain, Victims: []json.RawMessage{}}, nil},
+		{"reclaimable: the victim's job ranks above, reject", true, VolcanoVerbReclaimable, "reclaimable.json",
+			VolcanoEvictResult{Status: VolcanoReject, Victims: []json.RawMessage{}}, nil},
+		{"reclaimable without a session", false, VolcanoVerbReclaimable, "reclaimable.json",
+			VolcanoEvictResult{Status: VolcanoReject, Victims: []json.RawMessage{}}, nil},
+		{"queueOverused", true, VolcanoVerbQueueOverused, "queueOverused.json", VolcanoQueueOverusedResult{}, nil},
+		{"default config: soft anti-affinity, the PS passes", true, VolcanoVerbPredicate, "predicate.json", VolcanoPredicateResult{}, defaults},
+		{"default config: zone is the only topology level", true, VolcanoVerbPrioritize, "prioritize.json",
+			VolcanoPrioritizeResult{NodeScore: map[string]float64{"node-a": 100, "node-b": 60, "node-c": 60}}, defaults},
+		{"default config: the same enqueue votes", true, VolcanoVerbJobEnqueueable, "jobEnqueueable-veto.json",
+			VolcanoEnqueueResult{Status: VolcanoReject}, defaults},
+	}
+	for _, now := range []time.Time{volcanoNow, volcanoNow.AddDate(5, 0, 0)} {
+		for _, tt := range tests {
+			t.Run(now.Format("2006")+" "+tt.name, func(t *testing.T) {
+				vs := newVolcanoServerAt(t, now, 1<<20, tt.edit)
+				if tt.session {
+					vs.openSession(t, fixture(t, "onSessionOpen.json"))
+				}
+				got := decodeAs(t, tt.want, vs.mustPost(t, tt.verb, fixture(t, tt.file)))
+				if diff := cmp.Diff(tt.want, got, sameJSON); diff != "" {
+					t.Errorf("%s answer (-want +got):\n%s", tt.verb, diff)
+				}
+			})
+		}
+	}
+}
+
+// TestVolcanoSchedulerConf checks the shipped Volcano scheduler configuration against the
+// server: the extender plugin points at the default prefix and every verb it names is served.
+func TestVolcanoSchedulerConf(t *testing.T) {
+	b, err := os.ReadFile("../scheduler-config/volcano-scheduler.conf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var conf struct {
+		Actions string `json:"actions"`
+		Tiers   []struct {
+			Plugins []struct {
+				Name              string         `json:"name"`
+				EnablePreemptable *bool          `json:"enablePreemptable"`
+				Arguments         map[string]any `json:"arguments"`
+			} `json:"plugins"`
+		} `json:"tiers"`
+	}
+	if err := yaml.UnmarshalStrict(b, &conf); err != nil {
+		t.Fatal(err)
+	}
+	var args map[string]any
+	for _, tier := range conf.Tiers {
+		for _, p := range tier.Plugins {
+			if p.Name == "extender" {
+				args = p.Arguments
+			}
+		}
+	}
+	if args == nil {
+		t.Fatal("no extender plugin")
+	}
+	if got := args["extender.urlPrefix"]; got != "http://127.0.0.1:8888"+DefaultConfig().Volcano.URLPrefix {
+		t.Errorf("urlPrefix %v", got)
+	}
+	if args["extender.ignorable"] != false || args["extender.httpTimeout"] != "1s" {
+		t.Errorf("ignorable %v, httpTimeout %v; want false, 1s", args["extender.ignorable"], args["extender.httpTimeout"])
+	}
+	vs := newVolcanoServer(t, 1<<20, nil)
+	verbs := []string{VolcanoVerbOnSessionOpen, VolcanoVerbOnSessionClose, VolcanoVerbPredicate, VolcanoVerbPrioritize,
+		VolcanoVerbPreemptable, VolcanoVerbReclaimable, VolcanoVerbQueueOverused, VolcanoVerbJobEnqueueable, VolcanoVerbJobReady}
+	for _, verb := range verbs {
+		key := "extender." + verb + "Verb"
+		if args[key] != verb {
+			t.Errorf("%s = %v, want %s", key, args[key], verb)
+		}
+		if rec := vs.post(verb, `{}`); rec.Code != http.StatusOK {
+			t.Errorf("%s: status %d", verb, rec.Code)
+		}
+	}
+}
+
+// TestVolcanoFixtureShapes pins what the fixtures are meant to exercise, so that a change
+// to them cannot silently stop covering a Volcano shape.
+func TestVolcanoFixtureShapes(t *testing.T) {
+	var session volcanoSessionRequest
+	if err := json.Unmarshal([]byte(fixture(t, "onSessionOpen.json")), &session); err != nil {
+		t.Fatal(err)
+	}
+	if len(session.Jobs) < 3 || len(session.Nodes) < 3 || len(session.Queues) < 2 {
+		t.Errorf("session has %d jobs, %d nodes, %d queues; want several of each", len(session.Jobs), len(session.Nodes), len(session.Queues))
+	}
+	if j := session.Jobs["ml/train-b"]; j == nil || j.Tasks == nil || len(j.Tasks) != 0 || j.TaskMinAvailable["worker"] != 2 {
+		t.Errorf("ml/train-b should be a Volcano Job with Tasks {} and TaskMinAvailable set: %+v", j)
+	}
+	for uid, task := range session.Jobs["research/batch-e"].Tasks {
+		if task.TaskRole != "" || task.Pod.Annotations[volcanoTaskSpec] != "run" {
+			t.Errorf("batch-e task %s should have no TaskRole and the role in its annotation", uid)
+		}
+	}
+	for uid, task := range session.Jobs["ml/train-a"].Tasks {
+		if task.TaskRole == "" {
+			t.Errorf("train-a task %s should carry TaskRole", uid)
+		}
+	}
+	if n := session.Nodes["node-d"]; n == nil || n.State.Phase != VolcanoNodeNotReady {
+		t.Errorf("node-d should be NotReady: %+v", n)
+	}
+	var enqueue struct {
+		Job map[string]json.RawMessage `json:"job"`
+	}
+	if err := json.Unmarshal([]byte(fixture(t, "jobEnqueueable.json")), &enqueue); err != nil {
+		t.Fatal(err)
+	}
+	if got := string(enqueue.Job["WaitingTime"]); got != "null" {
+		t.Errorf("jobEnqueueable.json WaitingTime = %s, want null", got)
+	}
+	if got := string(enqueue.Job["Tasks"]); got != "{}" {
+		t.Errorf("jobEnqueueable.json Tasks = %s, want {}", got)
+	}
+}
+
+// TestVolcanoEmptyBody pins the safe answer of every verb to an empty body and to {}: no
+// opinion (pass, score 0, abstain, ready, not overused), in the exact JSON Volcano reads.
+func TestVolcanoEmptyBody(t *testing.T) {
+	tests := []struct {
+		verb string
+		want string
+	}{
+		{VolcanoVerbOnSessionOpen, `{}`},
+		{VolcanoVerbOnSessionClose, `{}`},
+		{VolcanoVerbPredicate, `{"status":"","code":0}`},
+		{VolcanoVerbPrioritize, `{"nodeScore":{},"errorMessage":""}`},
+		{VolcanoVerbPreemptable, `{"status":0,"victims":[]}`},
+		{VolcanoVerbReclaimable, `{"status":0,"victims":[]}`},
+		{VolcanoVerbJobEnqueueable, `{"status":0}`},
+		{VolcanoVerbJobReady, `{"status":true}`},
+		{VolcanoVerbQueueOverused, `{"overused":false}`},
+	}
+	for _, tt := range tests {
+		for _, body := range []string{"", " \n", "{}", "null"} {
+			t.Run(fmt.Sprintf("%s %q", tt.verb, body), func(t *testing.T) {
+				vs := newVolcanoServer(t, 1<<20, nil)
+				vs.openSession(t, fixture(t, "onSessionOpen.json"))
+				if got := string(vs.mustPost(t, tt.verb, body)); got != tt.want+"\n" {
+					t.Errorf("answer %q, want %q", got, tt.want)
+				}
+			})
+		}
+	}
+}
+
+// TestVolcanoBadInput: every verb but onSessionOpen answers malformed input with a JSON
+// error; onSessionOpen answers 200 {} whatever it gets.
+func TestVolcanoBadInput(t *testing.T) {
+	big := `{"task":{"Name":"` + strings.Repeat("x", 4096) + `"}}`
+	type badCase struct {
+		name       string
+		body       string
+		wantStatus int
+		wantError  string
+	}
+	common := []badCase{
+		{"truncated", `{"job":`, 400, "ends in the middle"},
+		{"syntax error", `{nope}`, 400, "not valid JSON"},
+		{"trailing data", `{} {}`, 400, "data after"},
+		{"not an object", `[1,2]`, 400, "wrong type"},
+		{"over the limit", big, 413, "larger than the limit of 2048 bytes"},
+	}
+	perVerb := map[string][]badCase{
+		VolcanoVerbPredicate:      {{"status as a string", `{"task":{"Status":"Running"}}`, 400, "wrong type"}},
+		VolcanoVerbPrioritize:     {{"nodes as an object", `{"nodes":{"Name":"n1"}}`, 400, "wrong type"}},
+		VolcanoVerbPreemptable:    {{"an evictee that is a number", `{"evictees":[7]}`, 400, "wrong type"}},
+		VolcanoVerbReclaimable:    {{"evictees as a string", `{"evictees":"all"}`, 400, "wrong type"}},
+		VolcanoVerbJobEnqueueable: {{"MinAvailable as a string", `{"job":{"MinAvailable":"3"}}`, 400, "wrong type"}},
+		VolcanoVerbJobReady:       {{"Tasks as a list", `{"job":{"Tasks":[]}}`, 400, "wrong type"}},
+		VolcanoVerbQueueOverused:  {{"Weight as a string", `{"queue":{"Weight":"x"}}`, 400, "wrong type"}},
+		VolcanoVerbOnSessionClose: {},
+	}
+	for verb, extra := range perVerb {
+		for _, tt := range append(append([]badCase{}, common...), extra...) {
+			t.Run(verb+" "+tt.name, func(t *testing.T) {
+				vs := newVolcanoServer(t, 2048, nil)
+				rec := vs.post(verb, tt.body)
+				if rec.Code != tt.wantStatus {
+					t.Fatalf("status %d, want %d; body %s", rec.Code, tt.wantStatus, rec.Body)
+				}
+				var got errorBody
+				if err := json.Unmarshal(rec.Body.Bytes(), &got); err != nil {
+					t.Fatalf("error body is not JSON: %v: %s", err, rec.Body)
+				}
+				if !strings.Contains(got.Error, tt.wantError) {
+					t.Errorf("error %q does not contain %q", got.Error, tt.wantError)
+				}
+			})
+		}
+	}
+	for _, tt := range append(common, badCase{name: "binary", body: "\x00\xff\xfe"}, badCase{name: "wrong types", body: `{"Jobs":[1],"Nodes":"x"}`}) {
+		t.Run("onSessionOpen "+tt.name, func(t *testing.T) {
+			vs := newVolcanoServer(t, 2048, nil)
+			if got := string(vs.mustPost(t, VolcanoVerbOnSessionOpen, tt.body)); got != "{}\n" {
+				t.Errorf("answer %q, want {}", got)
+			}
+		})
+	}
+	t.Run("wrong method", func(t *testing.T) {
+		vs := newVolcanoServer(t, 2048, nil)
+		rec := httptest.NewRecorder()
+		vs.srv.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/volcano/predicate", nil))
+		if rec.Code != http.StatusMethodNotAllowed {
+			t.Errorf("status %d, want 405", rec.Code)
+		}
+	})
+	t.Run("unknown verb", func(t *testing.T) {
+		vs := newVolcanoServer(t, 2048, nil)
+		if rec := vs.post("allocateFunc", `{}`); rec.Code != http.StatusNotFound {
+			t.Errorf("status %d, want 404", rec.Code)
+		}
+	})
+}
+
+// TestVolcanoSessionLifecycle: the snapshot lives from onSessionOpen to onSessionClose (or
+// its TTL); a garbage onSessionOpen drops the previous one. Without it, jobEnqueueable of
+// the second job in line answers from its payload alone (permit).
+func TestVolcanoSessionLifecycle(t *testing.T) {
+	veto := fixture(t, "jobEnqueueable-veto.json")
+	status := func(t *testing.T, vs *volcanoServer) int {
+		t.Helper()
+		var got VolcanoEnqueueResult
+		if err := json.Unmarshal(vs.mustPost(t, VolcanoVerbJobEnqueueable, veto), &got); err != nil {
+			t.Fatal(err)
+		}
+		return got.Status
+	}
+	vs := newVolcanoServer(t, 1<<20, func(c *Config) { c.Volcano.SessionTTL = Duration{time.Hour} })
+	steps := []struct {
+		name string
+		do   func(t *testing.T)
+		want int
+	}{
+		{"no session yet", func(*testing.T) {}, VolcanoPermit},
+		{"session open", func(t *testing.T) { vs.openSession(t, fixture(t, "onSessionOpen.json")) }, VolcanoReject},
+		{"garbage open drops it", func(t *testing.T) { vs.openSession(t, `{"Jobs":`) }, VolcanoPermit},
+		{"reopened", func(t *testing.T) { vs.openSession(t, fixture(t, "onSessionOpen.json")) }, VolcanoReject},
+		{"closed", func(t *testing.T) { vs.mustPost(t, VolcanoVerbOnSessionClose, `{}`) }, VolcanoPermit},
+	}
+	for _, st := range steps {
+		st.do(t)
+		if got := status(t, vs); got != st.want {
+			t.Fatalf("%s: jobEnqueueable status %d, want %d", st.name, got, st.want)
+		}
+	}
+
+	t.Run("expires after sessionTTL", func(t *testing.T) {
+		vs := newVolcanoServer(t, 1<<20, func(c *Config) { c.Volcano.SessionTTL = Duration{50 * time.Millisecond} })
+		vs.openSession(t, fixture(t, "onSessionOpen.json"))
+		if got := status(t, vs); got != VolcanoReject {
+			t.Fatalf("fresh session: status %d, want %d", got, VolcanoReject)
+		}
+		time.Sleep(150 * time.Millisecond)
+		if got := status(t, vs); got != VolcanoPermit {
+			t.Errorf("expired session: status %d, want %d", got, VolcanoPermit)
+		}
+	})
+}
+
+// --- builders ---------------------------------------------------------------------------
+
+// jobB builds a VolcanoJobInfo: a Pending PodGroup in namespace ns.
+type jobB struct{ j *VolcanoJobInfo }
+
+func newJob(ns, name string) jobB {
+	return jobB{&VolcanoJobInfo{
+		UID: ns + "/" + name, Name: name, Namespace: ns, Tasks: map[string]*VolcanoTaskInfo{},
+		CreationTimestamp: metav1.NewTime(volcanoNow.Add(-time.Minute)),
+		PodGroup: &VolcanoPodGroup{
+			Metadata: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{}},
+			Status:   VolcanoPodGroupStatus{Phase: VolcanoPodGroupPending},
+		},
+	}}
+}
+
+func (b jobB) user(u string) jobB    { b.j.PodGroup.Metadata.Labels["cps-extender.io/user"] = u; return b }
+func (b jobB) priority(p int32) jobB { b.j.Priority = p; return b }
+func (b jobB) min(n int32) jobB      { b.j.MinAvailable = n; return b }
+func (b jobB) phase(p string) jobB   { b.j.PodGroup.Status.Phase = p; return b }
+func (b jobB) age(d time.Duration) jobB {
+	b.j.CreationTimestamp = metav1.NewTime(volcanoNow.Add(-d))
+	return b
+}
+
+// needs sets the PodGroup's minResources, e.g. needs("cpu", "4", "memory", "8Gi").
+func (b jobB) needs(kv ...string) jobB {
+	b.j.PodGroup.Spec.MinResources = corev1.ResourceList{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		b.j.PodGroup.Spec.MinResources[corev1.ResourceName(kv[i])] = resource.MustParse(kv[i+1])
+	}
+	return b
+}
+
+func (b jobB) tasks(ts ...*VolcanoTaskInfo) jobB {
+	for _, t := range ts {
+		t.Job, t.Namespace, t.Pod.Namespace = b.j.UID, b.j.Namespace, b.j.Namespace
+		b.j.Tasks[t.UID] = t
+	}
+	return b
+}
+
+func (b jobB) obj() *VolcanoJobInfo { return b.j }
+
+// taskB builds a pending VolcanoTaskInfo whose role is in its pod's volcano.sh/task-spec
+// annotation (the shape without TaskRole).
+type taskB struct{ t *VolcanoTaskInfo }
+
+func newTask(name, role string) taskB {
+	return taskB{&VolcanoTaskInfo{
+		UID: "uid-" + name, Name: name, Status: VolcanoTaskPending, Resreq: &VolcanoResource{MilliCPU: 1000, Memory: 1 << 30},
+		Pod: &corev1.Pod{ObjectMeta: metav1.ObjectMeta{
+			Name: name, UID: types.UID("uid-" + name), Annotations: map[string]string{volcanoTaskSpec: role},
+			CreationTimestamp: metav1.NewTime(volcanoNow.Add(-time.Minute)), Labels: map[string]string{},
+		}},
+	}}
+}
+
+func (b taskB) on(node string, status int) taskB { b.t.NodeName, b.t.Status = node, status; return b }
+func (b taskB) cpu(m float64) taskB              { b.t.Resreq.MilliCPU = m; return b }
+func (b taskB) user(u string) taskB              { b.t.Pod.Labels["cps-extender.io/user"] = u; return b }
+func (b taskB) job(uid string) taskB {
+	ns, _, _ := strings.Cut(uid, "/")
+	b.t.Job, b.t.Namespace, b.t.Pod.Namespace = uid, ns, ns
+	return b
+}
+func (b taskB) obj() *VolcanoTaskInfo { return b.t }
+
+// nodeB builds a ready VolcanoNodeInfo with 8 cpu allocatable.
+type nodeB struct{ n *VolcanoNodeInfo }
+
+func newNode(name, rack string) nodeB {
+	return nodeB{&VolcanoNodeInfo{
+		VolcanoNodeHead: VolcanoNodeHead{
+			Name: name,
+			Node: &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
+				"example.com/rack": rack, priority.ZoneLabel: "z1",
+			}}},
+			State:       VolcanoNodeState{Phase: 1},
+			Idle:        &VolcanoResource{MilliCPU: 8000, Memory: 32 << 30},
+			Allocatable: &VolcanoResource{MilliCPU: 8000, Memory: 32 << 30},
+		},
+		Tasks: map[string]*VolcanoTaskInfo{},
+	}}
+}
+
+func (b nodeB) idle(cpuMilli float64) nodeB { b.n.Idle.MilliCPU = cpuMilli; return b }
+func (b nodeB) scalar(name string, idle, alloc float64) nodeB {
+	b.n.Idle.ScalarResources = map[string]float64{name: idle}
+	b.n.Allocatable.ScalarResources = map[string]float64{name: alloc}
+	return b
+}
+func (b nodeB) notReady() nodeB {
+	b.n.State = VolcanoNodeState{Phase: VolcanoNodeNotReady, Reason: "NotReady"}
+	return b
+}
+func (b nodeB) cordoned() nodeB { b.n.Node.Spec.Unschedulable = true; return b }
+func (b nodeB) running(ts ...*VolcanoTaskInfo) nodeB {
+	for _, t := range ts {
+		b.n.Tasks[t.UID] = t
+	}
+	return b
+}
+func (b nodeB) obj() *VolcanoNodeInfo { return b.n }
+
+// sessionBody marshals an onSessionOpen body. The project's structs have no json tags, so
+// they marshal with Go field names, as Volcano's do.
+func sessionBody(t *testing.T, jobs []*VolcanoJobInfo, nodes []*VolcanoNodeInfo) string {
+	t.Helper()
+	body := struct {
+		Jobs   map[string]*VolcanoJobInfo
+		Nodes  map[string]*VolcanoNodeInfo
+		Queues map[string]*VolcanoQueueInfo
+	}{map[string]*VolcanoJobInfo{}, map[string]*VolcanoNodeInfo{}, map[string]*VolcanoQueueInfo{"default": {UID: "default", Name: "default", Weight: 1}}}
+	for _, j := range jobs {
+		body.Jobs[j.UID] = j
+	}
+	for _, n := range nodes {
+		body.Nodes[n.Name] = n
+	}
+	return mustJSON(t, body)
+}
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// enqueueStatuses asks jobEnqueueable for each job, in the order given, and returns the votes.
+func enqueueStatuses(t *testing.T, vs *volcanoServer, jobs ...*VolcanoJobInfo) map[string]int {
+	t.Helper()
+	out := map[string]int{}
+	for _, j := range jobs {
+		var got VolcanoEnqueueResult
+		if err := json.Unmarshal(vs.mustPost(t, VolcanoVerbJobEnqueueable, mustJSON(t, map[string]any{"job": j})), &got); err != nil {
+			t.Fatal(err)
+		}
+		out[j.UID] = got.Status
+	}
+	return out
+}
+
+// TestVolcanoEnqueueScenario: three jobs of different users and priorities, created in the
+// reverse of their combined-priority order, are enqueued in P order: while idle resources
+// are short only those that fit together with every job ahead are permitted, and all are
+// once enough is idle. The answers do not depend on the order Volcano asks in.
+func TestVolcanoEnqueueScenario(t *testing.T) {
+	jobs := func() (high, mid, low *VolcanoJobInfo) {
+		low = newJob("lab", "low").user("carol").priority(0).min(2).age(20*time.Minute).needs("cpu", "4").obj()
+		mid = newJob("lab", "mid").user("bob").priority(500000).min(2).age(10*time.Minute).needs("cpu", "4").obj()
+		high = newJob("lab", "high").user("alice").priority(1000000).min(2).age(5*time.Minute).needs("cpu", "4").obj()
+		return high, mid, low
+	}
+	tests := []struct {
+		name  string
+		idle  []float64 // per node, millicores
+		edit  func(high, mid, low *VolcanoJobInfo)
+		wantH int
+		wantM int
+		wantL int
+	}{
+		{"4 cpu idle: only the highest", []float64{4000}, nil, 1, -1, -1},
+		{"8 cpu idle: the two highest", []float64{4000, 4000}, nil, 1, 1, -1},
+		{"16 cpu idle: not short, all", []float64{8000, 8000}, nil, 1, 1, 1},
+		{"3 cpu idle: none, not even the head", []float64{3000}, nil, -1, -1, -1},
+		{"8 cpu idle, the highest already Inqueue reserves its 4", []float64{8000},
+			func(high, _, _ *VolcanoJobInfo) { high.PodGroup.Status.Phase = VolcanoPodGroupInqueue }, 1, 1, -1},
+		{"an urgent low job passes the middle one", []float64{4000, 4000},
+			func(_, _, low *VolcanoJobInfo) { low.PodGroup.Metadata.Labels["cps-extender.io/urgent"] = "true" }, 1, -1, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			high, mid, low := jobs()
+			if tt.edit != nil {
+				tt.edit(high, mid, low)
+			}
+			var nodes []*VolcanoNodeInfo
+			for i, idle := range tt.idle {
+				nodes = append(nodes, newNode(fmt.Sprintf("n%d", i), "r1").idle(idle).obj())
+			}
+			vs := newVolcanoServer(t, 1<<20, nil)
+			vs.openSession(t, sessionBody(t, []*VolcanoJobInfo{low, mid, high}, nodes))
+			want := map[string]int{high.UID: tt.wantH, mid.UID: tt.wantM, low.UID: tt.wantL}
+			// Volcano asks for pending jobs only; the Inqueue one is asked anyway, to show
+			// that a job the snapshot holds as Inqueue is judged as pending when asked.
+			for _, order := range [][]*VolcanoJobInfo{{low, mid, high}, {high, mid, low}} {
+				if diff := cmp.Diff(want, enqueueStatuses(t, vs, order...)); diff != "" {
+					t.Errorf("votes (-want +got):\n%s", diff)
+				}
+			}
+		})
+	}
+}
+
+// TestVolcanoEnqueueRule pins the parts of the enqueue rule one by one.
+func TestVolcanoEnqueueRule(t *testing.T) {
+	head := func() jobB { return newJob("ns", "head").user("alice").priority(1000000).min(1) }
+	next := func() jobB { return newJob("ns", "next").user("carol").priority(0).min(1) }
+	tests := []struct {
+		name  string
+		jobs  []*VolcanoJobInfo
+		nodes []*VolcanoNodeInfo
+		ask   string
+		want  int
+	}{
+		{
+			name:  "a job too big for the whole cluster holds nobody back",
+			jobs:  []*VolcanoJobInfo{head().needs("cpu", "64").obj(), next().needs("cpu", "2").obj()},
+			nodes: []*VolcanoNodeInfo{newNode("n1", "r1").obj()},
+			ask:   "ns/next", want: VolcanoPermit,
+		},
+		{
+			name:  "the too big job itself is vetoed",
+			jobs:  []*VolcanoJobInfo{head().needs("cpu", "64").obj()},
+			nodes: []*VolcanoNodeInfo{newNode("n1", "r1").obj()},
+			ask:   "ns/head", want: VolcanoReject,
+		},
+		{
+			name:  "NotReady and cordoned nodes do not count",
+			jobs:  []*VolcanoJobInfo{head().needs("cpu", "10").obj()},
+			nodes: []*VolcanoNodeInfo{newNode("n1", "r1").obj(), newNode("n2", "r1").notReady().obj(), newNode("n3", "r1").cordoned().obj()},
+			ask:   "ns/head", want: VolcanoReject,
+		},
+		{
+			name: "without minResources the first MinAvailable tasks count, PS first",
+			jobs: []*VolcanoJobInfo{
+				head().min(2).tasks(newTask("w1", "worker").cpu(6000).obj(), newTask("ps0", "ps").cpu(1000).obj(), newTask("w0", "worker").cpu(1000).obj()).obj(),
+				next().needs("cpu", "1").obj(),
+			},
+			nodes: []*VolcanoNodeInfo{newNode("n1", "r1").idle(3000).obj()},
+			// head needs ps0 + w0 (workers of unknown index go by name) = 2000m, not w1's 6000m
+			ask: "ns/next", want: VolcanoPermit,
+		},
+		{
+			name:  "a resource no node reports is not compared",
+			jobs:  []*VolcanoJobInfo{head().needs("cpu", "1", "ephemeral-storage", "100Gi").obj()},
+			nodes: []*VolcanoNodeInfo{newNode("n1", "r1").obj()},
+			ask:   "ns/head", want: VolcanoPermit,
+		},
+		{
+			name:  "a scalar resource the nodes report is compared",
+			jobs:  []*VolcanoJobInfo{head().needs("cpu", "1", "nvidia.com/gpu", "2").obj()},
+			nodes: []*VolcanoNodeInfo{newNode("n1", "r1").scalar("nvidia.com/gpu", 1000, 2000).obj()},
+			ask:   "ns/head", want: VolcanoReject,
+		},
+		{
+			name: "a session without nodes has nothing to compare",
+			jobs: []*VolcanoJobInfo{head().needs("cpu", "1").obj()},
+			ask:  "ns/head", want: VolcanoPermit,
+		},
+		{
+			name:  "a job of unknown size takes nothing",
+			jobs:  []*VolcanoJobInfo{head().obj(), next().needs("cpu", "8").obj()},
+			nodes: []*VolcanoNodeInfo{newNode("n1", "r1").obj()},
+			ask:   "ns/next", want: VolcanoPermit,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			vs := newVolcanoServer(t, 1<<20, nil)
+			vs.openSession(t, sessionBody(t, tt.jobs, tt.nodes))
+			var asked *VolcanoJobInfo
+			for _, j := range tt.jobs {
+				if j.UID == tt.ask {
+					asked = j
+				}
+			}
+			if got := enqueueStatuses(t, vs, asked)[tt.ask]; got != tt.want {
+				t.Errorf("status %d, want %d", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestVolcanoEnqueueReasonInAccessLog pins the reason a veto is logged with.
+func TestVolcanoEnqueueReasonInAccessLog(t *testing.T) {
+	vs := newVolcanoServer(t, 1<<20, nil)
+	vs.openSession(t, fixture(t, "onSessionOpen.json"))
+	vs.mustPost(t, VolcanoVerbJobEnqueueable, fixture(t, "jobEnqueueable-veto.json"))
+	vs.mustPost(t, VolcanoVerbJobEnqueueable, fixture(t, "jobEnqueueable.json"))
+	entries := vs.logs.FilterMessage("request").All()
+	var got []map[string]any
+	for _, e := range entries[1:] {
+		f := e.ContextMap()
+		got = append(got, map[string]any{"path": f["path"], "pod": f["pod"], "decision": f["decision"]})
+	}
+	want := []map[string]any{
+		{"path": "/volcano/jobEnqueueable", "pod": "research/eval-c", "decision": "reject: job research/eval-c may not enqueue yet: " +
+			"2nd of 2 pending (P=0.18: user 0.30, job 0.00, wait 0.18, parallelism 0.26), behind ml/train-b (P=0.40); " +
+			"short of cpu: 14000m needed with the jobs ahead, 8000m free"},
+		{"path": "/volcano/jobEnqueueable", "pod": "ml/train-b", "decision": "permit: job ml/train-b may enqueue: " +
+			"1st of 2 pending (P=0.40: user 0.60, job 0.10, wait 0.63, parallelism 0.33); " +
+			"with the jobs ahead it needs cpu 6000m of 8000m, memory 12Gi of 68Gi free"},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("access log (-want +got):\n%s", diff)
+	}
+	if f := entries[0].ContextMap(); f["decision"] != "session kept: 5 jobs, 4 nodes, 2 queues" {
+		t.Errorf("onSessionOpen decision %q", f["decision"])
+	}
+}
+
+// TestVolcanoPrioritizeFavoursPSNode: a worker's prioritize puts its PS's node first, whether
+// the PS is known from the session snapshot or only from the nodes' task lists (allocated
+// earlier in the same session).
+func TestVolcanoPrioritizeFavoursPSNode(t *testing.T) {
+	const job = "ml/j"
+	ps := func() *VolcanoTaskInfo { return newTask("j-ps-0", "ps").job(job).on("n2", VolcanoTaskRunning).obj() }
+	worker := func() *VolcanoTaskInfo { return newTask("j-worker-0", "worker").job(job).obj() }
+	nodes := func(withPS bool) []*VolcanoNodeInfo {
+		n2 := newNode("n2", "r1")
+		if withPS {
+			n2.running(ps())
+		}
+		return []*VolcanoNodeInfo{newNode("n1", "r1").obj(), n2.obj(), newNode("n3", "r2").obj()}
+	}
+	want := map[string]float64{"n1": 60, "n2": 100, "n3": 30}
+	tests := []struct {
+		name        string
+		session     bool
+		nodesWithPS bool
+		want        map[string]float64
+	}{
+		{"PS in the snapshot, nodes without tasks", true, false, want},
+		{"PS only on the node's task list, no snapshot", false, true, want},
+		{"both", true, true, want},
+		{"nothing placed: no preference", false, false, map[string]float64{"n1": 0, "n2": 0, "n3": 0}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			vs := newVolcanoServer(t, 1<<20, nil)
+			if tt.session {
+				j := newJob("ml", "j").min(2).phase(VolcanoPodGroupInqueue).tasks(ps(), worker()).obj()
+				vs.openSession(t, sessionBody(t, []*VolcanoJobInfo{j}, nodes(false)))
+			}
+			body := mustJSON(t, map[string]any{"task": worker(), "nodes": nodes(tt.nodesWithPS)})
+			got := decodeAs(t, VolcanoPrioritizeResult{}, vs.mustPost(t, VolcanoVerbPrioritize, body))
+			if diff := cmp.Diff(VolcanoPrioritizeResult{NodeScore: tt.want}, got); diff != "" {
+				t.Errorf("prioritize (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestVolcanoPredicate covers hard PS anti-affinity and every way to pass.
+func TestVolcanoPredicate(t *testing.T) {
+	const job = "ml/j"
+	const reason = "node n1 already hosts ps ml/j-ps-0 of job ml/j (hard PS anti-affinity)"
+	ps0 := func(status int) *VolcanoTaskInfo { return newTask("j-ps-0", "ps").job(job).on("n1", status).obj() }
+	ps1 := newTask("j-ps-1", "ps").job(job).obj()
+	fail := VolcanoPredicateResult{Status: reason, Code: VolcanoPredicateUnschedulableAndUnresolvable}
+	tests := []struct {
+		name     string
+		mode     priority.AntiAffinityMode
+		session  []*VolcanoTaskInfo // the job's tasks in the snapshot; nil: no snapshot
+		task     *VolcanoTaskInfo
+		nodeTask *VolcanoTaskInfo // on the node in the request
+		want     VolcanoPredicateResult
+	}{
+		{"hard: sibling PS on the node's task list", priority.AntiAffinityHard, nil, ps1, ps0(VolcanoTaskRunning), fail},
+		{"hard: sibling PS allocated in this session", priority.AntiAffinityHard, nil, ps1, ps0(VolcanoTaskAllocated), fail},
+		{"hard: sibling PS known from the snapshot only", priority.AntiAffinityHard, []*VolcanoTaskInfo{ps0(VolcanoTaskBound)}, ps1, nil, fail},
+		{"hard: a releasing sibling PS does not count", priority.AntiAffinityHard, nil, ps1, ps0(VolcanoTaskReleasing), VolcanoPredicateResult{}},
+		{"hard: a worker is never rejected", priority.AntiAffinityHard, nil, newTask("j-w-0", "worker").job(job).obj(), ps0(VolcanoTaskRunning), VolcanoPredicateResult{}},
+		{"hard: another job's PS does not count", priority.AntiAffinityHard, nil, ps1, newTask("k-ps-0", "ps").job("ml/k").on("n1", VolcanoTaskRunning).obj(), VolcanoPredicateResult{}},
+		{"soft: always passes", priority.AntiAffinitySoft, nil, ps1, ps0(VolcanoTaskRunning), VolcanoPredicateResult{}},
+		{"off: always passes", priority.AntiAffinityOff, nil, ps1, ps0(VolcanoTaskRunning), VolcanoPredicateResult{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			vs := newVolcanoServer(t, 1<<20, func(c *Config) { c.Affinity.PSAntiAffinity = tt.mode })
+			if tt.session != nil {
+				j := newJob("ml", "j").min(2).phase(VolcanoPodGroupInqueue).tasks(tt.session...).obj()
+				vs.openSession(t, sessionBody(t, []*VolcanoJobInfo{j}, []*VolcanoNodeInfo{newNode("n1", "r1").obj()}))
+			}
+			node := newNode("n1", "r1")
+			if tt.nodeTask != nil {
+				node.running(tt.nodeTask)
+			}
+			body := mustJSON(t, map[string]any{"task": tt.task, "node": node.obj()})
+			got := decodeAs(t, VolcanoPredicateResult{}, vs.mustPost(t, VolcanoVerbPredicate, body))
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("predicate (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestVolcanoEvict covers preemptable and reclaimable: never a victim from a job that ranks
+// above the evictor's, otherwise abstain and echo every evictee whole.
+func TestVolcanoEvict(t *testing.T) {
+	alice := func(name string) *VolcanoTaskInfo {
+		return newTask(name, "worker").job("ml/a").user("alice").on("n1", VolcanoTaskRunning).obj()
+	}
+	carol := func(name string) *VolcanoTaskInfo {
+		return newTask(name, "worker").job("lab/c").user("carol").on("n1", VolcanoTaskRunning).obj()
+	}
+	raw := func(t *testing.T, ts ...*VolcanoTaskInfo) []json.RawMessage {
+		out := []json.RawMessage{}
+		for _, x := range ts {
+			out = append(out, json.RawMessage(mustJSON(t, x)))
+		}
+		return out
+	}
+	tests := []struct {
+		name     string
+		evictor  *VolcanoTaskInfo
+		evictees string // JSON; built per test
+		build    func(t *testing.T) (string, VolcanoEvictResult)
+	}{
+		{name: "evictee of a higher job: reject", build: func(t *testing.T) (string, VolcanoEvictResult) {
+			return mustJSON(t, map[string]any{"evictor": carol("c-1"), "evictees": []any{carol("c-2"), alice("a-1")}}),
+				VolcanoEvictResult{Status: VolcanoReject, Victims: []json.RawMessage{}}
+		}},
+		{name: "evictees of lower jobs: abstain, echoed", build: func(t *testing.T) (string, VolcanoEvictResult) {
+			return mustJSON(t, map[string]any{"evictor": alice("a-1"), "evictees": []any{carol("c-1"), carol("c-2")}}),
+				VolcanoEvictResult{Status: VolcanoAbstain, Victims: raw(t, carol("c-1"), carol("c-2"))}
+		}},
+		{name: "evictees of the evictor's own job: abstain", build: func(t *testing.T) (string, VolcanoEvictResult) {
+			return mustJSON(t, map[string]any{"evictor": carol("c-1"), "evictees": []any{carol("c-2")}}),
+				VolcanoEvictResult{Status: VolcanoAbstain, Victims: raw(t, carol("c-2"))}
+		}},
+		{name: "null elements are dropped", build: func(t *testing.T) (string, VolcanoEvictResult) {
+			return mustJSON(t, map[string]any{"evictor": alice("a-1"), "evictees": []any{nil, carol("c-1"), nil}}),
+				VolcanoEvictResult{Status: VolcanoAbstain, Victims: raw(t, carol("c-1"))}
+		}},
+		{name: "no evictor: abstain, echoed", build: func(t *testing.T) (string, VolcanoEvictResult) {
+			return mustJSON(t, map[string]any{"evictees": []any{alice("a-1")}}),
+				VolcanoEvictResult{Status: VolcanoAbstain, Victims: raw(t, alice("a-1"))}
+		}},
+		{name: "null evictees", build: func(t *testing.T) (string, VolcanoEvictResult) {
+			return mustJSON(t, map[string]any{"evictor": alice("a-1"), "evictees": nil}),
+				VolcanoEvictResult{Status: VolcanoAbstain, Victims: []json.RawMessage{}}
+		}},
+		{name: "unknown fields of an evictee are echoed too", build: func(t *testing.T) (string, VolcanoEvictResult) {
+			e := `{"UID":"x-1","Job":"lab/c","Name":"x-1","Namespace":"lab","Status":32,"NumaInfo":{"Policies":{"cpu":"none"}},"Custom":[1,2]}`
+			return `{"evictor":` + mustJSON(t, alice("a-1")) + `,"evictees":[` + e + `]}`,
+				VolcanoEvictResult{Status: VolcanoAbstain, Victims: []json.RawMessage{json.RawMessage(e)}}
+		}},
+	}
+	for _, verb := range []string{VolcanoVerbPreemptable, VolcanoVerbReclaimable} {
+		for _, tt := range tests {
+			t.Run(verb+" "+tt.name, func(t *testing.T) {
+				vs := newVolcanoServer(t, 1<<20, nil)
+				body, want := tt.build(t)
+				got := decodeAs(t, want, vs.mustPost(t, verb, body))
+				if diff := cmp.Diff(want, got, sameJSON); diff != "" {
+					t.Errorf("%s (-want +got):\n%s", verb, diff)
+				}
+			})
+		}
+	}
+	t.Run("the snapshot's JobInfo decides the rank", func(t *testing.T) {
+		// Without a session both tasks rank by their pods alone (same user, same priority);
+		// the snapshot says the evictee's job has a high PriorityClass value.
+		vs := newVolcanoServer(t, 1<<20, nil)
+		victim := newTask("v-1", "worker").job("lab/v").user("carol").on("n1", VolcanoTaskRunning).obj()
+		evictor := newTask("e-1", "worker").job("lab/e").user("carol").obj()
+		body := mustJSON(t, map[string]any{"evictor": evictor, "evictees": []any{victim}})
+		if got := decodeAs(t, VolcanoEvictResult{}, vs.mustPost(t, VolcanoVerbPreemptable, body)).(VolcanoEvictResult); got.Status != VolcanoAbstain {
+			t.Fatalf("without a session: status %d, want abstain", got.Status)
+		}
+		vj := newJob("lab", "v").user("carol").priority(1000000).min(1).phase("Running").tasks(victim).obj()
+		vs.openSession(t, sessionBody(t, []*VolcanoJobInfo{vj}, nil))
+		if got := decodeAs(t, VolcanoEvictResult{}, vs.mustPost(t, VolcanoVerbPreemptable, body)).(VolcanoEvictResult); got.Status != VolcanoReject {
+			t.Errorf("with the session: status %d, want reject", got.Status)
+		}
+	})
+}
+
+// TestVolcanoJobReady counts the placed tasks against MinAvailable.
+func TestVolcanoJobReady(t *testing.T) {
+	task := func(name string, status int) *VolcanoTaskInfo { return newTask(name, "worker").on("n1", status).obj() }
+	tests := []struct {
+		name  string
+		min   int32
+		tasks []*VolcanoTaskInfo
+		want  bool
+	}{
+		{"running and allocated reach the minimum", 2, []*VolcanoTaskInfo{task("a", VolcanoTaskRunning), task("b", VolcanoTaskAllocated), task("c", VolcanoTaskPending)}, true},
+		{"pipelined, binding and bound count", 3, []*VolcanoTaskInfo{task("a", VolcanoTaskPipelined), task("b", VolcanoTaskBinding), task("c", VolcanoTaskBound)}, true},
+		{"releasing, succeeded and pending do not", 2, []*VolcanoTaskInfo{task("a", VolcanoTaskRunning), task("b", VolcanoTaskReleasing), task("c", VolcanoTaskSucceeded), task("d", VolcanoTaskPending)}, false},
+		{"no tasks yet", 3, nil, false},
+		{"minimum 0", 0, nil, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			vs := newVolcanoServer(t, 1<<20, nil)
+			j := newJob("ml", "j").min(tt.min).phase("Running").tasks(tt.tasks...).obj()
+			got := decodeAs(t, VolcanoJobReadyResult{}, vs.mustPost(t, VolcanoVerbJobReady, mustJSON(t, map[string]any{"job": j})))
+			if diff := cmp.Diff(VolcanoJobReadyResult{Status: tt.want}, got); diff != "" {
+				t.Errorf("jobReady (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestVolcanoTaskRole: the role comes from TaskRole when Volcano sends it (v1.12+), else from
+// the pod.
+func TestVolcanoTaskRole(t *testing.T) {
+	gang := DefaultConfig().Gang
+	pod := func(labels, annotations map[string]string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Labels: labels, Annotations: annotations}}
+	}
+	tests := []struct {
+		name string
+		task VolcanoTaskInfo
+		want priority.Role
+	}{
+		{"TaskRole", VolcanoTaskInfo{TaskRole: "ps", Pod: pod(nil, map[string]string{volcanoTaskSpec: "worker"})}, priority.RolePS},
+		{"task-spec annotation", VolcanoTaskInfo{Pod: pod(nil, map[string]string{volcanoTaskSpec: "ps"})}, priority.RolePS},
+		{"task-spec label", VolcanoTaskInfo{Pod: pod(map[string]string{volcanoTaskSpec: "chief"}, nil)}, priority.RoleChief},
+		{"Kubeflow replica type", VolcanoTaskInfo{Pod: pod(map[string]string{kubeflowReplicaType: "PS"}, nil)}, priority.RolePS},
+		{"the project's role label", VolcanoTaskInfo{Pod: pod(map[string]string{"cps-extender.io/role": "evaluator"}, nil)}, priority.RoleEvaluator},
+		{"no pod", VolcanoTaskInfo{}, priority.RoleOther},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := gang.volcanoRole(&tt.task); got != tt.want {
+				t.Errorf("role %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestVolcanoConcurrentCalls runs predicates, prioritizes and enqueue votes while sessions
+// open and close, for the race detector.
+func TestVolcanoConcurrentCalls(t *testing.T) {
+	vs := newVolcanoServer(t, 1<<20, nil)
+	session := fixture(t, "onSessionOpen.json")
+	calls := []struct{ verb, body string }{
+		{VolcanoVerbPredicate, fixture(t, "predicate.json")},
+		{VolcanoVerbPrioritize, fixture(t, "prioritize.json")},
+		{VolcanoVerbJobEnqueueable, fixture(t, "jobEnqueueable-veto.json")},
+		{VolcanoVerbJobEnqueueable, fixture(t, "jobEnqueueable.json")},
+		{VolcanoVerbPreemptable, fixture(t, "preemptable.json")},
+	}
+	var wg sync.WaitGroup
+	errs := make(chan string, 64)
+	for g := 0; g < 4; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 10; i++ {
+				for _, c := range calls {
+					if rec := vs.post(c.verb, c.body); rec.Code != http.StatusOK {
+						errs <- fmt.Sprintf("%s: %d %s", c.verb, rec.Code, rec.Body)
+					}
+				}
+			}
+		}()
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i := 0; i < 10; i++ {
+			vs.post(VolcanoVerbOnSessionOpen, session)
+			vs.post(VolcanoVerbOnSessionClose, `{}`)
+		}
+	}()
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
+	}
+}
+
+// TestVolcanoConfig: defaults, validation and the constructors' checks.
+func TestVolcanoConfig(t *testing.T) {
+	def := DefaultConfig()
+	if diff := cmp.Diff(VolcanoConfig{URLPrefix: "/volcano", SessionTTL: Duration{30 * time.Second}}, def.Volcano); diff != "" {
+		t.Errorf("default (-want +got):\n%s", diff)
+	}
+	tests := []struct {
+		name string
+		edit func(*Config)
+		want []string
+	}{
+		{"no prefix", func(c *Config) { c.Volcano.URLPrefix = "" }, []string{`volcano.urlPrefix: "" must start with /`}},
+		{"trailing slash", func(c *Config) { c.Volcano.URLPrefix = "/volcano/" }, []string{`volcano.urlPrefix: "/volcano/" must start with /`}},
+		{"a router wildcard", func(c *Config) { c.Volcano.URLPrefix = "/:v" }, []string{`volcano.urlPrefix: "/:v" must start with /`}},
+		{"the kube-scheduler prefix", func(c *Config) { c.Volcano.URLPrefix = "/scheduler" }, []string{`volcano.urlPrefix: "/scheduler" is also urlPrefix`}},
+		{"no TTL", func(c *Config) { c.Volcano.SessionTTL = Duration{} }, []string{"volcano.sessionTTL: 0s must be positive"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := DefaultConfig()
+			tt.edit(&c)
+			got := errStrings(c.Validate())
+			if len(got) != len(tt.want) {
+				t.Fatalf("errors %q, want %q", got, tt.want)
+			}
+			for i := range tt.want {
+				if !strings.HasPrefix(got[i], tt.want[i]) {
+					t.Errorf("error %q, want prefix %q", got[i], tt.want[i])
+				}
+			}
+		})
+	}
+	t.Run("loaded from YAML", func(t *testing.T) {
+		got, errs := LoadConfig(writeConfig(t, "volcano:\n  urlPrefix: /vc\n  sessionTTL: 5s\n"))
+		if len(errs) > 0 {
+			t.Fatal(errs)
+		}
+		if diff := cmp.Diff(VolcanoConfig{URLPrefix: "/vc", SessionTTL: Duration{5 * time.Second}}, got.Volcano); diff != "" {
+			t.Errorf("(-want +got):\n%s", diff)
+		}
+	})
+	t.Run("constructor lists every problem", func(t *testing.T) {
+		bad := priority.DefaultModel()
+		bad.Tau = 0
+		_, err := NewVolcanoVerbs(nil, VolcanoConfig{}, bad, priority.Affinity{PSAntiAffinity: "Hard"}, def.Gang, nil)
+		for _, want := range []string{"log is required", "volcano.urlPrefix", "volcano.sessionTTL", "model.tau", "affinity.psAntiAffinity"} {
+			if err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("error %v does not name %q", err, want)
+			}
+		}
+	})
+	t.Run("server refuses the kube-scheduler prefix", func(t *testing.T) {
+		log := zap.NewNop()
+		v, err := NewVolcanoVerbs(log, VolcanoConfig{URLPrefix: "/scheduler", SessionTTL: Duration{time.Second}}, def.Model.PriorityModel(), def.Affinity, def.Gang, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sched, _ := NewSchedulerVerbs(log, &fakeDecider{}, &fakeBinder{})
+		if _, err := NewServer(ServerOptions{Log: log, URLPrefix: "/scheduler", MaxRequestBytes: 1024, Ready: readyFlag(true), Scheduler: sched, Volcano: v}); err == nil {
+			t.Error("NewServer accepted the same prefix twice")
+		}
+	})
+}
+
+// TestVolcanoNotReady: the Volcano verbs answer before the cluster view has synced (they
+// need no informers); the kube-scheduler verbs do not.
+func TestVolcanoNotReady(t *testing.T) {
+	log := zap.NewNop()
+	def := DefaultConfig()
+	v, err := NewVolcanoVerbs(log, def.Volcano, def.Model.PriorityModel(), def.Affinity, def.Gang, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sched, _ := NewSchedulerVerbs(log, &fakeDecider{}, &fakeBinder{})
+	srv, err := NewServer(ServerOptions{Log: log, URLPrefix: "/scheduler", MaxRequestBytes: 1024, Ready: readyFlag(false), Scheduler: sched, Volcano: v})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]int{
+		"/volcano/onSessionOpen":  http.StatusOK, // Volcano's path needs no informers
+		"/volcano/jobEnqueueable": http.StatusOK,
+		"/scheduler/filter":       http.StatusServiceUnavailable,
+	} {
+		rec := httptest.NewRecorder()
+		srv.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, path, strings.NewReader(`{}`)))
+		if rec.Code != want {
+			t.Errorf("%s: status %d, want %d", path, rec.Code, want)
+		}
+	}
+}
+
+// FuzzVolcano drives every Volcano verb with arbitrary bodies, with the fixtures' session
+// open: the answer is 200, or 400/413 with a JSON error, never a panic (which the router
+// would turn into a 500). The session verbs go to a second server, so the session under the
+// other verbs stays the fixtures'.
+//
+//	go test -run '^$' -fuzz FuzzVolcano -fuzztime 60s -parallel 1 ./extender/
+func FuzzVolcano(f *testing.F) {
+	verbs := []string{VolcanoVerbPredicate, VolcanoVerbPrioritize, VolcanoVerbPreemptable, VolcanoVerbReclaimable,
+		VolcanoVerbQueueOverused, VolcanoVerbJobEnqueueable, VolcanoVerbJobReady, VolcanoVerbOnSessionOpen, VolcanoVerbOnSessionClose}
+	seeds := map[string]string{
+		VolcanoVerbPredicate: "predicate.json", VolcanoVerbPrioritize: "prioritize.json", VolcanoVerbPreemptable: "preemptable.json",
+		VolcanoVerbReclaimable: "reclaimable.json", VolcanoVerbQueueOverused: "queueOverused.json",
+		VolcanoVerbJobEnqueueable: "jobEnqueueable.json", VolcanoVerbJobReady: "jobReady-not-ready.json",
+		VolcanoVerbOnSessionClose: "onSessionClose.json",
+	}
+	for i, verb := range verbs {
+		if name, ok := seeds[verb]; ok {
+			b, err := os.ReadFile(filepath.Join(volcanoFixtures, name))
+			if err != nil {
+				f.Fatal(err)
+			}
+			f.Add(uint8(i), b)
+		}
+		f.Add(uint8(i), []byte(`{"task":{"Status":1023,"Job":"ml/train-a","TaskRole":"ps","Resreq":{"MilliCPU":1e300,"Memory":-1}},"nodes":[null,{"Name":""}],"evictees":[null,{}],"job":{"MinAvailable":-5,"TaskMinAvailable":{"a":2147483647,"b":2147483647}}}`))
+	}
+	vs := &volcanoServer{srv: buildVolcanoServer(f, zap.NewNop(), volcanoNow, 1<<20, nil)}
+	session := &volcanoServer{srv: buildVolcanoServer(f, zap.NewNop(), volcanoNow, 1<<20, nil)}
+	body, err := os.ReadFile(filepath.Join(volcanoFixtures, "onSessionOpen.json"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	if rec := vs.post(VolcanoVerbOnSessionOpen, string(body)); rec.Code != http.StatusOK {
+		f.Fatalf("onSessionOpen: %d", rec.Code)
+	}
+	f.Fuzz(func(t *testing.T, verb uint8, body []byte) {
+		v := verbs[int(verb)%len(verbs)]
+		target := vs
+		if v == VolcanoVerbOnSessionOpen || v == VolcanoVerbOnSessionClose {
+			target = session
+		}
+		rec := target.post(v, string(body))
+		switch rec.Code {
+		case http.StatusOK:
+			if !json.Valid(rec.Body.Bytes()) {
+				t.Fatalf("%s: 200 with invalid JSON %q", v, rec.Body)
+			}
+		case http.StatusBadRequest, http.StatusRequestEntityTooLarge:
+			var e errorBody
+			if err := json.Unmarshal(rec.Body.Bytes(), &e); err != nil || e.Error == "" {
+				t.Fatalf("%s: %d without a JSON error: %q", v, rec.Code, rec.Body)
+			}
+			if v == VolcanoVerbOnSessionOpen {
+				t.Fatalf("onSessionOpen answered %d", rec.Code)
+			}
+		default:
+			t.Fatalf("%s: status %d: %s", v, rec.Code, rec.Body)
+		}
+	})
+}
