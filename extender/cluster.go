@@ -137,18 +137,8 @@ func (c *Cluster) Trigger() {
 	}
 }
 
-// Recompute recomputes the queue now, for callers that need the result at once.
-func (c *Cluster) Recompute() { c.recompute(c.now()) }
-
 // Snapshot returns the current admission state (nil before the first sync).
 func (c *Cluster) Snapshot() *Snapshot { return c.snapshot.Load() }
-
-// SetModel swaps the priority model and recomputes.
-func (c *Cluster) SetModel(m priority.Model) {
-	old := c.cfg.Load()
-	c.cfg.Store(&viewConfig{gang: old.gang, model: m, affinity: old.affinity})
-	c.Trigger()
-}
 
 func (c *Cluster) config() *viewConfig { return c.cfg.Load() }
 

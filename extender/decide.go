@@ -96,41 +96,18 @@ func (c *Cluster) Score(pod *corev1.Pod, names []string) extenderv1.HostPriority
 	if !ok {
 		return out
 	}
-	planned := ""
-	if _, d, ok := snap.Job(job.Key); ok && len(d.Plan) > 0 {
-		job = withPlan(job, d.Plan)
-		planned = d.Plan[member.UID]
+	var plan map[string]string
+	if _, d, ok := snap.Job(job.Key); ok {
+		plan = d.Plan
 	}
 	candidates := make([]priority.Node, len(names))
 	for i, n := range names {
 		candidates[i] = snap.node(n)
 	}
-	for i, s := range c.affinity().Score(member, job, candidates, c.NodeLabels) {
+	for i, s := range c.affinity().ScorePlanned(member, job, plan, candidates, c.NodeLabels) {
 		out[i].Score = s.Score
-		// The node the admission fit planned for this very pod gets the top score, so the
-		// gang lands where the fit found room for all of it, next to its own PS.
-		if names[i] == planned {
-			out[i].Score = extenderv1.MaxExtenderPriority
-		}
 	}
 	return out
-}
-
-// withPlan returns a copy of job in which pending pods that the admission fit planned on a
-// node count as placed there. The scheduler's binding cycles run behind its scheduling
-// cycles, so a worker is often scored before its PS's bind has reached the extender; the
-// plan lets the gang's pods agree on nodes all the same.
-func withPlan(job *priority.Job, plan map[string]string) *priority.Job {
-	out := *job
-	out.Pods = make([]priority.Pod, len(job.Pods))
-	copy(out.Pods, job.Pods)
-	for i := range out.Pods {
-		p := &out.Pods[i]
-		if node, ok := plan[p.UID]; ok && p.State == priority.PodPending {
-			p.State, p.Node = priority.PodHeld, node
-		}
-	}
-	return &out
 }
 
 func (c *Cluster) affinity() priority.Affinity { return c.config().affinity }

@@ -307,9 +307,6 @@ func (g *Gate) CoolDowns() map[string]time.Time {
 	return out
 }
 
-// HeldCount is the number of bind requests held right now.
-func (g *Gate) HeldCount() int { return len(g.Held()) }
-
 func memberOf(job *priority.Job, pod PodRef) priority.Pod {
 	name := pod.Namespace + "/" + pod.Name
 	for _, p := range job.Pods {

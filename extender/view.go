@@ -88,7 +88,14 @@ func (c *Cluster) recompute(now time.Time) {
 		held, coolDowns = c.holds.Held(), c.holds.CoolDowns()
 	}
 	cfg := c.config()
-	state := priority.State{Nodes: freeCapacity(nodes, pods, held), CoolDown: coolDowns}
+	// One request per pod, shared by the free capacity and the jobs' views.
+	requests := make([]priority.Resources, len(pods))
+	for i, pod := range pods {
+		if !podTerminated(pod) {
+			requests[i] = podRequest(pod)
+		}
+	}
+	state := priority.State{Nodes: freeCapacity(nodes, pods, requests, held), CoolDown: coolDowns}
 	snap := &Snapshot{
 		Computed: now,
 		jobs:     map[string]*priority.Job{},
@@ -105,7 +112,7 @@ func (c *Cluster) recompute(now time.Time) {
 	for _, ns := range cfg.gang.ExemptNamespaces {
 		exempt[ns] = true
 	}
-	for _, pod := range pods {
+	for i, pod := range pods {
 		if podTerminated(pod) || pod.DeletionTimestamp != nil || exempt[pod.Namespace] {
 			continue
 		}
@@ -118,7 +125,7 @@ func (c *Cluster) recompute(now time.Time) {
 			job = &priority.Job{Key: m.jobKey, Created: m.created}
 			snap.jobs[m.jobKey] = job
 		}
-		addMember(job, pod, m, held)
+		addMember(job, pod, requests[i], m, held)
 		if m.hardPSAntiAffinity {
 			snap.hardPS[m.jobKey] = true
 		}
@@ -140,10 +147,10 @@ func (c *Cluster) recompute(now time.Time) {
 }
 
 // addMember adds one pod to its job's view.
-func addMember(job *priority.Job, pod *corev1.Pod, m membership, held map[types.UID]string) {
+func addMember(job *priority.Job, pod *corev1.Pod, req priority.Resources, m membership, held map[types.UID]string) {
 	p := priority.Pod{
 		UID: string(pod.UID), Name: pod.Namespace + "/" + pod.Name, Role: m.role, Index: m.index,
-		Request: podRequest(pod), Gated: len(pod.Spec.SchedulingGates) > 0,
+		Request: req, Gated: len(pod.Spec.SchedulingGates) > 0,
 	}
 	switch node, isHeld := held[pod.UID]; {
 	case pod.Spec.NodeName != "":
@@ -179,8 +186,8 @@ func (c *Cluster) userOf(pod *corev1.Pod, fromPod, userLabel string) string {
 }
 
 // freeCapacity is every schedulable node's allocatable minus the requests of the pods
-// bound or held there, sorted by name.
-func freeCapacity(nodes []*corev1.Node, pods []*corev1.Pod, held map[types.UID]string) []priority.Node {
+// bound or held there (requests[i] is pods[i]'s), sorted by name.
+func freeCapacity(nodes []*corev1.Node, pods []*corev1.Pod, requests []priority.Resources, held map[types.UID]string) []priority.Node {
 	index := make(map[string]int, len(nodes))
 	out := make([]priority.Node, 0, len(nodes))
 	for _, n := range nodes {
@@ -195,7 +202,7 @@ func freeCapacity(nodes []*corev1.Node, pods []*corev1.Pod, held map[types.UID]s
 	for i := range out {
 		index[out[i].Name] = i
 	}
-	for _, pod := range pods {
+	for j, pod := range pods {
 		if podTerminated(pod) {
 			continue
 		}
@@ -207,7 +214,7 @@ func freeCapacity(nodes []*corev1.Node, pods []*corev1.Pod, held map[types.UID]s
 		if node == "" || !ok {
 			continue
 		}
-		for k, v := range podRequest(pod) {
+		for k, v := range requests[j] {
 			out[i].Free[k] -= v
 		}
 		if _, ok := out[i].Free["pods"]; ok {
