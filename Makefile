@@ -14,6 +14,11 @@ help: ## List the targets.
 build: ## Build the cps-extender binary into bin/.
 	$(GO) build -trimpath -o $(BIN)/cps-extender .
 
+IMAGE ?= cps-extender:dev
+.PHONY: image
+image: ## Build the container image (IMAGE=cps-extender:dev) with docker build; needs a Docker daemon; not in `test`.
+	docker build -f deploy/Dockerfile -t $(IMAGE) .
+
 .PHONY: lint
 lint: ## go vet (also the e2e-tagged code) and a gofmt check.
 	$(GO) vet ./...

@@ -1,0 +1,194 @@
+// Package deploy holds the Kubernetes manifests (kustomize) and the image build; its tests
+// check the files against the code and the shipped scheduler configuration. The end-to-end
+// suite (test/e2e/deploy_test.go) renders every kustomization and has a real API server
+// accept every object.
+package deploy
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/cps-extender/cps-extender/extender"
+)
+
+const (
+	extenderConfig       = "base/config.yaml"
+	sidecarScheduler     = "overlays/sidecar/kube-scheduler.yaml"
+	shippedScheduler     = "../scheduler-config/kube-scheduler.yaml"
+	namespace            = "cps-system"
+	extenderServiceAcct  = "cps-extender"
+	extenderContainer    = "cps-extender"
+	schedulerContainer   = "kube-scheduler"
+	extenderConfigMount  = "/etc/cps-extender"
+	schedulerConfigMount = "/etc/cps-scheduler"
+)
+
+// deployments are the overlays' Deployment files with the containers each must run.
+var deployments = map[string][]string{
+	"overlays/sidecar/deployment.yaml":    {schedulerContainer, extenderContainer},
+	"overlays/standalone/deployment.yaml": {extenderContainer},
+}
+
+// TestExtenderConfigLoads: the ConfigMap's config.yaml is what cps-extender starts with; it
+// must load with no unknown key and validate, and run in-cluster.
+func TestExtenderConfigLoads(t *testing.T) {
+	cfg := loadExtenderConfig(t)
+	if cfg.Kubeconfig != "" {
+		t.Errorf("kubeconfig = %q, want empty (in-cluster)", cfg.Kubeconfig)
+	}
+	if host, _, _ := net.SplitHostPort(cfg.Listen); host != "" {
+		t.Errorf("listen = %q: must listen on every interface, or probes and scrapes of the pod IP fail", cfg.Listen)
+	}
+}
+
+func loadExtenderConfig(t *testing.T) extender.Config {
+	t.Helper()
+	cfg, errs := extender.LoadConfig(extenderConfig)
+	errs = append(errs, cfg.Validate()...)
+	for _, err := range errs {
+		t.Errorf("%s: %v", extenderConfig, err)
+	}
+	return cfg
+}
+
+// TestSidecarSchedulerConfig: the sidecar's KubeSchedulerConfiguration is the shipped one
+// with only what in-cluster use must change: no kubeconfig path (the service account) and the
+// leader lease in the overlay's namespace.
+func TestSidecarSchedulerConfig(t *testing.T) {
+	shipped, sidecar := readYAML(t, shippedScheduler), readYAML(t, sidecarScheduler)
+
+	conn, _ := shipped["clientConnection"].(map[string]any)
+	if conn == nil || conn["kubeconfig"] == nil {
+		t.Fatalf("%s has no clientConnection.kubeconfig to drop: update this test", shippedScheduler)
+	}
+	delete(conn, "kubeconfig")
+	if len(conn) == 0 {
+		delete(shipped, "clientConnection")
+	}
+	le, _ := shipped["leaderElection"].(map[string]any)
+	if le == nil || le["leaderElect"] != true {
+		t.Fatalf("%s: leader election must be on for an in-cluster scheduler", shippedScheduler)
+	}
+	le["resourceNamespace"] = namespace
+	if diff := cmp.Diff(shipped, sidecar); diff != "" {
+		t.Errorf("%s differs from %s beyond the in-cluster fields (-shipped +sidecar):\n%s", sidecarScheduler, shippedScheduler, diff)
+	}
+
+	// The scheduler reaches the extender over the pod's loopback, on the port it listens on.
+	// (kube-scheduler itself validates the whole file in test/e2e/deploy_test.go.)
+	cfg := loadExtenderConfig(t)
+	_, port, _ := net.SplitHostPort(cfg.Listen)
+	want := "http://127.0.0.1:" + port + cfg.URLPrefix
+	extenders, _ := sidecar["extenders"].([]any)
+	if len(extenders) != 1 || extenders[0].(map[string]any)["urlPrefix"] != want {
+		t.Errorf("extenders = %v, want one at %s", extenders, want)
+	}
+}
+
+func readYAML(t *testing.T, path string) map[string]any {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out map[string]any
+	if err := yaml.Unmarshal(raw, &out); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return out
+}
+
+// TestDeployments: each Deployment runs its containers hardened (non-root, read-only root
+// filesystem, no privilege escalation, no capabilities, RuntimeDefault seccomp), with
+// resources and probes, as the extender's service account, with the config mounted where
+// the args point and the extender's port equal to the config's listen port.
+func TestDeployments(t *testing.T) {
+	_, port, _ := net.SplitHostPort(loadExtenderConfig(t).Listen)
+	listenPort, err := strconv.Atoi(port)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for path, wantContainers := range deployments {
+		t.Run(filepath.Dir(path), func(t *testing.T) {
+			d := readDeployment(t, path)
+			spec := d.Spec.Template.Spec
+			if d.Namespace != namespace || spec.ServiceAccountName != extenderServiceAcct {
+				t.Errorf("namespace %q, serviceAccountName %q; want %q, %q", d.Namespace, spec.ServiceAccountName, namespace, extenderServiceAcct)
+			}
+			psc := spec.SecurityContext
+			if psc == nil || psc.RunAsNonRoot == nil || !*psc.RunAsNonRoot || psc.RunAsUser == nil || *psc.RunAsUser == 0 ||
+				psc.SeccompProfile == nil || psc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
+				t.Errorf("pod securityContext %+v: want runAsNonRoot, a non-zero runAsUser and RuntimeDefault seccomp", psc)
+			}
+			var names []string
+			for _, c := range spec.Containers {
+				names = append(names, c.Name)
+				for _, problem := range containerProblems(c, listenPort) {
+					t.Errorf("container %s: %s", c.Name, problem)
+				}
+			}
+			if diff := cmp.Diff(wantContainers, names); diff != "" {
+				t.Errorf("containers (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func readDeployment(t *testing.T, path string) appsv1.Deployment {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d appsv1.Deployment
+	if err := yaml.UnmarshalStrict(raw, &d); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return d
+}
+
+// containerProblems lists what a container of ours lacks.
+func containerProblems(c corev1.Container, listenPort int) []string {
+	var out []string
+	sc := c.SecurityContext
+	if sc == nil || sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation ||
+		sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem ||
+		sc.Capabilities == nil || fmt.Sprint(sc.Capabilities.Drop) != "[ALL]" {
+		out = append(out, fmt.Sprintf("securityContext %+v: want allowPrivilegeEscalation false, readOnlyRootFilesystem, drop ALL", sc))
+	}
+	if c.Resources.Requests.Cpu().IsZero() || c.Resources.Requests.Memory().IsZero() || c.Resources.Limits.Memory().IsZero() {
+		out = append(out, "want cpu and memory requests and a memory limit")
+	}
+	if c.LivenessProbe == nil || c.ReadinessProbe == nil {
+		out = append(out, "want liveness and readiness probes")
+	}
+	if c.Name == schedulerContainer {
+		want := "--config=" + schedulerConfigMount + "/" + filepath.Base(sidecarScheduler)
+		if !strings.Contains(strings.Join(c.Command, " "), want) || len(c.VolumeMounts) != 1 || c.VolumeMounts[0].MountPath != schedulerConfigMount {
+			out = append(out, fmt.Sprintf("command %q, mounts %+v: want %s with the config mounted at %s", c.Command, c.VolumeMounts, want, schedulerConfigMount))
+		}
+		return out
+	}
+	if len(c.Ports) != 1 || c.Ports[0].ContainerPort != int32(listenPort) {
+		out = append(out, fmt.Sprintf("ports %+v: want the config's listen port %d", c.Ports, listenPort))
+	}
+	if c.LivenessProbe == nil || c.LivenessProbe.HTTPGet == nil || c.LivenessProbe.HTTPGet.Path != "/healthz" ||
+		c.ReadinessProbe == nil || c.ReadinessProbe.HTTPGet == nil || c.ReadinessProbe.HTTPGet.Path != "/readyz" {
+		out = append(out, "want liveness on /healthz and readiness on /readyz")
+	}
+	want := "--config=" + extenderConfigMount + "/" + filepath.Base(extenderConfig)
+	if strings.Join(c.Args, " ") != want || len(c.VolumeMounts) != 1 || c.VolumeMounts[0].MountPath != extenderConfigMount {
+		out = append(out, fmt.Sprintf("args %q, mounts %+v: want %s with the config mounted at %s", c.Args, c.VolumeMounts, want, extenderConfigMount))
+	}
+	return out
+}
