@@ -6,6 +6,7 @@ package deploy
 
 import (
 	"fmt"
+	"io/fs"
 	"net"
 	"os"
 	"path/filepath"
@@ -97,12 +98,8 @@ func TestSidecarSchedulerConfig(t *testing.T) {
 
 func readYAML(t *testing.T, path string) map[string]any {
 	t.Helper()
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var out map[string]any
-	if err := yaml.Unmarshal(raw, &out); err != nil {
+	if err := yaml.Unmarshal(mustRead(t, path), &out); err != nil {
 		t.Fatalf("%s: %v", path, err)
 	}
 	return out
@@ -146,12 +143,8 @@ func TestDeployments(t *testing.T) {
 
 func readDeployment(t *testing.T, path string) appsv1.Deployment {
 	t.Helper()
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var d appsv1.Deployment
-	if err := yaml.UnmarshalStrict(raw, &d); err != nil {
+	if err := yaml.UnmarshalStrict(mustRead(t, path), &d); err != nil {
 		t.Fatalf("%s: %v", path, err)
 	}
 	return d
@@ -191,4 +184,58 @@ func containerProblems(c corev1.Container, listenPort int) []string {
 		out = append(out, fmt.Sprintf("args %q, mounts %+v: want %s with the config mounted at %s", c.Args, c.VolumeMounts, want, extenderConfigMount))
 	}
 	return out
+}
+
+// TestEveryManifestIsInAKustomization: every YAML file under deploy/ is a resource or a
+// generator input of some kustomization, so the end-to-end dry run (which renders the
+// kustomizations) sees every manifest.
+func TestEveryManifestIsInAKustomization(t *testing.T) {
+	used := map[string]bool{}
+	var files []string
+	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || filepath.Ext(path) != ".yaml" {
+			return err
+		}
+		if d.Name() != "kustomization.yaml" {
+			files = append(files, path)
+			return nil
+		}
+		var k struct {
+			Resources          []string `json:"resources"`
+			ConfigMapGenerator []struct {
+				Files []string `json:"files"`
+			} `json:"configMapGenerator"`
+		}
+		if err := yaml.Unmarshal(mustRead(t, path), &k); err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		refs := k.Resources
+		for _, g := range k.ConfigMapGenerator {
+			refs = append(refs, g.Files...)
+		}
+		for _, r := range refs {
+			used[filepath.Join(filepath.Dir(path), r)] = true
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) == 0 {
+		t.Fatal("no manifests found")
+	}
+	for _, f := range files {
+		if !used[f] {
+			t.Errorf("%s is in no kustomization.yaml", f)
+		}
+	}
+}
+
+func mustRead(t *testing.T, path string) []byte {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return raw
 }

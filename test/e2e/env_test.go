@@ -19,6 +19,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -71,22 +72,25 @@ type env struct {
 	ext      *framework.Process
 	extAddr  string
 	extCfg   string
+	extKube  string // the extender's kubeconfig: extenderUser's (see grantExtenderRole)
 	sched    *framework.Process
 	repoRoot string
 }
 
-// newEnv starts a control plane with the given nodes.
+// newEnv starts a control plane with the given nodes. The extender will run as extenderUser,
+// bound only to deploy/base's ClusterRole: every end-to-end test runs under the shipped RBAC.
 func newEnv(t *testing.T, nodes ...framework.NodeSpec) *env {
 	t.Helper()
 	root, err := framework.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
-	cp := framework.Start(t, framework.Options{})
+	cp := framework.Start(t, framework.Options{Users: []framework.User{{Name: extenderUser}}})
+	grantExtenderRole(t, cp, root, rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: extenderUser})
 	if len(nodes) > 0 {
 		cp.AddNodes(t, nodes...)
 	}
-	return &env{t: t, cp: cp, repoRoot: root}
+	return &env{t: t, cp: cp, repoRoot: root, extKube: cp.UserKubeconfig(extenderUser)}
 }
 
 // startExtender runs cps-extender with the given extra config YAML (appended to the
@@ -96,8 +100,14 @@ func (e *env) startExtender(extraConfig string) {
 	if e.extAddr == "" {
 		e.extAddr = freeAddr(e.t)
 	}
+	e.startExtenderWith(fmt.Sprintf("listen: %s\nurlPrefix: /scheduler\nkubeconfig: %s\nlog:\n  format: json\n  level: debug\n%s", e.extAddr, e.extKube, extraConfig))
+}
+
+// startExtenderWith runs cps-extender with the whole config cfg, which must listen on
+// e.extAddr, and waits until it is ready.
+func (e *env) startExtenderWith(cfg string) {
+	e.t.Helper()
 	cfgPath := filepath.Join(e.cp.Dir, "cps-extender.yaml")
-	cfg := fmt.Sprintf("listen: %s\nurlPrefix: /scheduler\nkubeconfig: %s\nlog:\n  format: json\n  level: debug\n%s", e.extAddr, e.cp.Kubeconfig, extraConfig)
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		e.t.Fatal(err)
 	}
