@@ -209,24 +209,29 @@ func TestDeployDryRun(t *testing.T) {
 	}
 }
 
-// TestDeploySidecar runs the sidecar overlay as deployed, short of the pod: its objects are
-// created for real, and kube-scheduler and cps-extender run with the overlay's two
-// ConfigMaps, authenticated as the pod's service account (a token user of that name, so the
-// overlay's bindings apply to it). A gang schedules, the scheduler holds its leader lease in
-// cps-system, and neither process is refused anything.
-func TestDeploySidecar(t *testing.T) {
+// deployed is an overlay of deploy/ created for real on a fresh control plane, short of its
+// pods (there is no kubelet): its processes run as test processes with the overlay's
+// ConfigMaps, authenticated as the overlay's service account (a token user of that name, so
+// the overlay's bindings apply to it).
+type deployed struct {
+	*env
+	configs map[string]string // ConfigMap data: file name -> content
+}
+
+func deployOverlay(t *testing.T, overlay string, nodes ...framework.NodeSpec) deployed {
+	t.Helper()
 	root, err := framework.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
-	objs := render(t, root, "deploy/overlays/sidecar")
+	objs := render(t, root, overlay)
 	sa := "system:serviceaccount:" + deployNamespace + ":" + deployServiceAccount
 	cp := framework.Start(t, framework.Options{Users: []framework.User{{
 		Name: sa, Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + deployNamespace},
 	}}})
-	cp.AddNodes(t, framework.Nodes("node", 2, "4", "8Gi")...)
+	cp.AddNodes(t, nodes...)
 	c := newCreator(t, cp)
-	configs := map[string]string{} // ConfigMap data key -> value
+	d := deployed{env: &env{t: t, cp: cp, repoRoot: root, extKube: cp.UserKubeconfig(sa), extAddr: freeAddr(t)}, configs: map[string]string{}}
 	for _, obj := range objs {
 		if err := c.create(obj, false); err != nil {
 			t.Fatalf("create %s: %v", describe(obj), err)
@@ -234,46 +239,105 @@ func TestDeploySidecar(t *testing.T) {
 		if obj.GetKind() == "ConfigMap" {
 			data, _, _ := unstructured.NestedStringMap(obj.Object, "data")
 			for k, v := range data {
-				configs[k] = v
+				d.configs[k] = v
 			}
 		}
 	}
+	return d
+}
 
-	e := &env{t: t, cp: cp, repoRoot: root, extKube: cp.UserKubeconfig(sa), extAddr: freeAddr(t)}
-	edit := func(what, cfg, old, new string) string {
-		if !strings.Contains(cfg, old) {
-			t.Fatalf("the sidecar's %s no longer contains %q", what, old)
-		}
-		return strings.Replace(cfg, old, new, 1)
+// edit replaces old, which must be there, by new in a config.
+func (d deployed) edit(what, cfg, old, new string) string {
+	d.t.Helper()
+	if !strings.Contains(cfg, old) {
+		d.t.Fatalf("%s no longer contains %q", what, old)
 	}
-	// Only where the processes listen and how they reach the API server differ from the pod.
-	ext := edit("config.yaml", configs["config.yaml"], `listen: ":8888"`, fmt.Sprintf("listen: %q", e.extAddr))
-	ext = edit("config.yaml", ext, `kubeconfig: ""`, "kubeconfig: "+e.extKube)
-	e.startExtenderWith(ext)
-	sched := edit("kube-scheduler.yaml", configs["kube-scheduler.yaml"], "http://127.0.0.1:8888/", "http://"+e.extAddr+"/")
-	sched = edit("kube-scheduler.yaml", sched, "kind: KubeSchedulerConfiguration\n", "kind: KubeSchedulerConfiguration\nclientConnection:\n  kubeconfig: "+e.extKube+"\n")
-	e.sched = cp.StartScheduler(t, []byte(sched))
+	return strings.Replace(cfg, old, new, 1)
+}
+
+// startExtender runs cps-extender with the overlay's config.yaml; only where it listens, how
+// it reaches the API server, and the edits (old, new pairs) differ from the pod.
+func (d deployed) startExtender(edits ...string) {
+	d.t.Helper()
+	cfg := d.edit("config.yaml", d.configs["config.yaml"], `listen: ":8888"`, fmt.Sprintf("listen: %q", d.extAddr))
+	cfg = d.edit("config.yaml", cfg, `kubeconfig: ""`, "kubeconfig: "+d.extKube)
+	for i := 0; i+1 < len(edits); i += 2 {
+		cfg = d.edit("config.yaml", cfg, edits[i], edits[i+1])
+	}
+	d.startExtenderWith(cfg)
+}
+
+// assertNothingRefused fails the test if a process logged a Forbidden answer.
+func (d deployed) assertNothingRefused(procs ...*framework.Process) {
+	d.t.Helper()
+	for _, p := range procs {
+		out, err := os.ReadFile(p.LogPath())
+		if err != nil {
+			d.t.Fatal(err)
+		}
+		for _, line := range strings.Split(string(out), "\n") {
+			if strings.Contains(strings.ToLower(line), "forbidden") {
+				d.t.Errorf("%s was refused: %s", p.Name, line)
+			}
+		}
+	}
+}
+
+// TestDeploySidecar runs the sidecar overlay as deployed (see deployed): kube-scheduler and
+// cps-extender with its two ConfigMaps, both as the pod's service account. A gang schedules,
+// the scheduler holds its leader lease in cps-system, and neither process is refused anything.
+func TestDeploySidecar(t *testing.T) {
+	d := deployOverlay(t, "deploy/overlays/sidecar", framework.Nodes("node", 2, "4", "8Gi")...)
+	d.startExtender()
+	sched := d.edit("kube-scheduler.yaml", d.configs["kube-scheduler.yaml"], "http://127.0.0.1:8888/", "http://"+d.extAddr+"/")
+	sched = d.edit("kube-scheduler.yaml", sched, "kind: KubeSchedulerConfiguration\n", "kind: KubeSchedulerConfiguration\nclientConnection:\n  kubeconfig: "+d.extKube+"\n")
+	d.sched = d.cp.StartScheduler(t, []byte(sched))
 
 	job := jobSpec{name: "sidecar", ps: 1, workers: 3, cpu: "2"}
-	e.createJobs(job)
-	e.waitJobBound(job, 60*time.Second)
+	d.createJobs(job)
+	d.waitJobBound(job, 60*time.Second)
 
-	lease, err := cp.Client.CoordinationV1().Leases(deployNamespace).Get(context.Background(), "cps-scheduler", metav1.GetOptions{})
+	lease, err := d.cp.Client.CoordinationV1().Leases(deployNamespace).Get(context.Background(), "cps-scheduler", metav1.GetOptions{})
 	if err != nil {
 		t.Fatalf("the scheduler's leader lease: %v", err)
 	}
 	if lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity == "" {
 		t.Errorf("lease %s/cps-scheduler has no holder", deployNamespace)
 	}
-	for _, p := range []*framework.Process{e.ext, e.sched} {
-		out, err := os.ReadFile(p.LogPath())
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, line := range strings.Split(string(out), "\n") {
-			if strings.Contains(strings.ToLower(line), "forbidden") {
-				t.Errorf("%s was refused: %s", p.Name, line)
-			}
-		}
+	d.assertNothingRefused(d.ext, d.sched)
+}
+
+// TestDeployStandalone runs the standalone overlay's extender (see deployed) as its service
+// account, bound by the base's ClusterRole alone, with the default scheduler configured by
+// scheduler-config/default-scheduler.yaml: a gang and a plain pod of the default scheduler
+// are both bound through the extender's bind verb, and the extender is refused nothing.
+func TestDeployStandalone(t *testing.T) {
+	d := deployOverlay(t, "deploy/overlays/standalone", framework.Nodes("node", 2, "4", "8Gi")...)
+	// Debug logging, to count the scheduler's calls.
+	d.startExtender("log: {format: json, level: info}", "log: {format: json, level: debug}")
+	raw, err := os.ReadFile(filepath.Join(d.repoRoot, "scheduler-config", "default-scheduler.yaml"))
+	if err != nil {
+		t.Fatal(err)
 	}
+	sched := d.edit("default-scheduler.yaml", string(raw), "http://CLUSTER_IP:8888/", "http://"+d.extAddr+"/")
+	// The default scheduler runs as itself, not as the extender: here, the admin.
+	sched = d.edit("default-scheduler.yaml", sched, "kubeconfig: /etc/kubernetes/scheduler.conf", "kubeconfig: "+d.cp.Kubeconfig)
+	sched = d.edit("default-scheduler.yaml", sched, "leaderElect: true", "leaderElect: false")
+	d.sched = d.cp.StartScheduler(t, []byte(sched))
+
+	job := jobSpec{name: "standalone", ps: 1, workers: 2, cpu: "2"}
+	pods := job.pods()
+	for i := range pods {
+		pods[i].scheduler = "default-scheduler"
+	}
+	d.createPods(append(pods, podSpec{name: "plain", scheduler: "default-scheduler"})...)
+	d.waitJobBound(job, 60*time.Second)
+	framework.WaitFor(t, 30*time.Second, "plain pod bound", func() (bool, error) {
+		node := d.bound("default")["plain"]
+		return node != "", fmt.Errorf("plain pod not bound")
+	})
+	if got, want := d.extenderRequests()["/scheduler/bind"], len(pods)+1; got != want {
+		t.Errorf("the extender saw %d binds, want %d (every pod's)", got, want)
+	}
+	d.assertNothingRefused(d.ext)
 }
