@@ -18,7 +18,9 @@ const schedulerTimeout = 60 * time.Second
 // StartScheduler writes config, a KubeSchedulerConfiguration, to a file in Dir and runs
 // kube-scheduler with it at -v=2, logging to Dir/kube-scheduler.log (kube-scheduler-2.log and so
 // on for further schedulers of the same control plane). The configuration must set clientConnection.kubeconfig
-// (cp.Kubeconfig) and leaderElection.leaderElect: false.
+// (cp.Kubeconfig, or a user's) and leaderElection.leaderElect: false, unless the test checks
+// leader election: the scheduler is ready before it holds the lease, and schedules only once it
+// does.
 //
 // It returns once the scheduler's /readyz is ok, which includes the check that its informers
 // have delivered their initial lists to its handlers: from then on it schedules. For that it
