@@ -104,7 +104,7 @@ func utilisation(path string, runs []Run) error {
 
 func locality(path string, sums []Summary) error {
 	p := plot.New()
-	p.Title.Text = "worker locality (workers of jobs that ran)"
+	p.Title.Text = "worker locality (every bound worker)"
 	p.Y.Label.Text = "share of workers"
 	p.Y.Min, p.Y.Max = 0, 1
 	p.Legend.Top = true

@@ -7,6 +7,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -25,8 +26,15 @@ func main() {
 	setups := flag.String("setups", "", "comma-separated setups (default: all)")
 	out := flag.String("out", "results/eval", "results folder; each run writes a timestamped folder in it")
 	docs := flag.String("docs", "", "also copy summary.md and the plots into this folder (e.g. docs/eval)")
+	again := flag.String("again", "", "write summary.md and the plots of an earlier results folder again from its runs.json, running nothing")
 	flag.Parse()
-	if err := run(*size, *setups, *out, *docs); err != nil {
+	var err error
+	if *again != "" {
+		err = rewrite(*again, *docs)
+	} else {
+		err = run(*size, *setups, *out, *docs)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "eval:", err)
 		os.Exit(1)
 	}
@@ -85,10 +93,51 @@ func run(size, setupList, out, docs string) error {
 		fmt.Printf("%s: ended at %.0f simulated minutes (timed out %v, stuck %v)\n", s.Name, eval.Minutes(r.End), r.TimedOut, r.Stuck)
 		runs = append(runs, r)
 	}
-	if err := write(dir, work, runs, time.Since(began)); err != nil {
+	rec := record{Workload: work, Runs: runs, Took: time.Since(began), Date: time.Now().UTC()}
+	if err := saveRuns(dir, rec); err != nil {
+		return err
+	}
+	if err := write(dir, rec); err != nil {
 		return err
 	}
 	fmt.Printf("results in %s\n", dir)
+	return publish(dir, docs)
+}
+
+// record is runs.json: everything a results folder's summary and plots are made from.
+type record struct {
+	Workload eval.Workload
+	Runs     []eval.Run
+	Took     time.Duration
+	Date     time.Time
+}
+
+func saveRuns(dir string, rec record) error {
+	data, err := json.Marshal(rec)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "runs.json"), data, 0o644)
+}
+
+// rewrite writes the summary and plots of a results folder again from its runs.json.
+func rewrite(dir, docs string) error {
+	data, err := os.ReadFile(filepath.Join(dir, "runs.json"))
+	if err != nil {
+		return err
+	}
+	var rec record
+	if err := json.Unmarshal(data, &rec); err != nil {
+		return fmt.Errorf("%s/runs.json: %w", dir, err)
+	}
+	if err := write(dir, rec); err != nil {
+		return err
+	}
+	return publish(dir, docs)
+}
+
+// publish copies the summary and plots into docs, when set.
+func publish(dir, docs string) error {
 	if docs != "" {
 		if err := copyFiles(dir, docs, "summary.md", eval.WaitCDFPNG, eval.UtilisationPNG, eval.LocalityPNG); err != nil {
 			return err
@@ -115,7 +164,8 @@ func runSetup(t *tb, s harness.Setup, work eval.Workload, opts harness.Options) 
 }
 
 // write writes the per-job CSVs, summary.md and the plots.
-func write(dir string, work eval.Workload, runs []eval.Run, took time.Duration) error {
+func write(dir string, rec record) error {
+	work, runs := rec.Workload, rec.Runs
 	sums := make([]eval.Summary, len(runs))
 	for i, r := range runs {
 		sums[i] = eval.Summarize(r)
@@ -137,8 +187,10 @@ func write(dir string, work eval.Workload, runs []eval.Run, took time.Duration) 
 	}
 	fmt.Fprintf(f, "# Evaluation: %s workload\n\n", work.Params.Name)
 	fmt.Fprintf(f, "%s; %d jobs, %d nodes in %d racks (%d GPUs), seed %d; all setups run one after another on %s, %s in all.\n\n",
-		time.Now().UTC().Format("2006-01-02 15:04 UTC"), len(work.Jobs), work.Params.Nodes, work.Params.Racks,
-		work.Params.Nodes*eval.NodeGPU, work.Params.Seed, "fresh local control planes", took.Round(time.Second))
+		rec.Date.Format("2006-01-02 15:04 UTC"), len(work.Jobs), work.Params.Nodes, work.Params.Racks,
+		work.Params.Nodes*eval.NodeGPU, work.Params.Seed, "fresh local control planes", rec.Took.Round(time.Second))
+	target := map[string]string{"small": "make eval-small", "medium": "make eval"}[work.Params.Name]
+	fmt.Fprintf(f, "Made by `%s` (`go run ./test/eval/cmd/eval -size %s`). Times in simulated minutes (one per real second).\n\n", target, work.Params.Name)
 	if err := eval.Markdown(f, sums); err != nil {
 		f.Close()
 		return err
