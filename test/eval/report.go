@@ -58,12 +58,12 @@ func Markdown(w io.Writer, sums []Summary) error {
 	row := func(cells ...string) { b.WriteString("| " + strings.Join(cells, " | ") + " |\n") }
 	rule := func(n int) { b.WriteString("|" + strings.Repeat("---|", n) + "\n") }
 
-	row("setup", "completed", "mean wait", "p95 wait", "max wait", "mean JCT", "makespan", "GPU util",
+	row("setup", "completed", "mean wait", "p95 wait", "max wait", "mean JCT (done)", "makespan", "GPU util",
 		"deadlocks", "partial at end", "partially placed jobs", "waste GPU·min", "preempted runs", "workers on PS node", "on PS node or rack")
 	rule(15)
 	for _, s := range sums {
 		row(s.Setup, fmt.Sprintf("%d/%d", s.Completed, s.Jobs), waitCell(s.Wait.Mean, s.Wait.Censored), f1(s.Wait.P95), f1(s.Wait.Max),
-			f1(s.MeanJCT), makespan(s), pct(s.Utilisation), strconv.Itoa(s.Deadlocks), strconv.Itoa(s.PartialEnd),
+			jct(s), makespan(s), pct(s.Utilisation), strconv.Itoa(s.Deadlocks), strconv.Itoa(s.PartialEnd),
 			strconv.Itoa(s.PartialJobs), f0(s.WasteGPUMin), strconv.Itoa(s.Restarts), pct(s.LocalityNode), pct(s.LocalityRack))
 	}
 	b.WriteString("\nWait (arrival to all pods bound), mean / p95, simulated minutes; `+n` = n jobs never fully bound (their wait counts until the run's end):\n\n")
@@ -90,6 +90,13 @@ func Markdown(w io.Writer, sums []Summary) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+func jct(s Summary) string {
+	if s.Completed == 0 {
+		return "none done"
+	}
+	return f1(s.MeanJCT)
 }
 
 func waitCell(mean float64, censored int) string {

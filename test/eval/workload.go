@@ -136,12 +136,12 @@ func Small() Params {
 	}
 }
 
-// Medium is the workload of `make eval`: 32 nodes in 8 racks (256 GPUs), 80 jobs over about
-// 35 simulated minutes in batches (no opening burst: contention comes from the load, about
-// the cluster's capacity, and from batches that happen to be large).
+// Medium is the workload of `make eval`: 32 nodes in 8 racks (256 GPUs), 120 jobs over about
+// 40 simulated minutes in batches (no opening burst: contention comes from the load, above
+// the cluster's capacity while jobs arrive, and from batches that happen to be large).
 func Medium() Params {
 	return Params{
-		Name: "medium", Seed: 2020, Jobs: 80, Nodes: 32, Racks: 8,
+		Name: "medium", Seed: 2020, Jobs: 120, Nodes: 32, Racks: 8,
 		MeanGap: time.Minute, MeanBatch: 2.5,
 		MedianDuration: 12 * time.Minute, DurationSigma: 0.9,
 		MinDuration: 3 * time.Minute, MaxDuration: 45 * time.Minute,
