@@ -3,7 +3,10 @@
 // reserve / besteffort), each on its own fresh local control plane, and writes per-job CSVs,
 // summary.md and the PNG plots into a new folder under results/eval/.
 //
-//	CPS_CONTROLPLANE_BIN=$(test/tools/build-controlplane.sh | tail -n1) go run ./test/eval/cmd/eval [-size small|medium] [-setups a,b] [-docs docs/eval]
+//	CPS_CONTROLPLANE_BIN=$(test/tools/build-controlplane.sh | tail -n1) go run ./test/eval/cmd/eval [-size small|medium] [-setups a,b] [-docs docs/eval/medium]
+//	go run ./test/eval/cmd/eval -again results/eval/<folder> [-docs ...]   # summary and plots again from runs.json
+//
+// Progress goes to stdout; the framework's messages to eval.log in the results folder.
 package main
 
 import (
