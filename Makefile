@@ -43,7 +43,7 @@ fuzz: ## A short fuzz run ($(FUZZTIME)) of every handler's fuzz target (seed cor
 .PHONY: e2e
 e2e: controlplane ## End-to-end tests on a real local control plane (etcd, kube-apiserver, kube-scheduler, kwok).
 	CPS_CONTROLPLANE_BIN=$$(test/tools/build-controlplane.sh | tail -n1) \
-	  $(GO) test -tags e2e -count=1 -timeout $(E2E_TIMEOUT) -v ./test/e2e/...
+	  $(GO) test -tags e2e -count=1 -timeout $(E2E_TIMEOUT) -v ./test/e2e/... ./test/eval/...
 
 .PHONY: test
 test: lint unit fuzz e2e ## Everything CI runs: lint, unit tests (-race), short fuzz runs and the end-to-end suite.
@@ -51,6 +51,14 @@ test: lint unit fuzz e2e ## Everything CI runs: lint, unit tests (-race), short 
 .PHONY: demo
 demo: controlplane ## Local control plane + extender + kube-scheduler + a sample PS/worker workload; prints where each pod went.
 	CPS_CONTROLPLANE_BIN=$$(test/tools/build-controlplane.sh | tail -n1) $(GO) run ./test/demo
+
+.PHONY: eval
+eval: controlplane ## Six scheduler setups on the medium workload (~15 min): results/eval/<time>-medium/, copied to docs/eval/medium/.
+	CPS_CONTROLPLANE_BIN=$$(test/tools/build-controlplane.sh | tail -n1) $(GO) run ./test/eval/cmd/eval -size medium -docs docs/eval/medium
+
+.PHONY: eval-small
+eval-small: controlplane ## The same on the small workload (~8 min): results/eval/<time>-small/, copied to docs/eval/small/.
+	CPS_CONTROLPLANE_BIN=$$(test/tools/build-controlplane.sh | tail -n1) $(GO) run ./test/eval/cmd/eval -size small -docs docs/eval/small
 
 .PHONY: clean
 clean: ## Remove build outputs (not the control plane cache; see clean-cache).

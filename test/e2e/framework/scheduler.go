@@ -26,7 +26,8 @@ const schedulerTimeout = 60 * time.Second
 // have delivered their initial lists to its handlers: from then on it schedules. For that it
 // serves HTTPS on a free loopback port (--secure-port=PORT, not 0), which /readyz needs; the
 // port is never fixed, so parallel tests do not collide, and a lost port race is retried.
-func (cp *ControlPlane) StartScheduler(t testing.TB, config []byte) *Process {
+// extraArgs are appended to the command line, e.g. "--feature-gates=GenericWorkload=true".
+func (cp *ControlPlane) StartScheduler(t testing.TB, config []byte, extraArgs ...string) *Process {
 	t.Helper()
 	name := cp.uniqueName("kube-scheduler")
 	configPath := filepath.Join(cp.Dir, name+".yaml")
@@ -39,12 +40,13 @@ func (cp *ControlPlane) StartScheduler(t testing.TB, config []byte) *Process {
 		if err != nil {
 			return nil, err
 		}
-		p, err := cp.startChild(t, name, filepath.Join(cp.BinDir, "kube-scheduler"), []string{
+		args := append([]string{
 			"--config=" + configPath,
 			"--bind-address=127.0.0.1",
 			"--secure-port=" + strconv.Itoa(ports[0]),
 			"-v=2",
-		}, nil)
+		}, extraArgs...)
+		p, err := cp.startChild(t, name, filepath.Join(cp.BinDir, "kube-scheduler"), args, nil)
 		if err != nil {
 			return nil, err
 		}

@@ -1,0 +1,178 @@
+package harness
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	schedv1beta1 "k8s.io/api/scheduling/v1beta1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/cps-extender/cps-extender/test/e2e/framework"
+	"github.com/cps-extender/cps-extender/test/eval"
+)
+
+// apiTimeout bounds one API call of the harness.
+const apiTimeout = 10 * time.Second
+
+// nodeSpecs are the workload's nodes: eval's node shape with GPUs as an extended resource,
+// named node-00.., in racks of consecutive nodes (rack-0 holds the first nodes/racks).
+func nodeSpecs(p eval.Params) []framework.NodeSpec {
+	specs := make([]framework.NodeSpec, p.Nodes)
+	perRack := max(1, p.Nodes/max(1, p.Racks))
+	for i := range specs {
+		specs[i] = framework.NodeSpec{
+			Name: fmt.Sprintf("node-%02d", i),
+			Capacity: corev1.ResourceList{
+				corev1.ResourceCPU:    *resource.NewQuantity(eval.NodeCPU, resource.DecimalSI),
+				corev1.ResourceMemory: resource.MustParse(strconv.Itoa(eval.NodeMemGi) + "Gi"),
+				gpuResource:           *resource.NewQuantity(eval.NodeGPU, resource.DecimalSI),
+			},
+			Labels: map[string]string{rackLabel: fmt.Sprintf("rack-%d", min(i/perRack, p.Racks-1))},
+		}
+	}
+	return specs
+}
+
+// rackOf maps node name to rack.
+func rackOf(specs []framework.NodeSpec) map[string]string {
+	out := make(map[string]string, len(specs))
+	for _, s := range specs {
+		out[s.Name] = s.Labels[rackLabel]
+	}
+	return out
+}
+
+// createPriorityClasses creates the workload's PriorityClasses (every setup has them; only
+// those with Setup.PriorityClasses use them).
+func createPriorityClasses(c kubernetes.Interface) error {
+	for _, pc := range append([]eval.PriorityClass{eval.UrgentClass}, eval.PriorityClasses...) {
+		ctx, cancel := context.WithTimeout(context.Background(), apiTimeout)
+		_, err := c.SchedulingV1().PriorityClasses().Create(ctx, &schedulingv1.PriorityClass{
+			ObjectMeta: metav1.ObjectMeta{Name: pc.Name}, Value: pc.Value,
+		}, metav1.CreateOptions{})
+		cancel()
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("create PriorityClass %s: %w", pc.Name, err)
+		}
+	}
+	return nil
+}
+
+// podName names the i-th pod of a role of a job.
+func podName(j eval.Job, role string, i int) string {
+	return fmt.Sprintf("%s-%s-%d", j.Name, role, i)
+}
+
+// jobPods are the pods of j for setup s, PS first, labelled for cps-extender (harmless to
+// the other setups).
+func jobPods(j eval.Job, s Setup) []*corev1.Pod {
+	var out []*corev1.Pod
+	add := func(role string, i int, cpuMilli, memMi, gpu int64) {
+		labels := map[string]string{
+			"cps-extender.io/job": j.Name, "cps-extender.io/role": role, "cps-extender.io/index": strconv.Itoa(i),
+			"cps-extender.io/min-member": strconv.Itoa(j.Size()), "cps-extender.io/user": j.User,
+		}
+		if j.Urgent {
+			labels["cps-extender.io/urgent"] = "true"
+		}
+		res := corev1.ResourceList{
+			corev1.ResourceCPU:    *resource.NewMilliQuantity(cpuMilli, resource.DecimalSI),
+			corev1.ResourceMemory: *resource.NewQuantity(memMi<<20, resource.BinarySI),
+		}
+		if gpu > 0 {
+			res[gpuResource] = *resource.NewQuantity(gpu, resource.DecimalSI)
+		}
+		pod := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: podName(j, role, i), Namespace: namespace, Labels: labels},
+			Spec: corev1.PodSpec{
+				SchedulerName: schedulerName,
+				Containers: []corev1.Container{{
+					Name: "main", Image: "fake",
+					// Extended resources need limits equal to requests.
+					Resources: corev1.ResourceRequirements{Requests: res, Limits: res.DeepCopy()},
+				}},
+			},
+		}
+		if s.PriorityClasses {
+			pod.Spec.PriorityClassName = j.PriorityClass
+		}
+		if s.NativeGang {
+			group := j.Name
+			pod.Spec.SchedulingGroup = &corev1.PodSchedulingGroup{PodGroupName: &group}
+		}
+		out = append(out, pod)
+	}
+	for i := range j.PS {
+		add("ps", i, eval.PSCPUMilli, eval.PSMemMi, 0)
+	}
+	for i := range j.Workers {
+		add("worker", i, eval.WorkerCPUMilli, eval.WorkerMemMi, eval.WorkerGPU)
+	}
+	return out
+}
+
+// createGang creates the Workload and PodGroup of j for native gang scheduling: one group
+// template, minCount the whole job, the job's priority class.
+func createGang(c kubernetes.Interface, j eval.Job) error {
+	ctx, cancel := context.WithTimeout(context.Background(), apiTimeout)
+	defer cancel()
+	policy := schedv1beta1.PodGroupSchedulingPolicy{Gang: &schedv1beta1.GangSchedulingPolicy{MinCount: int32(j.Size())}}
+	w := &schedv1beta1.Workload{
+		ObjectMeta: metav1.ObjectMeta{Name: j.Name, Namespace: namespace},
+		Spec: schedv1beta1.WorkloadSpec{PodGroupTemplates: []schedv1beta1.PodGroupTemplate{{
+			Name: "gang", SchedulingPolicy: policy, PriorityClassName: j.PriorityClass,
+		}}},
+	}
+	if _, err := c.SchedulingV1beta1().Workloads(namespace).Create(ctx, w, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("create Workload %s: %w", j.Name, err)
+	}
+	pg := &schedv1beta1.PodGroup{
+		ObjectMeta: metav1.ObjectMeta{Name: j.Name, Namespace: namespace},
+		Spec: schedv1beta1.PodGroupSpec{
+			WorkloadRef:       &schedv1beta1.WorkloadReference{WorkloadName: j.Name, TemplateName: "gang"},
+			SchedulingPolicy:  policy,
+			PriorityClassName: j.PriorityClass,
+		},
+	}
+	if _, err := c.SchedulingV1beta1().PodGroups(namespace).Create(ctx, pg, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("create PodGroup %s: %w", j.Name, err)
+	}
+	return nil
+}
+
+// createPod creates pod, retrying while a previous incarnation of the same name is still
+// being removed.
+func createPod(c kubernetes.Interface, pod *corev1.Pod) error {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), apiTimeout)
+		_, err := c.CoreV1().Pods(pod.Namespace).Create(ctx, pod.DeepCopy(), metav1.CreateOptions{})
+		cancel()
+		if err == nil || !apierrors.IsAlreadyExists(err) || time.Now().After(deadline) {
+			if err != nil {
+				return fmt.Errorf("create pod %s: %w", pod.Name, err)
+			}
+			return nil
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// deletePod deletes a pod at once; a pod already gone is fine.
+func deletePod(c kubernetes.Interface, name string) error {
+	zero := int64(0)
+	ctx, cancel := context.WithTimeout(context.Background(), apiTimeout)
+	defer cancel()
+	err := c.CoreV1().Pods(namespace).Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete pod %s: %w", name, err)
+	}
+	return nil
+}

@@ -1,0 +1,130 @@
+package harness
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/cps-extender/cps-extender/extender"
+	"github.com/cps-extender/cps-extender/test/eval"
+)
+
+func TestInterleave(t *testing.T) {
+	pod := func(n string) *corev1.Pod { p := &corev1.Pod{}; p.Name = n; return p }
+	got := interleave([][]*corev1.Pod{{pod("a0"), pod("a1"), pod("a2")}, {pod("b0")}, {pod("c0"), pod("c1")}})
+	var names []string
+	for _, p := range got {
+		names = append(names, p.Name)
+	}
+	if want := "a0 b0 c0 a1 c1 a2"; strings.Join(names, " ") != want {
+		t.Errorf("interleave: %s, want %s", strings.Join(names, " "), want)
+	}
+}
+
+func TestJobPods(t *testing.T) {
+	j := eval.Job{Name: "job-001", User: "ana", Tier: eval.TierGold, PriorityClass: eval.UrgentClass.Name, Urgent: true, PS: 2, Workers: 3}
+	for _, c := range []struct {
+		setup     Setup
+		class     string
+		withGroup bool
+	}{
+		{Setups[0], "", false},
+		{Setup{Name: "pc", PriorityClasses: true}, eval.UrgentClass.Name, false},
+		{Setup{Name: "gang", PriorityClasses: true, NativeGang: true}, eval.UrgentClass.Name, true},
+	} {
+		pods := jobPods(j, c.setup)
+		if len(pods) != 5 || pods[0].Name != "job-001-ps-0" || pods[2].Name != "job-001-worker-0" {
+			t.Fatalf("%s: pods %v", c.setup.Name, pods)
+		}
+		for i, p := range pods {
+			l := p.Labels
+			if l["cps-extender.io/job"] != "job-001" || l["cps-extender.io/min-member"] != "5" || l["cps-extender.io/user"] != "ana" || l["cps-extender.io/urgent"] != "true" {
+				t.Errorf("%s: %s labels %v", c.setup.Name, p.Name, l)
+			}
+			if p.Spec.SchedulerName != schedulerName || p.Spec.PriorityClassName != c.class {
+				t.Errorf("%s: %s scheduler %q class %q", c.setup.Name, p.Name, p.Spec.SchedulerName, p.Spec.PriorityClassName)
+			}
+			if got := p.Spec.SchedulingGroup != nil && *p.Spec.SchedulingGroup.PodGroupName == "job-001"; got != c.withGroup {
+				t.Errorf("%s: %s scheduling group %v", c.setup.Name, p.Name, p.Spec.SchedulingGroup)
+			}
+			res := p.Spec.Containers[0].Resources
+			gpu, want := res.Limits[gpuResource], int64(0)
+			if i >= 2 {
+				want = eval.WorkerGPU
+			}
+			if gpu.Value() != want || !res.Requests[gpuResource].Equal(res.Limits[gpuResource]) {
+				t.Errorf("%s: %s GPU request %v limit %v, want %d", c.setup.Name, p.Name, res.Requests[gpuResource], gpu, want)
+			}
+		}
+	}
+}
+
+func TestNodeSpecsRacks(t *testing.T) {
+	specs := nodeSpecs(eval.Params{Nodes: 16, Racks: 4})
+	racks := rackOf(specs)
+	if len(specs) != 16 || racks["node-00"] != "rack-0" || racks["node-03"] != "rack-0" || racks["node-04"] != "rack-1" || racks["node-15"] != "rack-3" {
+		t.Errorf("racks: %v", racks)
+	}
+	gpu := specs[0].Capacity[gpuResource]
+	if gpu.Value() != eval.NodeGPU {
+		t.Errorf("node GPUs %v", gpu)
+	}
+}
+
+func TestSchedulerConfig(t *testing.T) {
+	with, err := schedulerConfig("/k", "127.0.0.1:9")
+	if err != nil {
+		t.Fatal(err)
+	}
+	without, err := schedulerConfig("/k", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		cfg       string
+		extenders bool
+	}{{string(with), true}, {string(without), false}} {
+		if !strings.Contains(c.cfg, "kubeconfig: /k") || !strings.Contains(c.cfg, "leaderElect: false") || !strings.Contains(c.cfg, "schedulerName: "+schedulerName) {
+			t.Errorf("config:\n%s", c.cfg)
+		}
+		if got := strings.Contains(c.cfg, "urlPrefix: http://127.0.0.1:9/scheduler"); got != c.extenders {
+			t.Errorf("extender URL present %v, want %v:\n%s", got, c.extenders, c.cfg)
+		}
+		if got := strings.Contains(c.cfg, "extenders:"); got != c.extenders {
+			t.Errorf("extenders block present %v, want %v", got, c.extenders)
+		}
+	}
+}
+
+// TestExtenderConfig loads the generated configuration with the extender's own loader.
+func TestExtenderConfig(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cps-extender.yaml")
+	if err := os.WriteFile(path, []byte(extenderConfig("127.0.0.1:9", "/k", "strict")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, errs := extender.LoadConfig(path)
+	if len(errs) > 0 {
+		t.Fatalf("LoadConfig: %v", errs)
+	}
+	m := cfg.Model.PriorityModel()
+	if m.Policy != "strict" || m.StarvationBound != 30*time.Second || m.Tau != 10*time.Second || m.UserTiers["ana"] != eval.TierGold || m.UserTiers["hal"] != eval.TierBronze {
+		t.Errorf("model %+v", m)
+	}
+	if len(cfg.Affinity.Topology) != 1 || cfg.Affinity.Topology[0] != rackLabel {
+		t.Errorf("topology %v", cfg.Affinity.Topology)
+	}
+}
+
+func TestSetupsNamed(t *testing.T) {
+	got, err := SetupsNamed("cps-strict", "plain")
+	if err != nil || len(got) != 2 || got[0].Name != "cps-strict" || !got[0].Extender() || got[1].Extender() {
+		t.Errorf("SetupsNamed: %v, %v", got, err)
+	}
+	if _, err := SetupsNamed("nope"); err == nil {
+		t.Error("SetupsNamed(nope): no error")
+	}
+}

@@ -1,0 +1,148 @@
+// Package harness runs the evaluation's workload on a real local control plane (the
+// end-to-end framework: etcd, kube-apiserver, kwok nodes, kube-scheduler, and cps-extender
+// where the setup uses it), one fresh control plane per setup, and records what happened as an
+// eval.Run. The pure parts (workload, communication model, metrics, report) are in test/eval.
+package harness
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/cps-extender/cps-extender/test/e2e/framework"
+	"github.com/cps-extender/cps-extender/test/eval"
+)
+
+// Setup is one scheduler configuration under comparison.
+type Setup struct {
+	Name string
+	// PriorityClasses gives pods their job's PriorityClass (the rest run without priority).
+	PriorityClasses bool
+	// Policy, when set, runs kube-scheduler with cps-extender under this admission policy.
+	Policy string
+	// NativeGang runs kube-scheduler's own gang scheduling (GenericWorkload): a Workload and
+	// a PodGroup per job.
+	NativeGang bool
+}
+
+// Extender tells whether the setup runs cps-extender.
+func (s Setup) Extender() bool { return s.Policy != "" }
+
+// Setups are the six setups, in report order.
+var Setups = []Setup{
+	{Name: "plain"},
+	{Name: "priorityclasses", PriorityClasses: true},
+	{Name: "native-gang", PriorityClasses: true, NativeGang: true},
+	{Name: "cps-strict", PriorityClasses: true, Policy: "strict"},
+	{Name: "cps-reserve", PriorityClasses: true, Policy: "reserve"},
+	{Name: "cps-besteffort", PriorityClasses: true, Policy: "besteffort"},
+}
+
+// SetupsNamed returns the setups with the given names, in the order given.
+func SetupsNamed(names ...string) ([]Setup, error) {
+	var out []Setup
+	for _, n := range names {
+		found := false
+		for _, s := range Setups {
+			if s.Name == n {
+				out, found = append(out, s), true
+			}
+		}
+		if !found {
+			return nil, fmt.Errorf("no setup %q (have %s)", n, setupNames())
+		}
+	}
+	return out, nil
+}
+
+func setupNames() string {
+	names := make([]string, len(Setups))
+	for i, s := range Setups {
+		names[i] = s.Name
+	}
+	return strings.Join(names, ", ")
+}
+
+// Labels and resources the harness puts on nodes and pods.
+const (
+	schedulerName = "cps-scheduler" // the profile of scheduler-config/kube-scheduler.yaml
+	namespace     = "default"
+	rackLabel     = "topology.cps-extender.io/rack"
+	gpuResource   = "nvidia.com/gpu"
+)
+
+// Model time constants of the extender, in simulated time (scaled by eval.Scale when the
+// extender is configured): the default tau and starvation bound.
+const (
+	Tau             = 10 * time.Minute
+	StarvationBound = 30 * time.Minute
+)
+
+// BuildExtender builds cps-extender (without the race detector: the evaluation measures
+// timing) into dir and returns the binary's path.
+func BuildExtender(dir string) (string, error) {
+	root, err := framework.RepoRoot()
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(dir, "cps-extender")
+	cmd := exec.Command("go", "build", "-o", bin, ".")
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build cps-extender: %v\n%s", err, out)
+	}
+	return bin, nil
+}
+
+// schedulerConfig is scheduler-config/kube-scheduler.yaml as shipped with the kubeconfig and
+// leader election replaced, and the extender URL set, or the extenders block dropped when
+// extenderAddr is empty (the same scheduler, profile and backoff for every setup).
+func schedulerConfig(kubeconfig, extenderAddr string) ([]byte, error) {
+	root, err := framework.RepoRoot()
+	if err != nil {
+		return nil, err
+	}
+	path := filepath.Join(root, "scheduler-config", "kube-scheduler.yaml")
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	cfg := string(raw)
+	edits := [][2]string{
+		{"kubeconfig: /etc/kubernetes/scheduler.conf", "kubeconfig: " + kubeconfig},
+		{"leaderElect: true", "leaderElect: false"},
+	}
+	if extenderAddr != "" {
+		edits = append(edits, [2]string{"urlPrefix: http://127.0.0.1:8888/scheduler", "urlPrefix: http://" + extenderAddr + "/scheduler"})
+	}
+	for _, e := range edits {
+		if !strings.Contains(cfg, e[0]) {
+			return nil, fmt.Errorf("%s no longer contains %q", path, e[0])
+		}
+		cfg = strings.Replace(cfg, e[0], e[1], 1)
+	}
+	if extenderAddr == "" {
+		i := strings.Index(cfg, "\nextenders:")
+		if i < 0 {
+			return nil, fmt.Errorf("%s has no extenders block", path)
+		}
+		cfg = cfg[:i] + "\n"
+	}
+	return []byte(cfg), nil
+}
+
+// extenderConfig is the extender's configuration for a setup: the eval's users and tiers,
+// the rack topology, the policy, and tau and the starvation bound scaled to real time.
+func extenderConfig(listen, kubeconfig, policy string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "listen: %s\nurlPrefix: /scheduler\nkubeconfig: %s\nlog: {format: json, level: info}\n", listen, kubeconfig)
+	fmt.Fprintf(&b, "model:\n  policy: %s\n  tau: %s\n  starvationBound: %s\n  userTiers:\n", policy, eval.Real(Tau), eval.Real(StarvationBound))
+	for _, u := range eval.Users {
+		fmt.Fprintf(&b, "    %s: %s\n", u.Name, u.Tier)
+	}
+	fmt.Fprintf(&b, "affinity:\n  topology: [%s]\n", rackLabel)
+	return b.String()
+}
