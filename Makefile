@@ -35,6 +35,13 @@ fuzz: ## A short fuzz run ($(FUZZTIME)) of every handler's fuzz target (seed cor
 	  echo "fuzz $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) ./extender || exit 1; \
 	done
 
+BENCH ?= .
+BENCHTIME ?= 300ms
+BENCHCOUNT ?= 3
+.PHONY: bench
+bench: ## Go benchmarks (ns/op, B/op, allocs/op) of the model, the handlers, the bind decision and the queue recompute; BENCH=regexp to pick.
+	$(GO) test -run '^$$' -bench '$(BENCH)' -benchtime $(BENCHTIME) -count $(BENCHCOUNT) -benchmem ./priority ./extender
+
 .PHONY: e2e
 e2e: controlplane ## End-to-end tests on a real local control plane (etcd, kube-apiserver, kube-scheduler, kwok).
 	CPS_CONTROLPLANE_BIN=$$(test/tools/build-controlplane.sh | tail -n1) \
