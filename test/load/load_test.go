@@ -5,7 +5,6 @@
 package load
 
 import (
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -40,7 +39,7 @@ func TestLoad(t *testing.T) {
 	createNodes(t, cp.Client, nodes)
 	createPods(t, cp.Client, pods)
 
-	addr := freeAddr(t)
+	addr := framework.FreeAddr(t)
 	began := time.Now()
 	ext := startExtender(t, cp, addr, "")
 	t.Logf("cps-extender ready after %v with %d nodes and %d pods in its informers", time.Since(began).Round(time.Millisecond), len(nodes), len(pods))
@@ -74,13 +73,3 @@ func TestLoad(t *testing.T) {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
