@@ -52,6 +52,7 @@ func run(args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	restCfg.QPS, restCfg.Burst = cfg.ClientQPS, cfg.ClientBurst
 	client, err := kubernetes.NewForConfig(restCfg)
 	if err != nil {
 		return fmt.Errorf("building the API client: %w", err)
