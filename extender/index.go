@@ -2,6 +2,7 @@ package extender
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -80,22 +81,34 @@ func newNodeRecord(n *corev1.Node) *nodeRecord {
 	return &nodeRecord{name: n.Name, labels: n.Labels, allocatable: alloc, unschedulable: n.Spec.Unschedulable}
 }
 
-// setPod records an added or updated pod.
-func (x *viewIndex) setPod(pod *corev1.Pod, cfg *viewConfig) {
+// setPod records an added or updated pod. It reports whether anything the queue depends on
+// changed: a status-only update (conditions, IPs) changes nothing and needs no recompute.
+func (x *viewIndex) setPod(pod *corev1.Pod, cfg *viewConfig) bool {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if x.cfg != cfg {
 		// The config changed under this event: rebuild every record from the informer
 		// cache at the next recompute.
 		x.cfg = nil
-		return
+		return true
 	}
 	r := newPodRecord(pod, cfg.gang)
-	if old := x.pods[pod.UID]; old == nil || !sameMembership(old, r) {
+	old := x.pods[pod.UID]
+	if old == nil || !sameMembership(old, r) {
 		x.membership++
 	}
 	x.pods[pod.UID] = r
+	return old == nil || !samePodRecord(old, r)
 }
+
+// samePodRecord reports whether two records of a pod are the same to the queue.
+func samePodRecord(a, b *podRecord) bool {
+	return (a.uid == b.uid && a.nsName == b.nsName && a.node == b.node && a.terminated == b.terminated &&
+		a.deleting == b.deleting && a.gated == b.gated && samePriority(a.priority, b.priority) && a.created.Equal(b.created) &&
+		a.inJob == b.inJob && a.m == b.m && maps.Equal(a.request, b.request))
+}
+
+func samePriority(a, b *int32) bool { return a == b || (a != nil && b != nil && *a == *b) }
 
 // sameMembership reports whether two records of a pod put it in the same job (or none).
 func sameMembership(a, b *podRecord) bool {
@@ -112,11 +125,20 @@ func (x *viewIndex) deletePod(pod *corev1.Pod) {
 	}
 }
 
-func (x *viewIndex) setNode(n *corev1.Node) {
+// setNode records an added or updated node and reports whether its allocatable, labels or
+// schedulability changed: kubelet and kwok heartbeats update only the status conditions,
+// thousands of nodes every few seconds, and those need no recompute.
+func (x *viewIndex) setNode(n *corev1.Node) bool {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	x.nodes[n.Name] = newNodeRecord(n)
+	r := newNodeRecord(n)
+	if old := x.nodes[n.Name]; old != nil && old.unschedulable == r.unschedulable &&
+		maps.Equal(old.allocatable, r.allocatable) && maps.Equal(old.labels, r.labels) {
+		return false
+	}
+	x.nodes[n.Name] = r
 	x.schedulable, x.nodeAt = nil, nil
+	return true
 }
 
 func (x *viewIndex) deleteNode(n *corev1.Node) {
@@ -213,14 +235,17 @@ func (c *Cluster) onPod(obj any, deleted bool) {
 	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = tomb.Obj
 	}
+	changed := true
 	if pod, ok := obj.(*corev1.Pod); ok {
 		if deleted {
 			c.index.deletePod(pod)
 		} else {
-			c.index.setPod(pod, c.config())
+			changed = c.index.setPod(pod, c.config())
 		}
 	}
-	c.Trigger()
+	if changed {
+		c.Trigger()
+	}
 }
 
 func (c *Cluster) nodeEvents() cache.ResourceEventHandlerFuncs {
@@ -235,12 +260,15 @@ func (c *Cluster) onNode(obj any, deleted bool) {
 	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = tomb.Obj
 	}
+	changed := true
 	if n, ok := obj.(*corev1.Node); ok {
 		if deleted {
 			c.index.deleteNode(n)
 		} else {
-			c.index.setNode(n)
+			changed = c.index.setNode(n)
 		}
 	}
-	c.Trigger()
+	if changed {
+		c.Trigger()
+	}
 }
