@@ -86,6 +86,11 @@ func NewCluster(o ClusterOptions) *Cluster {
 		UpdateFunc: func(any, any) { c.Trigger() },
 		DeleteFunc: func(any) { c.Trigger() },
 	}
+	for _, inf := range []cache.SharedIndexInformer{nodeInf.Informer(), podInf.Informer()} {
+		if err := inf.SetTransform(trimForCache); err != nil {
+			o.Log.Error("setting an informer transform", zap.Error(err))
+		}
+	}
 	for _, h := range []struct {
 		inf     cache.SharedIndexInformer
 		handler cache.ResourceEventHandler
