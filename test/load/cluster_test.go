@@ -131,14 +131,14 @@ func extenderBinary(t *testing.T) string {
 }
 
 // startExtender runs cps-extender against the control plane and waits until it is ready.
-func startExtender(t *testing.T, cp *framework.ControlPlane, addr, extraConfig string) *framework.Process {
+func startExtender(t *testing.T, cp *framework.ControlPlane, addr, extraConfig string, env ...string) *framework.Process {
 	t.Helper()
 	cfgPath := filepath.Join(cp.Dir, "cps-extender.yaml")
 	cfg := fmt.Sprintf("listen: %s\nurlPrefix: /scheduler\nkubeconfig: %s\nlog:\n  format: json\n  level: info\n%s", addr, cp.Kubeconfig, extraConfig)
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	p := cp.StartProcess(t, "cps-extender", extenderBinary(t), []string{"--config=" + cfgPath}, nil)
+	p := cp.StartProcess(t, "cps-extender", extenderBinary(t), []string{"--config=" + cfgPath}, env)
 	framework.WaitFor(t, 5*time.Minute, "cps-extender ready", func() (bool, error) {
 		if p.Exited() {
 			return false, framework.StopPolling(fmt.Errorf("cps-extender exited: %v", p.ExitErr()))

@@ -41,7 +41,15 @@ func TestLoad(t *testing.T) {
 
 	addr := framework.FreeAddr(t)
 	began := time.Now()
-	ext := startExtender(t, cp, addr, "")
+	// A Deployment sets GOMEMLIMIT from its memory limit; LOAD_GOMEMLIMIT="" runs without.
+	var env []string
+	if limit, ok := os.LookupEnv("LOAD_GOMEMLIMIT"); !ok {
+		env = append(env, "GOMEMLIMIT=250MiB")
+	} else if limit != "" {
+		env = append(env, "GOMEMLIMIT="+limit)
+	}
+	t.Logf("cps-extender environment: %v", env)
+	ext := startExtender(t, cp, addr, "", env...)
 	t.Logf("cps-extender ready after %v with %d nodes and %d pods in its informers", time.Since(began).Round(time.Millisecond), len(nodes), len(pods))
 
 	dir := t.TempDir()
