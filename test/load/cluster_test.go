@@ -39,13 +39,13 @@ func envInt(t *testing.T, name string, def int) int {
 
 // createAll creates objects with workers goroutines (the admin client has no rate limit)
 // and reports the rate.
-func createAll[T any](t *testing.T, what string, objs []T, create func(context.Context, T) error) {
+func createAll[T any](t *testing.T, what string, objs []T, workers int, create func(context.Context, T) error) {
 	t.Helper()
 	start := time.Now()
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	errs := make(chan error, 1)
-	for range 16 {
+	for range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -80,7 +80,7 @@ func createAll[T any](t *testing.T, what string, objs []T, create func(context.C
 
 func createNodes(t *testing.T, c kubernetes.Interface, nodes []*corev1.Node) {
 	t.Helper()
-	createAll(t, "nodes", nodes, func(ctx context.Context, n *corev1.Node) error {
+	createAll(t, "nodes", nodes, 16, func(ctx context.Context, n *corev1.Node) error {
 		_, err := c.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{})
 		return err
 	})
@@ -88,7 +88,7 @@ func createNodes(t *testing.T, c kubernetes.Interface, nodes []*corev1.Node) {
 
 func createPods(t *testing.T, c kubernetes.Interface, pods []*corev1.Pod) {
 	t.Helper()
-	createAll(t, "pods", pods, func(ctx context.Context, p *corev1.Pod) error {
+	createAll(t, "pods", pods, 16, func(ctx context.Context, p *corev1.Pod) error {
 		p = p.DeepCopy()
 		p.UID = "" // the API server assigns it
 		_, err := c.CoreV1().Pods(p.Namespace).Create(ctx, p, metav1.CreateOptions{})
