@@ -23,6 +23,7 @@ image: ## Build the container image (IMAGE=cps-extender:dev) with docker build; 
 lint: ## go vet (also the e2e-tagged code) and a gofmt check.
 	$(GO) vet ./...
 	$(GO) vet -tags e2e ./test/...
+	$(GO) vet -tags load ./test/load/...
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 
 .PHONY: controlplane
@@ -39,6 +40,25 @@ fuzz: ## A short fuzz run ($(FUZZTIME)) of every handler's fuzz target (seed cor
 	@for f in $$($(GO) test -list '^Fuzz' ./extender | grep '^Fuzz'); do \
 	  echo "fuzz $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) ./extender || exit 1; \
 	done
+
+BENCH ?= .
+BENCHTIME ?= 300ms
+BENCHCOUNT ?= 3
+.PHONY: bench
+bench: ## Go benchmarks (ns/op, B/op, allocs/op) of the model, the handlers, the bind decision and the queue recompute; BENCH=regexp to pick.
+	$(GO) test -run '^$$' -bench '$(BENCH)' -benchtime $(BENCHTIME) -count $(BENCHCOUNT) -benchmem ./priority ./extender
+
+LOAD_NODES ?= 5000
+LOAD_JOBS ?= 4000
+LOAD_PODS_PER_JOB ?= 5
+LOAD_CONCURRENCY ?= 4
+LOAD_REQUESTS ?= 2000
+.PHONY: load
+load: controlplane ## Load test: LOAD_NODES kwok nodes + LOAD_JOBS x LOAD_PODS_PER_JOB pending pods, curl replay (test/load/run.sh), RSS; then the end-to-end throughput run.
+	CPS_CONTROLPLANE_BIN=$$(test/tools/build-controlplane.sh | tail -n1) \
+	  LOAD_NODES=$(LOAD_NODES) LOAD_JOBS=$(LOAD_JOBS) LOAD_PODS_PER_JOB=$(LOAD_PODS_PER_JOB) \
+	  LOAD_CONCURRENCY=$(LOAD_CONCURRENCY) LOAD_REQUESTS=$(LOAD_REQUESTS) \
+	  $(GO) test -tags load -count=1 -timeout 60m -v ./test/load/
 
 .PHONY: e2e
 e2e: controlplane ## End-to-end tests on a real local control plane (etcd, kube-apiserver, kube-scheduler, kwok).

@@ -53,8 +53,8 @@ func run(args []string, stderr io.Writer) error {
 		return err
 	}
 	// client-go's default (5 QPS, burst 10) would post a 33-pod gang's Bindings over ~5 s,
-	// leaving it partly bound meanwhile; kube-scheduler's own client defaults to 50 / 100.
-	restCfg.QPS, restCfg.Burst = 50, 100
+	// leaving it partly bound meanwhile (clientQPS/clientBurst, see extender/config.go).
+	restCfg.QPS, restCfg.Burst = cfg.ClientQPS, cfg.ClientBurst
 	client, err := kubernetes.NewForConfig(restCfg)
 	if err != nil {
 		return fmt.Errorf("building the API client: %w", err)

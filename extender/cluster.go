@@ -37,6 +37,7 @@ type Cluster struct {
 	snapshot atomic.Pointer[Snapshot]
 	kick     chan struct{}
 	ready    atomic.Bool
+	index    *viewIndex
 }
 
 // viewConfig is the part of the configuration the view computes with; it can be swapped
@@ -73,6 +74,7 @@ func NewCluster(o ClusterOptions) *Cluster {
 		now:        o.Now,
 		interval:   o.Config.Gate.RecomputeInterval.Duration,
 		kick:       make(chan struct{}, 1),
+		index:      newViewIndex(),
 		synced:     []cache.InformerSynced{nodeInf.Informer().HasSynced, podInf.Informer().HasSynced, nsInf.Informer().HasSynced},
 	}
 	if c.now == nil {
@@ -84,8 +86,16 @@ func NewCluster(o ClusterOptions) *Cluster {
 		UpdateFunc: func(any, any) { c.Trigger() },
 		DeleteFunc: func(any) { c.Trigger() },
 	}
-	for _, inf := range []cache.SharedIndexInformer{nodeInf.Informer(), podInf.Informer(), nsInf.Informer()} {
-		if _, err := inf.AddEventHandler(onChange); err != nil {
+	for _, inf := range []cache.SharedIndexInformer{nodeInf.Informer(), podInf.Informer()} {
+		if err := inf.SetTransform(trimForCache); err != nil {
+			o.Log.Error("setting an informer transform", zap.Error(err))
+		}
+	}
+	for _, h := range []struct {
+		inf     cache.SharedIndexInformer
+		handler cache.ResourceEventHandler
+	}{{nodeInf.Informer(), c.nodeEvents()}, {podInf.Informer(), c.podEvents()}, {nsInf.Informer(), onChange}} {
+		if _, err := h.inf.AddEventHandler(h.handler); err != nil {
 			o.Log.Error("adding an event handler", zap.Error(err))
 		}
 	}

@@ -35,6 +35,10 @@ type Config struct {
 	ResyncPeriod Duration `json:"resyncPeriod"`
 	// BindTimeout bounds one Binding call to the API server.
 	BindTimeout Duration `json:"bindTimeout"`
+	// ClientQPS and ClientBurst rate-limit the API client: Bindings are posted at the rate
+	// kube-scheduler binds (client-go's own default, 5 per second, would cap it).
+	ClientQPS   float32 `json:"clientQPS"`
+	ClientBurst int     `json:"clientBurst"`
 	// Log configures logging.
 	Log LogConfig `json:"log"`
 	// Gang says how pods are grouped into jobs.
@@ -180,6 +184,8 @@ func DefaultConfig() Config {
 		ShutdownTimeout: Duration{10 * time.Second},
 		ResyncPeriod:    Duration{0},
 		BindTimeout:     Duration{10 * time.Second},
+		ClientQPS:       200,
+		ClientBurst:     400,
 		Log:             LogConfig{Format: "json", Level: "info"},
 		Gang: GangConfig{
 			JobLabel:         "cps-extender.io/job",
@@ -300,6 +306,9 @@ func (c Config) Validate() []error {
 		if d.v.Duration <= 0 {
 			bad("%s: %v must be positive", d.key, d.v.Duration)
 		}
+	}
+	if c.ClientQPS <= 0 || c.ClientBurst <= 0 {
+		bad("clientQPS (%v) and clientBurst (%d) must be positive", c.ClientQPS, c.ClientBurst)
 	}
 	if c.ResyncPeriod.Duration < 0 {
 		bad("resyncPeriod: %v must not be negative", c.ResyncPeriod.Duration)

@@ -89,9 +89,10 @@ func TestValidateListsEveryProblem(t *testing.T) {
 	c.URLPrefix = "scheduler/"
 	c.MaxRequestBytes = 10
 	c.WriteTimeout = Duration{0}
+	c.ClientQPS = 0
 	c.Log = LogConfig{Format: "xml", Level: "loud"}
 	got := errStrings(c.Validate())
-	wantPrefixes := []string{"listen:", "urlPrefix:", "maxRequestBytes:", "writeTimeout:", "gate.holdTimeout:", "log.format:", "log.level:"}
+	wantPrefixes := []string{"listen:", "urlPrefix:", "maxRequestBytes:", "writeTimeout:", "clientQPS", "gate.holdTimeout:", "log.format:", "log.level:"}
 	if len(got) != len(wantPrefixes) {
 		t.Fatalf("got %d errors %q, want %d", len(got), got, len(wantPrefixes))
 	}

@@ -59,12 +59,15 @@ type PodGroupLookup func(source, namespace, name string) (PodGroupInfo, bool)
 type membership struct {
 	jobKey    string
 	source    string
+	group     string // the job's name within its namespace
 	role      priority.Role
 	index     int
-	minMember int       // 0: unknown (every pod of the job)
-	created   time.Time // the PodGroup's creation; zero without one
-	user      string    // from the pod's label; "" falls back to the namespace
-	urgent    bool
+	minMember int // 0: unknown (every pod of the job)
+	// labelMinMember is the pod's min-member label (0: none); a PodGroup's minimum wins.
+	labelMinMember int
+	created        time.Time // the PodGroup's creation; zero without one
+	user           string    // from the pod's label; "" falls back to the namespace
+	urgent         bool
 	// hardPSAntiAffinity is set by a Volcano PodGroup whose task-topology anti-affinity
 	// names the PS task: its PS must sit on distinct nodes.
 	hardPSAntiAffinity bool
@@ -73,6 +76,17 @@ type membership struct {
 // membershipOf tells which job a pod belongs to, checking the sources in order: Volcano
 // PodGroups, coscheduling PodGroups, Kubeflow labels, the project's own labels.
 func (g GangConfig) membershipOf(pod *corev1.Pod, groups PodGroupLookup) (membership, bool) {
+	m, ok := g.podMembership(pod)
+	if !ok {
+		return m, false
+	}
+	return m.withGroup(groups, pod.Namespace), true
+}
+
+// podMembership is what the pod alone says about its job: everything but the PodGroup's
+// minimum, creation and hints (withGroup adds those). It depends only on the pod and the
+// config, so the cluster view computes it once per pod event.
+func (g GangConfig) podMembership(pod *corev1.Pod) (membership, bool) {
 	m := membership{index: -1}
 	labels, annotations := pod.Labels, pod.Annotations
 	var group string
@@ -96,21 +110,47 @@ func (g GangConfig) membershipOf(pod *corev1.Pod, groups PodGroupLookup) (member
 	default:
 		return m, false
 	}
+	m.group = group
 	m.jobKey = pod.Namespace + "/" + group
-	if m.source == SourceVolcano || m.source == SourceCoscheduling {
-		if pg, ok := groups(m.source, pod.Namespace, group); ok {
-			m.minMember, m.created = pg.MinMember, pg.Created
-			m.hardPSAntiAffinity = namesPSTask(pg.Annotations[volcanoTopologyAntiAffinity])
-		}
-	}
-	if m.minMember == 0 {
-		if n, err := strconv.Atoi(labels[g.MinMemberLabel]); err == nil && n > 0 {
-			m.minMember = n
-		}
+	if n, err := strconv.Atoi(labels[g.MinMemberLabel]); err == nil && n > 0 {
+		m.labelMinMember = n
 	}
 	m.user = labels[g.UserLabel]
 	m.urgent = isTrue(labels[g.UrgentLabel]) || isTrue(annotations[g.UrgentLabel])
 	return m, true
+}
+
+// withGroup completes a pod's membership from its PodGroup (Volcano and coscheduling
+// sources): the group's minimum wins over the pod's min-member label.
+func (m membership) withGroup(groups PodGroupLookup, namespace string) membership {
+	return m.withGroupPart(m.lookupGroup(groups, namespace))
+}
+
+// groupPart is what a PodGroup adds to its pods' memberships.
+type groupPart struct {
+	minMember          int
+	created            time.Time
+	hardPSAntiAffinity bool
+}
+
+// lookupGroup reads the pod's PodGroup, if its source has one and it exists.
+func (m membership) lookupGroup(groups PodGroupLookup, namespace string) groupPart {
+	if m.source != SourceVolcano && m.source != SourceCoscheduling {
+		return groupPart{}
+	}
+	pg, ok := groups(m.source, namespace, m.group)
+	if !ok {
+		return groupPart{}
+	}
+	return groupPart{minMember: pg.MinMember, created: pg.Created, hardPSAntiAffinity: namesPSTask(pg.Annotations[volcanoTopologyAntiAffinity])}
+}
+
+func (m membership) withGroupPart(g groupPart) membership {
+	m.minMember, m.created, m.hardPSAntiAffinity = g.minMember, g.created, g.hardPSAntiAffinity
+	if m.minMember == 0 {
+		m.minMember = m.labelMinMember
+	}
+	return m
 }
 
 func firstNonEmpty(vs ...string) string {

@@ -91,7 +91,7 @@ func (v *SchedulerVerbs) filter(w http.ResponseWriter, r *http.Request, maxBytes
 	}
 	result := v.decideFilter(args)
 	noteDecision(r.Context(), podKey(args.Pod), filterSummary(result))
-	writeJSON(w, http.StatusOK, result)
+	writeAnswer(w, func(b []byte) []byte { return appendFilterResult(b, result) })
 }
 
 // decideFilter applies the gang gate, then the per-node checks. A pod whose job waits for
@@ -108,6 +108,8 @@ func (v *SchedulerVerbs) decideFilter(args *extenderv1.ExtenderArgs) *extenderv1
 	var check func(string) (bool, string)
 	if ok {
 		check = v.decider.NodeCheck(args.Pod)
+	} else {
+		result.FailedAndUnresolvableNodes = make(extenderv1.FailedNodesMap, len(names))
 	}
 	pass := make([]bool, len(names))
 	for i, name := range names {
@@ -169,7 +171,7 @@ func (v *SchedulerVerbs) prioritize(w http.ResponseWriter, r *http.Request, maxB
 	}
 	scores := v.decidePrioritize(args)
 	noteDecision(r.Context(), podKey(args.Pod), fmt.Sprintf("scored %d nodes", len(scores)))
-	writeJSON(w, http.StatusOK, scores)
+	writeAnswer(w, func(b []byte) []byte { return appendHostPriorityList(b, scores) })
 }
 
 // decidePrioritize ranks the candidates by PS-worker affinity.

@@ -1,12 +1,10 @@
 package extender
 
 import (
-	"sort"
+	"maps"
 	"time"
 
 	"go.uber.org/zap"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/cps-extender/cps-extender/priority"
@@ -32,6 +30,8 @@ type Snapshot struct {
 	nodes    []priority.Node   // free capacity, sorted by name
 	nodeAt   map[string]int
 	hardPS   map[string]bool // jobs whose PodGroup asks for hard PS anti-affinity
+	// membership is the index's membership count this snapshot was computed at.
+	membership uint64
 }
 
 // node returns a node's free capacity and labels (an empty node when unknown).
@@ -69,17 +69,13 @@ func (s *Snapshot) Job(key string) (*priority.Job, *priority.Decision, bool) {
 	return j, d, ok
 }
 
-// recompute rebuilds the admission state from the informer caches and publishes it.
+// recompute rebuilds the admission state from the pod and node records and publishes it.
 func (c *Cluster) recompute(now time.Time) {
 	start := time.Now()
-	pods, err := c.pods.List(labels.Everything())
+	cfg := c.config()
+	idx, err := c.index.records(cfg, cacheLister{c})
 	if err != nil {
-		c.log.Error("listing pods from the cache", zap.Error(err))
-		return
-	}
-	nodes, err := c.nodes.List(labels.Everything())
-	if err != nil {
-		c.log.Error("listing nodes from the cache", zap.Error(err))
+		c.log.Error("recomputing the queue", zap.Error(err))
 		return
 	}
 	var held map[types.UID]string
@@ -87,53 +83,49 @@ func (c *Cluster) recompute(now time.Time) {
 	if c.holds != nil {
 		held, coolDowns = c.holds.Held(), c.holds.CoolDowns()
 	}
-	cfg := c.config()
-	// One request per pod, shared by the free capacity and the jobs' views.
-	requests := make([]priority.Resources, len(pods))
-	for i, pod := range pods {
-		if !podTerminated(pod) {
-			requests[i] = podRequest(pod)
-		}
-	}
-	state := priority.State{Nodes: freeCapacity(nodes, pods, requests, held), CoolDown: coolDowns}
+	state := priority.State{Nodes: freeCapacity(idx, held), CoolDown: coolDowns}
 	snap := &Snapshot{
-		Computed: now,
-		jobs:     map[string]*priority.Job{},
-		podJob:   map[types.UID]string{},
-		nameJob:  map[string]string{},
-		nodes:    state.Nodes,
-		nodeAt:   make(map[string]int, len(state.Nodes)),
-		hardPS:   map[string]bool{},
+		Computed:   now,
+		jobs:       map[string]*priority.Job{},
+		nodes:      state.Nodes,
+		nodeAt:     idx.nodeAt,
+		hardPS:     map[string]bool{},
+		membership: idx.membership,
 	}
-	for i := range state.Nodes {
-		snap.nodeAt[state.Nodes[i].Name] = i
+	// The pod-to-job maps change only when pods come, go or change jobs: after a bind or
+	// a status change the previous snapshot's serve again.
+	fillPodMaps := true
+	if prev := c.Snapshot(); prev != nil && prev.membership == idx.membership && prev.podJob != nil {
+		snap.podJob, snap.nameJob, fillPodMaps = prev.podJob, prev.nameJob, false
+	} else {
+		snap.podJob, snap.nameJob = make(map[types.UID]string, len(idx.pods)), make(map[string]string, len(idx.pods))
 	}
 	exempt := map[string]bool{}
 	for _, ns := range cfg.gang.ExemptNamespaces {
 		exempt[ns] = true
 	}
-	for i, pod := range pods {
-		if podTerminated(pod) || pod.DeletionTimestamp != nil || exempt[pod.Namespace] {
+	groups := groupMemo{lookup: c.podGroup, seen: map[string]groupPart{}}
+	for _, pod := range idx.pods {
+		if !pod.inJob || pod.terminated || pod.deleting || exempt[pod.namespace] {
 			continue
 		}
-		m, ok := cfg.gang.membershipOf(pod, c.podGroup)
-		if !ok {
-			continue
-		}
+		m := groups.complete(pod)
 		job := snap.jobs[m.jobKey]
 		if job == nil {
 			job = &priority.Job{Key: m.jobKey, Created: m.created}
 			snap.jobs[m.jobKey] = job
 		}
-		addMember(job, pod, requests[i], m, held)
+		addMember(job, pod, m, held)
 		if m.hardPSAntiAffinity {
 			snap.hardPS[m.jobKey] = true
 		}
 		if job.User == "" {
-			job.User = c.userOf(pod, m.user, cfg.gang.UserLabel)
+			job.User = c.userOf(pod.namespace, m.user, cfg.gang.UserLabel)
 		}
-		snap.podJob[pod.UID] = m.jobKey
-		snap.nameJob[pod.Namespace+"/"+pod.Name] = m.jobKey
+		if fillPodMaps {
+			snap.podJob[pod.uid] = m.jobKey
+			snap.nameJob[pod.nsName] = m.jobKey
+		}
 	}
 	state.Jobs = make([]priority.Job, 0, len(snap.jobs))
 	for _, j := range snap.jobs {
@@ -146,15 +138,36 @@ func (c *Cluster) recompute(now time.Time) {
 	}
 }
 
-// addMember adds one pod to its job's view.
-func addMember(job *priority.Job, pod *corev1.Pod, req priority.Resources, m membership, held map[types.UID]string) {
-	p := priority.Pod{
-		UID: string(pod.UID), Name: pod.Namespace + "/" + pod.Name, Role: m.role, Index: m.index,
-		Request: req, Gated: len(pod.Spec.SchedulingGates) > 0,
+// groupMemo completes pod memberships from their PodGroups, one lookup per job and
+// recompute.
+type groupMemo struct {
+	lookup PodGroupLookup
+	seen   map[string]groupPart // source + job key -> what its PodGroup adds
+}
+
+func (g *groupMemo) complete(pod *podRecord) membership {
+	m := pod.m
+	if m.source != SourceVolcano && m.source != SourceCoscheduling {
+		return m.withGroupPart(groupPart{})
 	}
-	switch node, isHeld := held[pod.UID]; {
-	case pod.Spec.NodeName != "":
-		p.State, p.Node = priority.PodBound, pod.Spec.NodeName
+	key := m.source + "\x00" + m.jobKey
+	part, ok := g.seen[key]
+	if !ok {
+		part = m.lookupGroup(g.lookup, pod.namespace)
+		g.seen[key] = part
+	}
+	return m.withGroupPart(part)
+}
+
+// addMember adds one pod to its job's view.
+func addMember(job *priority.Job, pod *podRecord, m membership, held map[types.UID]string) {
+	p := priority.Pod{
+		UID: string(pod.uid), Name: pod.nsName, Role: m.role, Index: m.index,
+		Request: pod.request, Gated: pod.gated,
+	}
+	switch node, isHeld := held[pod.uid]; {
+	case pod.node != "":
+		p.State, p.Node = priority.PodBound, pod.node
 	case isHeld:
 		p.State, p.Node = priority.PodHeld, node
 	}
@@ -162,59 +175,54 @@ func addMember(job *priority.Job, pod *corev1.Pod, req priority.Resources, m mem
 	if m.minMember > job.MinMember {
 		job.MinMember = m.minMember
 	}
-	if pod.Spec.Priority != nil && (len(job.Pods) == 1 || *pod.Spec.Priority > job.Priority) {
-		job.Priority = *pod.Spec.Priority
+	if pod.priority != nil && (len(job.Pods) == 1 || *pod.priority > job.Priority) {
+		job.Priority = *pod.priority
 	}
 	job.Urgent = job.Urgent || m.urgent
-	if m.created.IsZero() && (job.Created.IsZero() || pod.CreationTimestamp.Time.Before(job.Created)) {
-		job.Created = pod.CreationTimestamp.Time
+	if m.created.IsZero() && (job.Created.IsZero() || pod.created.Before(job.Created)) {
+		job.Created = pod.created
 	}
 }
 
 // userOf names the user of a job: the pod's label, else its namespace's label, else the
 // namespace's name.
-func (c *Cluster) userOf(pod *corev1.Pod, fromPod, userLabel string) string {
+func (c *Cluster) userOf(namespace, fromPod, userLabel string) string {
 	if fromPod != "" {
 		return fromPod
 	}
 	if c.namespaces != nil {
-		if ns, err := c.namespaces.Get(pod.Namespace); err == nil && ns.Labels[userLabel] != "" {
+		if ns, err := c.namespaces.Get(namespace); err == nil && ns.Labels[userLabel] != "" {
 			return ns.Labels[userLabel]
 		}
 	}
-	return pod.Namespace
+	return namespace
 }
 
 // freeCapacity is every schedulable node's allocatable minus the requests of the pods
-// bound or held there (requests[i] is pods[i]'s), sorted by name.
-func freeCapacity(nodes []*corev1.Node, pods []*corev1.Pod, requests []priority.Resources, held map[types.UID]string) []priority.Node {
-	index := make(map[string]int, len(nodes))
-	out := make([]priority.Node, 0, len(nodes))
-	for _, n := range nodes {
-		if n.Spec.Unschedulable {
+// bound or held there, in name order. A node with nothing on it shares its record's
+// allocatable map: nobody writes to a published snapshot's nodes.
+func freeCapacity(idx indexed, held map[types.UID]string) []priority.Node {
+	out := make([]priority.Node, len(idx.schedulable))
+	for i, n := range idx.schedulable {
+		out[i] = priority.Node{Name: n.name, Free: n.allocatable, Labels: n.labels}
+	}
+	owned := make([]bool, len(out))
+	for _, pod := range idx.pods {
+		if pod.terminated {
 			continue
 		}
-		free := priority.Resources{}
-		addList(free, n.Status.Allocatable)
-		out = append(out, priority.Node{Name: n.Name, Free: free, Labels: n.Labels})
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	for i := range out {
-		index[out[i].Name] = i
-	}
-	for j, pod := range pods {
-		if podTerminated(pod) {
-			continue
-		}
-		node := pod.Spec.NodeName
+		node := pod.node
 		if node == "" {
-			node = held[pod.UID]
+			node = held[pod.uid]
 		}
-		i, ok := index[node]
+		i, ok := idx.nodeAt[node]
 		if node == "" || !ok {
 			continue
 		}
-		for k, v := range requests[j] {
+		if !owned[i] {
+			out[i].Free, owned[i] = maps.Clone(out[i].Free), true
+		}
+		for k, v := range pod.request {
 			out[i].Free[k] -= v
 		}
 		if _, ok := out[i].Free["pods"]; ok {

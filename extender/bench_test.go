@@ -1,0 +1,300 @@
+package extender
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes/fake"
+	extenderv1 "k8s.io/kube-scheduler/extender/v1"
+
+	"github.com/cps-extender/cps-extender/priority"
+	loadfixture "github.com/cps-extender/cps-extender/test/load/fixture"
+)
+
+// benchEnv is a cluster view filled straight into its informer stores (no API server, no
+// watch), served by the real server and gate.
+type benchEnv struct {
+	cluster *Cluster
+	srv     *Server
+	nodes   []*corev1.Node
+	pods    []*corev1.Pod
+	// admitted is a worker of an admitted job; waiting one of a job that waits (its PS
+	// carries a scheduling gate); running one of a job whose gang is bound.
+	admitted, waiting, running *corev1.Pod
+}
+
+// The benchmark sizes of issue 7: nodes x (pending pods in jobs).
+var (
+	benchNodes = []int{1000, 5000, 10000}
+	benchJobs  = []struct{ pods, jobs int }{{1000, 200}, {10000, 2000}}
+)
+
+var (
+	benchEnvsMu sync.Mutex
+	benchEnvs   = map[string]*benchEnv{}
+)
+
+// noopBinder binds nothing and never fails.
+type noopBinder struct{}
+
+func (noopBinder) Bind(context.Context, PodRef, string) error { return nil }
+
+// benchCluster builds (once per size) a view of nodes nodes and pods pending pods in jobs
+// jobs, plus a waiting and a running job.
+func benchCluster(tb testing.TB, nodes, pods, jobs int) *benchEnv {
+	tb.Helper()
+	key := fmt.Sprint(nodes, pods, jobs)
+	benchEnvsMu.Lock()
+	defer benchEnvsMu.Unlock()
+	if e := benchEnvs[key]; e != nil {
+		return e
+	}
+	spec := loadfixture.Spec{Nodes: nodes, Jobs: jobs, PodsPerJob: pods / jobs}
+	e := &benchEnv{nodes: loadfixture.Nodes(spec), pods: loadfixture.Pods(spec)}
+	// A job that waits: its PS is gated, so it may not take the turn.
+	waiting := loadfixture.Pods(loadfixture.Spec{Jobs: 1, PodsPerJob: 3, Namespace: "waiting"})
+	waiting[0].Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: "example.com/hold"}}
+	// A job that runs: both pods bound.
+	running := loadfixture.Pods(loadfixture.Spec{Jobs: 1, PodsPerJob: 2, Namespace: "running"})
+	for _, p := range running {
+		p.Spec.NodeName = e.nodes[0].Name
+	}
+	e.waiting, e.running = waiting[1], running[1]
+	e.pods = append(append(e.pods, waiting...), running...)
+
+	cfg := DefaultConfig()
+	log := zap.NewNop()
+	c := NewCluster(ClusterOptions{Log: log, Client: fake.NewClientset(), Config: cfg})
+	gate := NewGate(GateOptions{Log: log, View: c, Binder: noopBinder{}, Config: cfg.Gate})
+	c.SetHolds(gate)
+	fillStores(tb, c, e.nodes, e.pods)
+	c.recompute(time.Now())
+	c.ready.Store(true)
+	e.cluster = c
+	for _, d := range c.Snapshot().Queue.Order {
+		if d.Phase == priority.PhaseAdmitted && e.admitted == nil {
+			job, _, _ := c.Snapshot().Job(d.Key)
+			e.admitted = podNamed(e.pods, job.Pods[len(job.Pods)-1].Name)
+		}
+	}
+	for _, p := range []*corev1.Pod{e.admitted, e.waiting, e.running} {
+		if p == nil {
+			tb.Fatalf("bench cluster %s: no admitted job", key)
+		}
+	}
+	verbs, err := NewSchedulerVerbs(log, c, gate)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	volcano, err := NewVolcanoVerbs(log, cfg.Volcano, cfg.Model.PriorityModel(), cfg.Affinity, cfg.Gang, nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	e.srv, err = NewServer(ServerOptions{Log: log, URLPrefix: "/scheduler", MaxRequestBytes: 1 << 30, Ready: c, Scheduler: verbs, Volcano: volcano})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	benchEnvs[key] = e
+	return e
+}
+
+// fillStores puts objects straight into the cluster's informer stores.
+func fillStores(tb testing.TB, c *Cluster, nodes []*corev1.Node, pods []*corev1.Pod) {
+	tb.Helper()
+	nodeStore := c.factory.Core().V1().Nodes().Informer().GetStore()
+	podStore := c.factory.Core().V1().Pods().Informer().GetStore()
+	for _, n := range nodes {
+		if err := nodeStore.Add(n); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	for _, p := range pods {
+		if err := podStore.Add(p); err != nil {
+			tb.Fatal(err)
+		}
+	}
+}
+
+func podNamed(pods []*corev1.Pod, nsName string) *corev1.Pod {
+	for _, p := range pods {
+		if p.Namespace+"/"+p.Name == nsName {
+			return p
+		}
+	}
+	return nil
+}
+
+// discardWriter is a ResponseWriter that keeps only the status, so a benchmark measures the
+// handler and not a recorder's buffer.
+type discardWriter struct {
+	header http.Header
+	status int
+}
+
+func (w *discardWriter) Header() http.Header         { return w.header }
+func (w *discardWriter) Write(b []byte) (int, error) { return len(b), nil }
+func (w *discardWriter) WriteHeader(code int)        { w.status = code }
+
+// serveBench posts body to path b.N times and checks every answer is 200.
+func serveBench(b *testing.B, srv http.Handler, path string, body []byte) {
+	b.Helper()
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	b.ResetTimer()
+	cpu := startCPU()
+	defer cpu.report(b)
+	for b.Loop() {
+		req := httptest.NewRequest(http.MethodPost, path, bytes.NewReader(body))
+		w := &discardWriter{header: http.Header{}, status: http.StatusOK}
+		srv.ServeHTTP(w, req)
+		if w.status != http.StatusOK {
+			b.Fatalf("%s answered %d", path, w.status)
+		}
+	}
+}
+
+// eachSize runs fn for every benchmark size and both nodeCacheCapable modes.
+func eachSize(b *testing.B, fn func(b *testing.B, e *benchEnv, nodeCache bool)) {
+	for _, n := range benchNodes {
+		for _, pj := range benchJobs {
+			for _, nodeCache := range []bool{true, false} {
+				name := fmt.Sprintf("nodes=%d/pods=%d/jobs=%d/nodeCache=%t", n, pj.pods, pj.jobs, nodeCache)
+				b.Run(name, func(b *testing.B) { fn(b, benchCluster(b, n, pj.pods, pj.jobs), nodeCache) })
+			}
+		}
+	}
+}
+
+// BenchmarkDecodeExtenderArgs is the floor: a bare json.Decode of the filter/prioritize body.
+func BenchmarkDecodeExtenderArgs(b *testing.B) {
+	eachSize(b, func(b *testing.B, e *benchEnv, nodeCache bool) {
+		body := loadfixture.MustJSON(loadfixture.ExtenderArgs(e.admitted, e.nodes, nodeCache))
+		b.SetBytes(int64(len(body)))
+		b.ReportAllocs()
+		cpu := startCPU()
+		defer cpu.report(b)
+		for b.Loop() {
+			var args extenderv1.ExtenderArgs
+			if err := json.NewDecoder(bytes.NewReader(body)).Decode(&args); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+func BenchmarkFilter(b *testing.B) {
+	eachSize(b, func(b *testing.B, e *benchEnv, nodeCache bool) {
+		for _, c := range []struct {
+			name string
+			pod  *corev1.Pod
+		}{{"admitted", e.admitted}, {"waiting", e.waiting}} {
+			b.Run("pod="+c.name, func(b *testing.B) {
+				serveBench(b, e.srv, "/scheduler/filter", loadfixture.MustJSON(loadfixture.ExtenderArgs(c.pod, e.nodes, nodeCache)))
+			})
+		}
+	})
+}
+
+func BenchmarkPrioritize(b *testing.B) {
+	eachSize(b, func(b *testing.B, e *benchEnv, nodeCache bool) {
+		serveBench(b, e.srv, "/scheduler/prioritize", loadfixture.MustJSON(loadfixture.ExtenderArgs(e.admitted, e.nodes, nodeCache)))
+	})
+}
+
+// BenchmarkBind is the bind decision for a pod of a running job (bound at once) and of a
+// waiting job (refused at once); holds of an admitted gang wait for the gang, not the CPU.
+func BenchmarkBind(b *testing.B) {
+	for _, n := range benchNodes {
+		for _, pj := range benchJobs {
+			e := benchCluster(b, n, pj.pods, pj.jobs)
+			for _, c := range []struct {
+				name string
+				pod  *corev1.Pod
+			}{{"running", e.running}, {"waiting", e.waiting}} {
+				b.Run(fmt.Sprintf("nodes=%d/pods=%d/jobs=%d/pod=%s", n, pj.pods, pj.jobs, c.name), func(b *testing.B) {
+					serveBench(b, e.srv, "/scheduler/bind", loadfixture.MustJSON(loadfixture.BindingArgs(c.pod, e.nodes[1].Name)))
+				})
+			}
+		}
+	}
+}
+
+// BenchmarkRecomputeAfterPodEvent is the queue recompute after one pod event: a pending pod
+// of an admitted job is bound, then the view recomputes.
+func BenchmarkRecomputeAfterPodEvent(b *testing.B) {
+	for _, n := range benchNodes {
+		for _, pj := range benchJobs {
+			b.Run(fmt.Sprintf("nodes=%d/pods=%d/jobs=%d", n, pj.pods, pj.jobs), func(b *testing.B) {
+				e := benchCluster(b, n, pj.pods, pj.jobs)
+				store := e.cluster.factory.Core().V1().Pods().Informer().GetStore()
+				pod := e.admitted
+				bound := pod.DeepCopy()
+				bound.Spec.NodeName = e.nodes[len(e.nodes)-1].Name
+				b.Cleanup(func() {
+					_ = store.Update(pod)
+					e.cluster.onPod(pod, false)
+					e.cluster.recompute(time.Now())
+				})
+				b.ReportAllocs()
+				cpu := startCPU()
+				defer cpu.report(b)
+				i := 0
+				for b.Loop() {
+					next := pod
+					if i%2 == 0 {
+						next = bound
+					}
+					i++
+					if err := store.Update(next); err != nil {
+						b.Fatal(err)
+					}
+					e.cluster.onPod(next, false) // the informer's event
+					e.cluster.recompute(time.Now())
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkVolcano is Volcano's predicate (one node) and prioritize (every node) for a PS.
+func BenchmarkVolcano(b *testing.B) {
+	for _, n := range benchNodes {
+		e := benchCluster(b, n, 1000, 200)
+		b.Run(fmt.Sprintf("nodes=%d/verb=predicate", n), func(b *testing.B) {
+			serveBench(b, e.srv, "/volcano/predicate", loadfixture.MustJSON(loadfixture.VolcanoPredicate(e.admitted, e.nodes[0])))
+		})
+		b.Run(fmt.Sprintf("nodes=%d/verb=prioritize", n), func(b *testing.B) {
+			serveBench(b, e.srv, "/volcano/prioritize", loadfixture.MustJSON(loadfixture.VolcanoPrioritize(e.admitted, e.nodes)))
+		})
+	}
+}
+
+// cpuTimer reports the process CPU time per op next to the wall time: on a shared machine
+// the wall time also counts the time other processes held the cores.
+type cpuTimer struct{ start time.Duration }
+
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func startCPU() cpuTimer { return cpuTimer{start: processCPU()} }
+
+func (t cpuTimer) report(b *testing.B) {
+	if b.N > 0 {
+		b.ReportMetric(float64(processCPU()-t.start)/float64(b.N), "cpu-ns/op")
+	}
+}

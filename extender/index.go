@@ -1,0 +1,290 @@
+package extender
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/cps-extender/cps-extender/priority"
+)
+
+// podRecord is what the queue recompute needs of one pod, parsed once when the informer
+// delivers the pod rather than on every recompute. Records are never changed once built:
+// an update replaces the record.
+type podRecord struct {
+	uid        types.UID
+	namespace  string
+	nsName     string // "namespace/name"
+	node       string // spec.nodeName
+	request    priority.Resources
+	terminated bool // succeeded or failed: holds no resources
+	deleting   bool
+	gated      bool
+	priority   *int32
+	created    time.Time
+	inJob      bool
+	m          membership // the pod-only part (podMembership); valid when inJob
+}
+
+// nodeRecord is one node's allocatable and labels, parsed once per node event.
+type nodeRecord struct {
+	name          string
+	labels        map[string]string
+	allocatable   priority.Resources
+	unschedulable bool
+}
+
+// viewIndex keeps the pod and node records current from informer events, so a recompute
+// after one event costs a pass over ready records, not a re-parse of every object.
+type viewIndex struct {
+	mu    sync.Mutex
+	cfg   *viewConfig // the config the memberships were computed with
+	pods  map[types.UID]*podRecord
+	nodes map[string]*nodeRecord
+	// schedulable is the schedulable nodes by name and nodeAt their positions; nil after a
+	// node change until the next recompute. Published snapshots share them: never written.
+	schedulable []*nodeRecord
+	nodeAt      map[string]int
+	// membership counts changes to which pods exist and which job each belongs to; a
+	// recompute at the same count reuses the previous snapshot's pod-to-job maps.
+	membership uint64
+}
+
+func newViewIndex() *viewIndex {
+	return &viewIndex{pods: map[types.UID]*podRecord{}, nodes: map[string]*nodeRecord{}}
+}
+
+func newPodRecord(pod *corev1.Pod, gang GangConfig) *podRecord {
+	r := &podRecord{
+		uid: pod.UID, namespace: pod.Namespace, nsName: pod.Namespace + "/" + pod.Name, node: pod.Spec.NodeName,
+		terminated: podTerminated(pod), deleting: pod.DeletionTimestamp != nil, gated: len(pod.Spec.SchedulingGates) > 0,
+		priority: pod.Spec.Priority, created: pod.CreationTimestamp.Time,
+	}
+	if !r.terminated {
+		r.request = podRequest(pod)
+	}
+	r.m, r.inJob = gang.podMembership(pod)
+	return r
+}
+
+func newNodeRecord(n *corev1.Node) *nodeRecord {
+	alloc := priority.Resources{}
+	addList(alloc, n.Status.Allocatable)
+	return &nodeRecord{name: n.Name, labels: n.Labels, allocatable: alloc, unschedulable: n.Spec.Unschedulable}
+}
+
+// setPod records an added or updated pod. It reports whether anything the queue depends on
+// changed: a status-only update (conditions, IPs) changes nothing and needs no recompute.
+func (x *viewIndex) setPod(pod *corev1.Pod, cfg *viewConfig) bool {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.cfg != cfg {
+		// The config changed under this event: rebuild every record from the informer
+		// cache at the next recompute.
+		x.cfg = nil
+		return true
+	}
+	r := newPodRecord(pod, cfg.gang)
+	old := x.pods[pod.UID]
+	if old == nil || !sameMembership(old, r) {
+		x.membership++
+	}
+	x.pods[pod.UID] = r
+	return old == nil || !samePodRecord(old, r)
+}
+
+// samePodRecord reports whether two records of a pod are the same to the queue.
+func samePodRecord(a, b *podRecord) bool {
+	return (a.uid == b.uid && a.nsName == b.nsName && a.node == b.node && a.terminated == b.terminated &&
+		a.deleting == b.deleting && a.gated == b.gated && samePriority(a.priority, b.priority) && a.created.Equal(b.created) &&
+		a.inJob == b.inJob && a.m == b.m && maps.Equal(a.request, b.request))
+}
+
+func samePriority(a, b *int32) bool { return a == b || (a != nil && b != nil && *a == *b) }
+
+// sameMembership reports whether two records of a pod put it in the same job (or none).
+func sameMembership(a, b *podRecord) bool {
+	return a.nsName == b.nsName && a.inJob == b.inJob && a.m.jobKey == b.m.jobKey &&
+		a.terminated == b.terminated && a.deleting == b.deleting
+}
+
+func (x *viewIndex) deletePod(pod *corev1.Pod) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if _, ok := x.pods[pod.UID]; ok {
+		delete(x.pods, pod.UID)
+		x.membership++
+	}
+}
+
+// setNode records an added or updated node and reports whether its allocatable, labels or
+// schedulability changed: kubelet and kwok heartbeats update only the status conditions,
+// thousands of nodes every few seconds, and those need no recompute.
+func (x *viewIndex) setNode(n *corev1.Node) bool {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	r := newNodeRecord(n)
+	if old := x.nodes[n.Name]; old != nil && old.unschedulable == r.unschedulable &&
+		maps.Equal(old.allocatable, r.allocatable) && maps.Equal(old.labels, r.labels) {
+		return false
+	}
+	x.nodes[n.Name] = r
+	x.schedulable, x.nodeAt = nil, nil
+	return true
+}
+
+func (x *viewIndex) deleteNode(n *corev1.Node) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	delete(x.nodes, n.Name)
+	x.schedulable, x.nodeAt = nil, nil
+}
+
+// objectLister lists the informer caches.
+type objectLister interface {
+	pods() ([]*corev1.Pod, error)
+	nodes() ([]*corev1.Node, error)
+}
+
+// indexed is one consistent read of the index.
+type indexed struct {
+	pods        []*podRecord
+	schedulable []*nodeRecord // by name
+	nodeAt      map[string]int
+	membership  uint64
+}
+
+// records returns every pod record and the schedulable nodes. The first time, and when cfg
+// is not the config the records were built with, they are rebuilt from the informer
+// caches; events queued behind that listing then apply in order on top of it.
+func (x *viewIndex) records(cfg *viewConfig, list objectLister) (indexed, error) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.cfg != cfg {
+		if err := x.rebuild(cfg, list); err != nil {
+			return indexed{}, err
+		}
+	}
+	pods := make([]*podRecord, 0, len(x.pods))
+	for _, r := range x.pods {
+		pods = append(pods, r)
+	}
+	if x.schedulable == nil {
+		x.schedulable = make([]*nodeRecord, 0, len(x.nodes))
+		for _, n := range x.nodes {
+			if !n.unschedulable {
+				x.schedulable = append(x.schedulable, n)
+			}
+		}
+		slices.SortFunc(x.schedulable, func(a, b *nodeRecord) int { return strings.Compare(a.name, b.name) })
+		x.nodeAt = make(map[string]int, len(x.schedulable))
+		for i, n := range x.schedulable {
+			x.nodeAt[n.name] = i
+		}
+	}
+	return indexed{pods: pods, schedulable: x.schedulable, nodeAt: x.nodeAt, membership: x.membership}, nil
+}
+
+func (x *viewIndex) rebuild(cfg *viewConfig, list objectLister) error {
+	pods, err := list.pods()
+	if err != nil {
+		return fmt.Errorf("listing pods from the cache: %w", err)
+	}
+	nodes, err := list.nodes()
+	if err != nil {
+		return fmt.Errorf("listing nodes from the cache: %w", err)
+	}
+	x.pods = make(map[types.UID]*podRecord, len(pods))
+	for _, p := range pods {
+		x.pods[p.UID] = newPodRecord(p, cfg.gang)
+	}
+	x.nodes = make(map[string]*nodeRecord, len(nodes))
+	for _, n := range nodes {
+		x.nodes[n.Name] = newNodeRecord(n)
+	}
+	x.schedulable, x.nodeAt = nil, nil
+	x.cfg = cfg
+	x.membership++
+	return nil
+}
+
+// cacheLister lists the cluster's informer caches.
+type cacheLister struct{ c *Cluster }
+
+func (l cacheLister) pods() ([]*corev1.Pod, error)   { return l.c.pods.List(labels.Everything()) }
+func (l cacheLister) nodes() ([]*corev1.Node, error) { return l.c.nodes.List(labels.Everything()) }
+
+// podEvents and nodeEvents keep the index current and ask for a recompute.
+func (c *Cluster) podEvents() cache.ResourceEventHandlerFuncs {
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { c.onPod(obj, false) },
+		UpdateFunc: func(_, obj any) { c.onPod(obj, false) },
+		DeleteFunc: func(obj any) { c.onPod(obj, true) },
+	}
+}
+
+func (c *Cluster) onPod(obj any, deleted bool) {
+	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
+	}
+	changed := true
+	if pod, ok := obj.(*corev1.Pod); ok {
+		if deleted {
+			c.index.deletePod(pod)
+		} else {
+			changed = c.index.setPod(pod, c.config())
+		}
+	}
+	if changed {
+		c.Trigger()
+	}
+}
+
+func (c *Cluster) nodeEvents() cache.ResourceEventHandlerFuncs {
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { c.onNode(obj, false) },
+		UpdateFunc: func(_, obj any) { c.onNode(obj, false) },
+		DeleteFunc: func(obj any) { c.onNode(obj, true) },
+	}
+}
+
+func (c *Cluster) onNode(obj any, deleted bool) {
+	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
+	}
+	changed := true
+	if n, ok := obj.(*corev1.Node); ok {
+		if deleted {
+			c.index.deleteNode(n)
+		} else {
+			changed = c.index.setNode(n)
+		}
+	}
+	if changed {
+		c.Trigger()
+	}
+}
+
+// trimForCache drops what the view never reads from objects before the informers cache
+// them: managed fields everywhere, and a pod's container and condition statuses. At 5000
+// nodes and 20000 pods they are most of the cache's memory.
+func trimForCache(obj any) (any, error) {
+	if m, ok := obj.(interface {
+		SetManagedFields([]metav1.ManagedFieldsEntry)
+	}); ok {
+		m.SetManagedFields(nil)
+	}
+	if pod, ok := obj.(*corev1.Pod); ok {
+		pod.Status = corev1.PodStatus{Phase: pod.Status.Phase}
+	}
+	return obj, nil
+}

@@ -1,0 +1,179 @@
+//go:build load
+
+package load
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/cps-extender/cps-extender/test/e2e/framework"
+)
+
+// envInt reads a positive integer setting from the environment.
+func envInt(t *testing.T, name string, def int) int {
+	t.Helper()
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n <= 0 {
+		t.Fatalf("%s=%q: want a positive integer", name, v)
+	}
+	return n
+}
+
+// createAll creates objects with workers goroutines (the admin client has no rate limit)
+// and reports the rate.
+func createAll[T any](t *testing.T, what string, objs []T, workers int, create func(context.Context, T) error) {
+	t.Helper()
+	start := time.Now()
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, 1)
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= len(objs) {
+					return
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+				err := create(ctx, objs[i])
+				cancel()
+				if err != nil {
+					select {
+					case errs <- fmt.Errorf("create %s %d: %w", what, i, err):
+					default:
+					}
+					next.Store(int64(len(objs)))
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	select {
+	case err := <-errs:
+		t.Fatal(err)
+	default:
+	}
+	d := time.Since(start)
+	t.Logf("created %d %s in %v (%.0f/s)", len(objs), what, d.Round(time.Millisecond), float64(len(objs))/d.Seconds())
+}
+
+func createNodes(t *testing.T, c kubernetes.Interface, nodes []*corev1.Node) {
+	t.Helper()
+	createAll(t, "nodes", nodes, 16, func(ctx context.Context, n *corev1.Node) error {
+		_, err := c.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{})
+		return err
+	})
+}
+
+func createPods(t *testing.T, c kubernetes.Interface, pods []*corev1.Pod) {
+	t.Helper()
+	createAll(t, "pods", pods, 16, func(ctx context.Context, p *corev1.Pod) error {
+		p = p.DeepCopy()
+		p.UID = "" // the API server assigns it
+		_, err := c.CoreV1().Pods(p.Namespace).Create(ctx, p, metav1.CreateOptions{})
+		return err
+	})
+}
+
+var (
+	buildOnce sync.Once
+	buildBin  string
+	buildErr  error
+)
+
+// extenderBinary builds cps-extender once, optimised and without the race detector: the
+// load test measures it as it ships.
+func extenderBinary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		root, err := framework.RepoRoot()
+		if err != nil {
+			buildErr = err
+			return
+		}
+		dir, err := os.MkdirTemp("", "cps-load-bin-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		buildBin = filepath.Join(dir, "cps-extender")
+		cmd := exec.Command("go", "build", "-trimpath", "-o", buildBin, ".")
+		cmd.Dir = root
+		if out, err := cmd.CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("go build cps-extender: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return buildBin
+}
+
+// startExtender runs cps-extender against the control plane and waits until it is ready.
+func startExtender(t *testing.T, cp *framework.ControlPlane, addr, extraConfig string, env ...string) *framework.Process {
+	t.Helper()
+	cfgPath := filepath.Join(cp.Dir, "cps-extender.yaml")
+	cfg := fmt.Sprintf("listen: %s\nurlPrefix: /scheduler\nkubeconfig: %s\nlog:\n  format: json\n  level: info\n%s", addr, cp.Kubeconfig, extraConfig)
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := cp.StartProcess(t, "cps-extender", extenderBinary(t), []string{"--config=" + cfgPath}, env)
+	framework.WaitFor(t, 5*time.Minute, "cps-extender ready", func() (bool, error) {
+		if p.Exited() {
+			return false, framework.StopPolling(fmt.Errorf("cps-extender exited: %v", p.ExitErr()))
+		}
+		resp, err := http.Get("http://" + addr + "/readyz")
+		if err != nil {
+			return false, err
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, fmt.Errorf("readyz %d", resp.StatusCode)
+	})
+	return p
+}
+
+// memory reads a process's peak and current resident set size (VmHWM, VmRSS) in bytes.
+func memory(pid int) (peak, current int64, err error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) != 3 || f[2] != "kB" {
+			continue
+		}
+		n, _ := strconv.ParseInt(f[1], 10, 64)
+		switch f[0] {
+		case "VmHWM:":
+			peak = n << 10
+		case "VmRSS:":
+			current = n << 10
+		}
+	}
+	if peak == 0 || current == 0 {
+		return 0, 0, fmt.Errorf("no VmHWM/VmRSS in /proc/%d/status", pid)
+	}
+	return peak, current, nil
+}

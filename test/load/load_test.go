@@ -1,0 +1,95 @@
+//go:build load
+
+// Package load holds the load tests that `make load` runs on a local control plane; see
+// README.md here.
+package load
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/cps-extender/cps-extender/test/e2e/framework"
+	"github.com/cps-extender/cps-extender/test/load/fixture"
+)
+
+// rssLimit is the issue's floor: 5000 nodes and 20000 pods in the informers.
+const rssLimit = 300 << 20
+
+// TestLoad creates LOAD_NODES kwok nodes and LOAD_JOBS x LOAD_PODS_PER_JOB pending pods,
+// starts cps-extender on them, writes the request bodies for that cluster and replays them
+// with run.sh (LOAD_CONCURRENCY curl processes, LOAD_REQUESTS requests per verb), then
+// reports the extender's resident memory.
+func TestLoad(t *testing.T) {
+	spec := fixture.Spec{
+		Nodes:      envInt(t, "LOAD_NODES", 5000),
+		Jobs:       envInt(t, "LOAD_JOBS", 4000),
+		PodsPerJob: envInt(t, "LOAD_PODS_PER_JOB", 5),
+		KwokNodes:  true,
+		// No scheduler runs: the pods stay pending, as a backlog does.
+		SchedulerName: "cps-scheduler",
+	}
+	concurrency, requests := envInt(t, "LOAD_CONCURRENCY", 4), envInt(t, "LOAD_REQUESTS", 2000)
+
+	cp := framework.Start(t, framework.Options{})
+	nodes, pods := fixture.Nodes(spec), fixture.Pods(spec)
+	createNodes(t, cp.Client, nodes)
+	createPods(t, cp.Client, pods)
+
+	addr := framework.FreeAddr(t)
+	began := time.Now()
+	// A Deployment sets GOMEMLIMIT from its memory limit; LOAD_GOMEMLIMIT="" runs without.
+	var env []string
+	if limit, ok := os.LookupEnv("LOAD_GOMEMLIMIT"); !ok {
+		env = append(env, "GOMEMLIMIT=250MiB")
+	} else if limit != "" {
+		env = append(env, "GOMEMLIMIT="+limit)
+	}
+	t.Logf("cps-extender environment: %v", env)
+	ext := startExtender(t, cp, addr, "", env...)
+	t.Logf("cps-extender ready after %v with %d nodes and %d pods in its informers", time.Since(began).Round(time.Millisecond), len(nodes), len(pods))
+
+	dir := t.TempDir()
+	n, err := fixture.WriteBodies(dir, pods, nodes, 20, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("wrote %d request bodies (nodeCacheCapable: node names) to %s", n, dir)
+
+	root, err := framework.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	replay := func(requests int, verbs ...string) {
+		args := append([]string{"http://" + addr, dir, itoa(concurrency), itoa(requests)}, verbs...)
+		cmd := exec.Command(filepath.Join(root, "test", "load", "run.sh"), args...)
+		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+		t.Logf("%s", cmd.String())
+		if err := cmd.Run(); err != nil {
+			t.Errorf("run.sh: %v", err)
+		}
+	}
+	replay(requests, "filter", "prioritize", "volcano-predicate")
+	peak, current, err := memory(ext.Pid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("cps-extender memory with %d nodes and %d pods after the kube-scheduler verbs: VmHWM %d MiB, VmRSS %d MiB", len(nodes), len(pods), peak>>20, current>>20)
+	if len(nodes) >= 5000 && len(pods) >= 20000 && peak > rssLimit {
+		t.Errorf("peak RSS %d MiB is over the %d MiB floor", peak>>20, rssLimit>>20)
+	}
+	// Volcano's prioritize carries every node's full NodeInfo (megabytes at 5000 nodes):
+	// fewer requests, and its memory reported apart.
+	replay(max(requests/50, concurrency), "volcano-prioritize")
+
+	peak, current, err = memory(ext.Pid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("cps-extender memory after volcano-prioritize too: VmHWM %d MiB, VmRSS %d MiB", peak>>20, current>>20)
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
