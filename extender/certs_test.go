@@ -65,6 +65,7 @@ func TestCertReloaderServesRotatedCertificates(t *testing.T) {
 			if err != nil {
 				return
 			}
+			_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
 			_ = conn.(*tls.Conn).Handshake()
 			conn.Close()
 		}
@@ -72,7 +73,8 @@ func TestCertReloaderServesRotatedCertificates(t *testing.T) {
 	roots := ca.Pool()
 	served := func() int64 {
 		t.Helper()
-		conn, err := tls.Dial("tcp", raw.Addr().String(), &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12})
+		conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 10 * time.Second, Deadline: time.Now().Add(10 * time.Second)}, "tcp", raw.Addr().String(),
+			&tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12})
 		if err != nil {
 			t.Fatal(err)
 		}
