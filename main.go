@@ -2,6 +2,7 @@
 // machine-learning jobs (parameter servers + workers) by a combined priority.
 //
 //	cps-extender --config=/etc/cps-extender/config.yaml [--kubeconfig=...] [--listen=:8888] [--url-prefix=/scheduler]
+//	cps-extender explain [--url=http://127.0.0.1:8888] [--json] [--ca-file=...]
 package main
 
 import (
@@ -16,6 +17,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"k8s.io/client-go/dynamic"
@@ -27,7 +30,13 @@ import (
 )
 
 func main() {
-	if err := run(os.Args[1:], os.Stderr); err != nil {
+	var err error
+	if args := os.Args[1:]; len(args) > 0 && args[0] == "explain" {
+		err = runExplain(args[1:], os.Stdout, os.Stderr)
+	} else {
+		err = run(args, os.Stderr)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "cps-extender:", err)
 		os.Exit(1)
 	}
@@ -35,7 +44,7 @@ func main() {
 
 // run parses the configuration, wires the parts, and serves until SIGTERM or SIGINT.
 func run(args []string, stderr io.Writer) error {
-	cfg, err := loadConfig(args, stderr)
+	cfg, src, err := loadConfig(args, stderr)
 	if err != nil {
 		return err
 	}
@@ -64,22 +73,31 @@ func run(args []string, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("building the dynamic API client: %w", err)
 	}
-	cluster := extender.NewCluster(extender.ClusterOptions{Log: log, Client: client, Dynamic: dyn, Config: cfg})
+	metrics := newMetrics()
+	cluster := extender.NewCluster(extender.ClusterOptions{Log: log, Client: client, Dynamic: dyn, Config: cfg, Metrics: metrics})
+	metrics.WatchInformers(cluster)
 	gate := extender.NewGate(extender.GateOptions{
-		Log: log, View: cluster, Binder: extender.NewAPIBinder(client, cfg.BindTimeout.Duration), Config: cfg.Gate,
+		Log: log, View: cluster, Binder: extender.NewAPIBinder(client, cfg.BindTimeout.Duration), Config: cfg.Gate, Metrics: metrics,
 	})
 	cluster.SetHolds(gate)
 	verbs, err := extender.NewSchedulerVerbs(log, cluster, gate)
 	if err != nil {
 		return err
 	}
+	var waiting extender.WaitingNotifier
+	if interval := cfg.Events.WaitingInterval.Duration; interval > 0 {
+		recorder, stopEvents := extender.NewAPIEventRecorder(client, "cps-extender")
+		defer stopEvents()
+		waiting = extender.NewWaitingEvents(recorder, interval, metrics)
+	}
+	verbs.Observe(metrics, waiting)
 	volcano, err := extender.NewVolcanoVerbs(log, cfg.Volcano, cfg.Model.PriorityModel(), cfg.Affinity, cfg.Gang, time.Now)
 	if err != nil {
 		return err
 	}
 	handler, err := extender.NewServer(extender.ServerOptions{
 		Log: log, URLPrefix: cfg.URLPrefix, MaxRequestBytes: cfg.MaxRequestBytes, Ready: cluster, Scheduler: verbs, Queue: cluster,
-		Volcano: volcano,
+		Volcano: volcano, Metrics: metrics,
 	})
 	if err != nil {
 		return err
@@ -91,10 +109,29 @@ func run(args []string, stderr io.Writer) error {
 		ReadTimeout:       cfg.ReadTimeout.Duration,
 		WriteTimeout:      cfg.WriteTimeout.Duration,
 	}
+	if cfg.TLS.Enabled() {
+		certs, err := extender.NewCertReloader(log, cfg.TLS.CertFile, cfg.TLS.KeyFile, cfg.Reload.Interval.Duration)
+		if err != nil {
+			return err
+		}
+		srv.TLSConfig = certs.TLSConfig()
+	}
+	if interval := cfg.Reload.Interval.Duration; src.path != "" && interval > 0 {
+		reloader := extender.NewConfigReloader(extender.ConfigReloaderOptions{
+			Log: log, Path: src.path, Current: cfg, Overlay: src.overlay,
+			Receivers: []extender.ModelReceiver{cluster, volcano}, Metrics: metrics,
+		})
+		go reloader.Run(ctx, interval)
+	}
 
 	serveErr := make(chan error, 1)
 	go func() {
-		log.Info("serving", zap.String("listen", cfg.Listen), zap.String("urlPrefix", cfg.URLPrefix), zap.String("volcanoPrefix", cfg.Volcano.URLPrefix))
+		log.Info("serving", zap.String("listen", cfg.Listen), zap.Bool("https", srv.TLSConfig != nil),
+			zap.String("urlPrefix", cfg.URLPrefix), zap.String("volcanoPrefix", cfg.Volcano.URLPrefix))
+		if srv.TLSConfig != nil {
+			serveErr <- srv.ListenAndServeTLS("", "") // the certificate comes from TLSConfig
+			return
+		}
 		serveErr <- srv.ListenAndServe()
 	}()
 	syncErr := make(chan error, 1)
@@ -129,45 +166,65 @@ func run(args []string, stderr io.Writer) error {
 	return nil
 }
 
+// configSource is where the configuration came from: the file, and the flags that
+// override it (applied again over a reloaded file).
+type configSource struct {
+	path    string
+	overlay func(extender.Config) extender.Config
+}
+
 // loadConfig reads the config file and applies the flags over it, then validates the
 // result, reporting every problem at once.
-func loadConfig(args []string, stderr io.Writer) (extender.Config, error) {
+func loadConfig(args []string, stderr io.Writer) (extender.Config, configSource, error) {
 	fs := flag.NewFlagSet("cps-extender", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	configPath := fs.String("config", "", "path of the YAML config file (optional; defaults apply)")
+	configPath := fs.String("config", "", "path of the YAML config file (optional; defaults apply); its model and affinity sections are reloaded when it changes")
 	kubeconfig := fs.String("kubeconfig", "", "path of a kubeconfig file (default: in-cluster config)")
 	listen := fs.String("listen", "", "listen address, host:port (overrides the config file)")
 	urlPrefix := fs.String("url-prefix", "", "URL prefix of the scheduler verbs (overrides the config file)")
-	logFormat := fs.String("log-format", "", "json or console (overrides the config file)")
+	logFormat := fs.String("log-format", "", "json (production, the default) or console (overrides the config file)")
 	logLevel := fs.String("log-level", "", "debug, info, warn or error (overrides the config file)")
 	if err := fs.Parse(args); err != nil {
-		return extender.Config{}, err
+		return extender.Config{}, configSource{}, err
 	}
 	if fs.NArg() > 0 {
-		return extender.Config{}, fmt.Errorf("unexpected arguments: %v", fs.Args())
+		return extender.Config{}, configSource{}, fmt.Errorf("unexpected arguments: %v (subcommands: explain)", fs.Args())
 	}
-	cfg, errs := extender.LoadConfig(*configPath)
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	if set["kubeconfig"] {
-		cfg.Kubeconfig = *kubeconfig
+	overlay := func(cfg extender.Config) extender.Config {
+		if set["kubeconfig"] {
+			cfg.Kubeconfig = *kubeconfig
+		}
+		if set["listen"] {
+			cfg.Listen = *listen
+		}
+		if set["url-prefix"] {
+			cfg.URLPrefix = *urlPrefix
+		}
+		if set["log-format"] {
+			cfg.Log.Format = *logFormat
+		}
+		if set["log-level"] {
+			cfg.Log.Level = *logLevel
+		}
+		return cfg
 	}
-	if set["listen"] {
-		cfg.Listen = *listen
-	}
-	if set["url-prefix"] {
-		cfg.URLPrefix = *urlPrefix
-	}
-	if set["log-format"] {
-		cfg.Log.Format = *logFormat
-	}
-	if set["log-level"] {
-		cfg.Log.Level = *logLevel
-	}
+	cfg, errs := extender.LoadConfig(*configPath)
+	cfg = overlay(cfg)
+	src := configSource{path: *configPath, overlay: overlay}
 	if errs = append(errs, cfg.Validate()...); len(errs) > 0 {
-		return cfg, fmt.Errorf("invalid configuration (%s):\n%w", *configPath, errors.Join(errs...))
+		return cfg, src, fmt.Errorf("invalid configuration (%s):\n%w", *configPath, errors.Join(errs...))
 	}
-	return cfg, nil
+	return cfg, src, nil
+}
+
+// newMetrics builds the extender's metrics on a private registry, with the Go runtime and
+// process collectors.
+func newMetrics() *extender.Metrics {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return extender.NewMetrics(reg)
 }
 
 func restConfig(kubeconfig string) (*rest.Config, error) {

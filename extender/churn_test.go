@@ -143,8 +143,8 @@ func TestConcurrentVerbsDuringChurn(t *testing.T) {
 
 	// A deleted job: once the view no longer has it, its pods wait (not admitted).
 	job := pods[0].Namespace + "/" + pods[0].Labels[loadfixture.JobLabel]
-	if ok, reason := cluster.Admit(pods[0]); !ok {
-		t.Fatalf("job %s not admitted before its deletion: %s", job, reason)
+	if adm := cluster.Admit(pods[0]); !adm.OK {
+		t.Fatalf("job %s not admitted before its deletion: %s", job, adm.Reason)
 	}
 	for _, p := range pods[:spec.PodsPerJob] {
 		if err := client.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{}); err != nil {
@@ -161,7 +161,7 @@ func TestConcurrentVerbsDuringChurn(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	if ok, _ := cluster.Admit(pods[0]); ok {
+	if cluster.Admit(pods[0]).OK {
 		t.Errorf("a pod of deleted job %s is still admitted", job)
 	}
 }

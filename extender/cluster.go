@@ -3,6 +3,7 @@ package extender
 import (
 	"context"
 	"fmt"
+	"maps"
 	"sync/atomic"
 	"time"
 
@@ -30,8 +31,10 @@ type Cluster struct {
 	podGroups  *podGroupSources
 	synced     []cache.InformerSynced
 	holds      HoldSource
+	metrics    *Metrics
 	now        func() time.Time
 	interval   time.Duration
+	informers  atomic.Pointer[map[string]cache.InformerSynced] // by name, for the metrics
 
 	cfg      atomic.Pointer[viewConfig]
 	snapshot atomic.Pointer[Snapshot]
@@ -54,6 +57,8 @@ type ClusterOptions struct {
 	Client  kubernetes.Interface
 	Dynamic dynamic.Interface // nil: no PodGroup sources
 	Config  Config
+	// Metrics receives the queue gauges; nil means none.
+	Metrics *Metrics
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }
@@ -71,6 +76,7 @@ func NewCluster(o ClusterOptions) *Cluster {
 		nodes:      nodeInf.Lister(),
 		pods:       podInf.Lister(),
 		namespaces: nsInf.Lister(),
+		metrics:    o.Metrics,
 		now:        o.Now,
 		interval:   o.Config.Gate.RecomputeInterval.Duration,
 		kick:       make(chan struct{}, 1),
@@ -80,6 +86,9 @@ func NewCluster(o ClusterOptions) *Cluster {
 	if c.now == nil {
 		c.now = time.Now
 	}
+	c.informers.Store(&map[string]cache.InformerSynced{
+		"nodes": nodeInf.Informer().HasSynced, "pods": podInf.Informer().HasSynced, "namespaces": nsInf.Informer().HasSynced,
+	})
 	c.cfg.Store(&viewConfig{gang: o.Config.Gang, model: o.Config.Model.PriorityModel(), affinity: o.Config.Affinity})
 	onChange := cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(any) { c.Trigger() },
@@ -111,7 +120,12 @@ func (c *Cluster) SetHolds(h HoldSource) { c.holds = h }
 // the caches sync.
 func (c *Cluster) Start(ctx context.Context) error {
 	synced := append([]cache.InformerSynced{}, c.synced...)
-	synced = append(synced, c.podGroups.start(ctx)...)
+	named := maps.Clone(*c.informers.Load())
+	for source, hasSynced := range c.podGroups.start(ctx) {
+		synced = append(synced, hasSynced)
+		named[source+"-podgroups"] = hasSynced
+	}
+	c.informers.Store(&named)
 	c.factory.Start(ctx.Done())
 	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
 		return fmt.Errorf("cluster view: informer caches did not sync: %w", ctx.Err())
@@ -156,6 +170,15 @@ func (c *Cluster) config() *viewConfig { return c.cfg.Load() }
 func (c *Cluster) Shutdown() {
 	c.factory.Shutdown()
 	c.podGroups.shutdown()
+}
+
+// InformersSynced reports, by informer, whether its cache has synced.
+func (c *Cluster) InformersSynced() map[string]bool {
+	out := map[string]bool{}
+	for name, hasSynced := range *c.informers.Load() {
+		out[name] = hasSynced()
+	}
+	return out
 }
 
 // Ready reports whether the caches have synced and the first queue is computed.

@@ -51,7 +51,37 @@ type Config struct {
 	Affinity priority.Affinity `json:"affinity"`
 	// Volcano configures the verbs served to Volcano's scheduler (extender/volcano.go).
 	Volcano VolcanoConfig `json:"volcano"`
+	// Events configures the Events on waiting pods.
+	Events EventsConfig `json:"events"`
+	// Reload configures how changes of the config file and the TLS files are picked up.
+	Reload ReloadConfig `json:"reload"`
+	// TLS switches HTTPS serving on.
+	TLS TLSConfig `json:"tls"`
 }
+
+// EventsConfig configures the WaitingForTurn Events on pods whose job waits.
+type EventsConfig struct {
+	// WaitingInterval is the least time between two Events on the same pod; 0 sends none.
+	WaitingInterval Duration `json:"waitingInterval"`
+}
+
+// ReloadConfig configures reloading while running.
+type ReloadConfig struct {
+	// Interval is how often the config file's content (its model and affinity sections)
+	// and the TLS certificate and key are checked for changes; 0 turns reloading off.
+	Interval Duration `json:"interval"`
+}
+
+// TLSConfig switches HTTPS serving on when both files are given (kube-scheduler's
+// extender enableHTTPS and tlsConfig). The files are reloaded when they change.
+type TLSConfig struct {
+	// CertFile is the PEM serving certificate (chain); KeyFile is its private key.
+	CertFile string `json:"certFile"`
+	KeyFile  string `json:"keyFile"`
+}
+
+// Enabled reports whether HTTPS is configured.
+func (t TLSConfig) Enabled() bool { return t.CertFile != "" }
 
 // VolcanoConfig configures the verbs served to Volcano's scheduler `extender` plugin.
 type VolcanoConfig struct {
@@ -208,6 +238,8 @@ func DefaultConfig() Config {
 		Model:    modelConfigOf(priority.DefaultModel()),
 		Affinity: priority.DefaultAffinity(),
 		Volcano:  VolcanoConfig{URLPrefix: "/volcano", SessionTTL: Duration{30 * time.Second}},
+		Events:   EventsConfig{WaitingInterval: Duration{time.Minute}},
+		Reload:   ReloadConfig{Interval: Duration{5 * time.Second}},
 	}
 }
 
@@ -340,6 +372,15 @@ func (c Config) Validate() []error {
 	errs = append(errs, c.Volcano.validate()...)
 	if c.Volcano.URLPrefix == c.URLPrefix {
 		bad("volcano.urlPrefix: %q is also urlPrefix; the Volcano verbs need a prefix of their own", c.Volcano.URLPrefix)
+	}
+	if c.Events.WaitingInterval.Duration < 0 {
+		bad("events.waitingInterval: %v must not be negative (0 sends no events)", c.Events.WaitingInterval.Duration)
+	}
+	if c.Reload.Interval.Duration < 0 {
+		bad("reload.interval: %v must not be negative (0 turns reloading off)", c.Reload.Interval.Duration)
+	}
+	if (c.TLS.CertFile == "") != (c.TLS.KeyFile == "") {
+		bad("tls: certFile %q and keyFile %q must be given both or neither", c.TLS.CertFile, c.TLS.KeyFile)
 	}
 	switch c.Log.Format {
 	case "json", "console":

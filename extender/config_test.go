@@ -91,8 +91,12 @@ func TestValidateListsEveryProblem(t *testing.T) {
 	c.WriteTimeout = Duration{0}
 	c.ClientQPS = 0
 	c.Log = LogConfig{Format: "xml", Level: "loud"}
+	c.Events.WaitingInterval = Duration{-time.Second}
+	c.Reload.Interval = Duration{-time.Second}
+	c.TLS = TLSConfig{CertFile: "tls.crt"}
 	got := errStrings(c.Validate())
-	wantPrefixes := []string{"listen:", "urlPrefix:", "maxRequestBytes:", "writeTimeout:", "clientQPS", "gate.holdTimeout:", "log.format:", "log.level:"}
+	wantPrefixes := []string{"listen:", "urlPrefix:", "maxRequestBytes:", "writeTimeout:", "clientQPS", "gate.holdTimeout:",
+		"events.waitingInterval:", "reload.interval:", "tls: certFile \"tls.crt\" and keyFile \"\" must be given both or neither", "log.format:", "log.level:"}
 	if len(got) != len(wantPrefixes) {
 		t.Fatalf("got %d errors %q, want %d", len(got), got, len(wantPrefixes))
 	}

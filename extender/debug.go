@@ -2,6 +2,7 @@ package extender
 
 import (
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"text/tabwriter"
@@ -43,8 +44,15 @@ func (s *Server) debugQueue(w http.ResponseWriter, r *http.Request, _ httprouter
 	}
 }
 
-// writeQueueTable renders the queue for people.
-func writeQueueTable(w http.ResponseWriter, report queueReport) {
+// writeQueueTable renders the queue for people: a summary line, then one row per job.
+func writeQueueTable(w io.Writer, report queueReport) {
+	queued := 0
+	for _, d := range report.Jobs {
+		if d.Position > 0 {
+			queued++
+		}
+	}
+	fmt.Fprintf(w, "queue computed %s: %d queued, %d running\n", report.Computed.UTC().Format(time.RFC3339), queued, len(report.Jobs)-queued)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "POS\tJOB\tPHASE\tP\tUSER\tJOB-PRIO\tWAIT\tPARALLEL\tGANG\tWAITS FOR")
 	for _, d := range report.Jobs {
@@ -57,7 +65,10 @@ func writeQueueTable(w http.ResponseWriter, report queueReport) {
 			gang += fmt.Sprintf(", %d held", d.Held)
 		}
 		blocker := d.Blocker
-		if d.Phase != priority.PhaseWaiting {
+		switch {
+		case d.Phase == priority.PhaseAdmitted && d.Held > 0:
+			blocker = "its gang gathering at bind"
+		case d.Phase != priority.PhaseWaiting:
 			blocker = ""
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%s\t%s\n", pos, d.Key, d.Phase, d.P,

@@ -13,26 +13,26 @@ import (
 )
 
 // Admit says whether a pod may be placed now. Pods in no job, in exempt namespaces, and of
-// admitted or running jobs may; a pod of a waiting job may not, and reason says why (the
+// admitted or running jobs may; a pod of a waiting job may not, and the reason says why (the
 // sentence users see in the pod's FailedScheduling event). A job pod the view has not seen
 // yet waits too: its job's turn is not known.
-func (c *Cluster) Admit(pod *corev1.Pod) (bool, string) {
+func (c *Cluster) Admit(pod *corev1.Pod) Admission {
 	cfg := c.config()
 	if c.exempt(pod.Namespace) {
-		return true, ""
+		return Admission{OK: true}
 	}
 	m, inJob := cfg.gang.membershipOf(pod, c.podGroup)
 	if !inJob {
-		return true, ""
+		return Admission{OK: true}
 	}
 	_, d, ok := c.Snapshot().Job(m.jobKey)
 	if !ok {
-		return false, fmt.Sprintf("job %s is not in the extender's view yet; it is retried shortly", m.jobKey)
+		return Admission{Reason: fmt.Sprintf("job %s is not in the extender's view yet; it is retried shortly", m.jobKey)}
 	}
 	if d.Phase == priority.PhaseWaiting {
-		return false, d.Reason
+		return Admission{Reason: d.Reason, Queued: true}
 	}
-	return true, ""
+	return Admission{OK: true}
 }
 
 func (c *Cluster) exempt(namespace string) bool {
@@ -139,8 +139,7 @@ func (c *Cluster) JobOfPod(ctx context.Context, ref PodRef) (string, bool, error
 // MayPreempt says whether a pod may have the scheduler preempt for it: not while its job
 // waits for its turn (the gate would turn it away anyway, after the victims were gone).
 func (c *Cluster) MayPreempt(pod *corev1.Pod) bool {
-	ok, _ := c.Admit(pod)
-	return ok
+	return c.Admit(pod).OK
 }
 
 // MayEvict says whether a pod may be a preemption victim: not when it belongs to a gang,

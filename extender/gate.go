@@ -35,6 +35,7 @@ type Gate struct {
 	log         *zap.Logger
 	view        JobView
 	binder      Binder
+	metrics     *Metrics
 	holdTimeout time.Duration
 	coolDown    time.Duration
 	maxCoolDown time.Duration
@@ -76,6 +77,8 @@ type GateOptions struct {
 	View   JobView
 	Binder Binder
 	Config GateConfig
+	// Metrics counts the bind outcomes; nil means none.
+	Metrics *Metrics
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }
@@ -88,7 +91,7 @@ func NewGate(o GateOptions) *Gate {
 	}
 	hold := o.Config.HoldTimeout.Duration
 	return &Gate{
-		log: o.Log, view: o.View, binder: o.Binder, now: now,
+		log: o.Log, view: o.View, binder: o.Binder, metrics: o.Metrics, now: now,
 		holdTimeout: hold, coolDown: o.Config.CoolDown.Duration, maxCoolDown: o.Config.MaxCoolDown.Duration,
 		// The timers do the work; the TTLs are a safety net so nothing outlives a restart's worth.
 		gatherings: gocache.New(2*hold, time.Minute),
@@ -99,25 +102,68 @@ func NewGate(o GateOptions) *Gate {
 
 // Bind binds the pod to node, holding it while its gang gathers (see Gate).
 func (g *Gate) Bind(ctx context.Context, pod PodRef, node string) error {
+	outcome, err := g.bind(ctx, pod, node)
+	g.metrics.gateDecision(VerbBind, outcome)
+	return err
+}
+
+// bind is Bind, and says how it ended (one of the bind outcomes of Metrics).
+func (g *Gate) bind(ctx context.Context, pod PodRef, node string) (string, error) {
 	key, inJob, err := g.view.JobOfPod(ctx, pod)
 	if err != nil {
-		return err
+		return OutcomeRefused, err
 	}
 	if !inJob {
-		return g.binder.Bind(context.WithoutCancel(ctx), pod, node)
+		return g.bindNow(ctx, pod, node)
 	}
 	job, decision, ok := g.view.Snapshot().Job(key)
 	if !ok {
-		return fmt.Errorf("not bound: job %s is not in the extender's view yet; the scheduler retries", key)
+		return OutcomeRefused, fmt.Errorf("not bound: job %s is not in the extender's view yet; the scheduler retries", key)
 	}
 	if decision.Phase == priority.PhaseRunning || g.releasedEnough(job, decision) {
-		return g.binder.Bind(context.WithoutCancel(ctx), pod, node)
+		return g.bindNow(ctx, pod, node)
 	}
 	if decision.Phase != priority.PhaseAdmitted {
-		return fmt.Errorf("not bound: %s", decision.Reason)
+		return OutcomeRefused, fmt.Errorf("not bound: %s", decision.Reason)
 	}
-	return g.hold(ctx, job, decision, pod, node)
+	err = g.hold(ctx, job, decision, pod, node)
+	var ge *gateError
+	switch {
+	case err == nil:
+		return OutcomeGathered, nil
+	case errors.As(err, &ge):
+		return ge.outcome, err
+	default:
+		return OutcomeFailed, err
+	}
 }
+
+// bindNow binds a pod that needs no gathering.
+func (g *Gate) bindNow(ctx context.Context, pod PodRef, node string) (string, error) {
+	if err := g.post(context.WithoutCancel(ctx), pod, node); err != nil {
+		return OutcomeFailed, err
+	}
+	return OutcomePassed, nil
+}
+
+// post creates one Binding, counting failures.
+func (g *Gate) post(ctx context.Context, pod PodRef, node string) error {
+	err := g.binder.Bind(ctx, pod, node)
+	if err != nil {
+		g.metrics.bindFailed()
+	}
+	return err
+}
+
+// gateError is an error of a held bind that the gate itself decided; outcome classifies it
+// for the metrics.
+type gateError struct {
+	outcome string
+	err     error
+}
+
+func (e *gateError) Error() string { return e.err.Error() }
+func (e *gateError) Unwrap() error { return e.err }
 
 // hold parks one bind until its gang has gathered, the hold times out, or the scheduler
 // drops the request.
@@ -129,7 +175,7 @@ func (g *Gate) hold(ctx context.Context, job *priority.Job, d *priority.Decision
 	gat := g.gathering(job.Key, d.MinMember)
 	if old, ok := gat.holds[pod.UID]; ok {
 		// The scheduler retried this pod; the older request is stale.
-		old.result <- errors.New("superseded by a newer bind request for the same pod")
+		old.result <- &gateError{OutcomeSuperseded, errors.New("superseded by a newer bind request for the same pod")}
 	}
 	gat.holds[pod.UID] = h
 	held := len(gat.holds)
@@ -165,7 +211,7 @@ func (g *Gate) hold(ctx context.Context, job *priority.Job, d *priority.Decision
 		delete(gat.holds, pod.UID)
 		g.mu.Unlock()
 		g.view.Trigger()
-		return fmt.Errorf("bind request for %s cancelled while its gang gathered: %w", pod, ctx.Err())
+		return &gateError{OutcomeCancelled, fmt.Errorf("bind request for %s cancelled while its gang gathered: %w", pod, ctx.Err())}
 	}
 	g.mu.Unlock()
 	return <-h.result
@@ -210,8 +256,8 @@ func (g *Gate) expire(gat *gathering) {
 	}
 	cs.until = g.now().Add(wait)
 	g.failures.SetDefault(gat.job, cs)
-	err := fmt.Errorf("job %s did not gather its gang within %v (%d of %d reached bind): nothing of it was bound; it loses the turn for %v",
-		gat.job, g.holdTimeout, len(gat.holds), gat.min, wait)
+	err := &gateError{OutcomeTimeout, fmt.Errorf("job %s did not gather its gang within %v (%d of %d reached bind): nothing of it was bound; it loses the turn for %v",
+		gat.job, g.holdTimeout, len(gat.holds), gat.min, wait)}
 	for _, h := range gat.holds {
 		h.result <- err
 	}
@@ -256,7 +302,7 @@ func (g *Gate) bindAll(holds []*hold) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = g.binder.Bind(context.Background(), h.pod, h.node)
+			errs[i] = g.post(context.Background(), h.pod, h.node)
 			h.result <- errs[i]
 		}()
 	}

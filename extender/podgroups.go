@@ -45,12 +45,12 @@ func newPodGroupSources(log *zap.Logger, client kubernetes.Interface, dyn dynami
 }
 
 // start asks discovery which PodGroup kinds are served, starts informers for those and
-// returns their sync functions. It must run before lookups.
-func (s *podGroupSources) start(ctx context.Context) []cache.InformerSynced {
+// returns their sync functions by source. It must run before lookups.
+func (s *podGroupSources) start(ctx context.Context) map[string]cache.InformerSynced {
 	if s.factory == nil {
 		return nil
 	}
-	var synced []cache.InformerSynced
+	synced := map[string]cache.InformerSynced{}
 	for source, gvr := range s.wanted {
 		if !s.served(gvr) {
 			s.log.Info("PodGroup source off: its CRD is not served by the cluster", zap.String("source", source), zap.String("resource", gvr.String()))
@@ -61,7 +61,7 @@ func (s *podGroupSources) start(ctx context.Context) []cache.InformerSynced {
 			s.log.Error("adding a PodGroup event handler", zap.Error(err))
 		}
 		s.indexers[source] = inf.GetIndexer()
-		synced = append(synced, inf.HasSynced)
+		synced[source] = inf.HasSynced
 		s.log.Info("PodGroup source on", zap.String("source", source), zap.String("resource", gvr.String()))
 	}
 	s.factory.Start(ctx.Done())

@@ -1,6 +1,7 @@
 package extender
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net/http"
@@ -32,6 +33,7 @@ type Server struct {
 	ready    ReadyChecker
 	sched    *SchedulerVerbs
 	queue    QueueSource
+	metrics  *Metrics
 	router   *httprouter.Router
 }
 
@@ -46,6 +48,8 @@ type ServerOptions struct {
 	Queue QueueSource
 	// Volcano serves Volcano's extender verbs under its own prefix; nil leaves them out.
 	Volcano *VolcanoVerbs
+	// Metrics counts requests and serves /metrics; nil leaves them out.
+	Metrics *Metrics
 }
 
 // NewServer builds the HTTP handler of the extender.
@@ -69,7 +73,7 @@ func NewServer(o ServerOptions) (*Server, error) {
 	if o.Volcano != nil && o.Volcano.URLPrefix() == o.URLPrefix {
 		return nil, fmt.Errorf("extender server: the Volcano verbs need a URL prefix other than %q", o.URLPrefix)
 	}
-	s := &Server{log: o.Log, prefix: o.URLPrefix, maxBytes: o.MaxRequestBytes, ready: o.Ready, sched: o.Scheduler, queue: o.Queue}
+	s := &Server{log: o.Log, prefix: o.URLPrefix, maxBytes: o.MaxRequestBytes, ready: o.Ready, sched: o.Scheduler, queue: o.Queue, metrics: o.Metrics}
 	r := httprouter.New()
 	r.RedirectTrailingSlash = false
 	r.RedirectFixedPath = false
@@ -89,6 +93,9 @@ func NewServer(o ServerOptions) (*Server, error) {
 	if s.queue != nil {
 		r.GET("/debug/queue", s.debugQueue)
 	}
+	if s.metrics != nil {
+		r.Handler(http.MethodGet, "/metrics", s.metrics.Handler())
+	}
 	r.NotFound = http.HandlerFunc(s.notFound)
 	r.MethodNotAllowed = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		writeJSON(w, http.StatusMethodNotAllowed, errorBody{Error: fmt.Sprintf("method %s is not allowed on %s", req.Method, req.URL.Path)})
@@ -102,21 +109,36 @@ func NewServer(o ServerOptions) (*Server, error) {
 	return s, nil
 }
 
-// ServeHTTP serves one request, with an access log line at debug level.
+// ServeHTTP serves one request. A verb's request is counted and timed in the metrics and
+// logged at debug level (verb, pod, decision, duration); an error answer is logged at warn
+// level with its context.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	info := &requestInfo{}
 	rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
 	s.router.ServeHTTP(rec, r.WithContext(context.WithValue(r.Context(), requestInfoKey{}, info)))
-	if ce := s.log.Check(zap.DebugLevel, "request"); ce != nil {
-		ce.Write(zap.String("method", r.Method), zap.String("path", r.URL.Path), zap.Int("status", rec.status),
-			zap.String("pod", info.pod), zap.String("decision", info.decision), zap.Duration("duration", time.Since(start)))
+	took := time.Since(start)
+	if info.verb != "" {
+		s.metrics.observeRequest(info.verb, rec.status, took)
+	}
+	level := zap.DebugLevel
+	if rec.status >= http.StatusBadRequest && info.verb != "" {
+		level = zap.WarnLevel
+	}
+	if ce := s.log.Check(level, "request"); ce != nil {
+		fields := []zap.Field{zap.String("verb", info.verb), zap.String("method", r.Method), zap.String("path", r.URL.Path),
+			zap.Int("status", rec.status), zap.String("pod", info.pod), zap.String("decision", info.decision), zap.Duration("duration", took)}
+		if rec.errBody != nil {
+			fields = append(fields, zap.ByteString("error", bytes.TrimSpace(rec.errBody)))
+		}
+		ce.Write(fields...)
 	}
 }
 
 // handle wraps one verb: readiness check, then the verb's own decode-check-decide-encode.
 func (s *Server) handle(verb string, fn func(w http.ResponseWriter, r *http.Request, maxBytes int64)) httprouter.Handle {
 	return func(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+		noteVerb(r.Context(), verb)
 		if !s.ready.Ready() {
 			writeJSON(w, http.StatusServiceUnavailable, errorBody{Error: "extender is not ready: cluster view not synced yet"})
 			return
@@ -126,8 +148,9 @@ func (s *Server) handle(verb string, fn func(w http.ResponseWriter, r *http.Requ
 }
 
 // handleAlways wraps a verb that needs no synced cluster view.
-func (s *Server) handleAlways(_ string, fn func(w http.ResponseWriter, r *http.Request, maxBytes int64)) httprouter.Handle {
+func (s *Server) handleAlways(verb string, fn func(w http.ResponseWriter, r *http.Request, maxBytes int64)) httprouter.Handle {
 	return func(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+		noteVerb(r.Context(), "volcano/"+verb)
 		fn(w, r, s.maxBytes)
 	}
 }
@@ -152,8 +175,9 @@ func (s *Server) readyz(w http.ResponseWriter, _ *http.Request, _ httprouter.Par
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 }
 
-// requestInfo collects what a handler decided, for the access log.
+// requestInfo collects what a handler decided, for the access log and the metrics.
 type requestInfo struct {
+	verb     string
 	pod      string
 	decision string
 }
@@ -167,12 +191,32 @@ func noteDecision(ctx context.Context, pod, decision string) {
 	}
 }
 
+// noteVerb records which verb serves the request.
+func noteVerb(ctx context.Context, verb string) {
+	if info, ok := ctx.Value(requestInfoKey{}).(*requestInfo); ok {
+		info.verb = verb
+	}
+}
+
+// maxLoggedErrorBytes bounds how much of an error answer the access log repeats.
+const maxLoggedErrorBytes = 512
+
+// statusRecorder keeps the status of the answer, and the start of its body when it is an
+// error (the {"error": ...} that names the problem), for the access log.
 type statusRecorder struct {
 	http.ResponseWriter
-	status int
+	status  int
+	errBody []byte
 }
 
 func (r *statusRecorder) WriteHeader(code int) {
 	r.status = code
 	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *statusRecorder) Write(b []byte) (int, error) {
+	if r.status >= http.StatusBadRequest && len(r.errBody) < maxLoggedErrorBytes {
+		r.errBody = append(r.errBody, b[:min(len(b), maxLoggedErrorBytes-len(r.errBody))]...)
+	}
+	return r.ResponseWriter.Write(b)
 }

@@ -35,8 +35,8 @@ type Binder interface {
 // admission state, without calling the API server.
 type Decider interface {
 	NodeLookup
-	// Admit says whether the pod may be placed now; reason says why not.
-	Admit(pod *corev1.Pod) (ok bool, reason string)
+	// Admit says whether the pod may be placed now, and why not.
+	Admit(pod *corev1.Pod) Admission
 	// NodeCheck returns the pod's hard per-node constraint, or nil when it has none.
 	NodeCheck(pod *corev1.Pod) func(node string) (conflict bool, reason string)
 	// Score ranks the named nodes for the pod, 0..10 each, in the order given.
@@ -47,11 +47,29 @@ type Decider interface {
 	MayEvict(victim PodRef) bool
 }
 
+// Admission is whether a pod may be placed now.
+type Admission struct {
+	OK bool
+	// Reason says why not: the sentence the filter answers for every node.
+	Reason string
+	// Queued is true when the pod's job is in the admission queue and waits for its turn
+	// (false when the view has not seen the job yet).
+	Queued bool
+}
+
+// WaitingNotifier tells a pod that waits for its job's turn why, e.g. with an Event on the
+// pod. It must not block: it is called on the filter's path.
+type WaitingNotifier interface {
+	NotifyWaiting(pod *corev1.Pod, reason string)
+}
+
 // SchedulerVerbs answers kube-scheduler's filter, prioritize and bind.
 type SchedulerVerbs struct {
 	log     *zap.Logger
 	decider Decider
 	binder  Binder
+	metrics *Metrics
+	waiting WaitingNotifier
 }
 
 // NewSchedulerVerbs builds the kube-scheduler verbs from their dependencies. binder is the
@@ -61,6 +79,12 @@ func NewSchedulerVerbs(log *zap.Logger, decider Decider, binder Binder) (*Schedu
 		return nil, fmt.Errorf("scheduler verbs: log, decider and binder are all required")
 	}
 	return &SchedulerVerbs{log: log, decider: decider, binder: binder}, nil
+}
+
+// Observe counts the filter's decisions in m and tells waiting pods why through w; either
+// may be nil.
+func (v *SchedulerVerbs) Observe(m *Metrics, w WaitingNotifier) {
+	v.metrics, v.waiting = m, w
 }
 
 // decodeExtenderArgs decodes and checks the request of filter and prioritize.
@@ -104,12 +128,18 @@ func (v *SchedulerVerbs) decideFilter(args *extenderv1.ExtenderArgs) *extenderv1
 		FailedAndUnresolvableNodes: extenderv1.FailedNodesMap{},
 	}
 	names := candidateNames(args)
-	ok, reason := v.decider.Admit(args.Pod)
+	adm := v.decider.Admit(args.Pod)
+	ok, reason := adm.OK, adm.Reason
 	var check func(string) (bool, string)
 	if ok {
 		check = v.decider.NodeCheck(args.Pod)
+		v.metrics.gateDecision(VerbFilter, OutcomeAdmitted)
 	} else {
 		result.FailedAndUnresolvableNodes = make(extenderv1.FailedNodesMap, len(names))
+		v.metrics.gateDecision(VerbFilter, OutcomeWaiting)
+		if adm.Queued && v.waiting != nil {
+			v.waiting.NotifyWaiting(args.Pod, reason)
+		}
 	}
 	pass := make([]bool, len(names))
 	for i, name := range names {

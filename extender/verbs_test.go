@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 	corev1 "k8s.io/api/core/v1"
@@ -19,11 +20,13 @@ import (
 	extenderv1 "k8s.io/kube-scheduler/extender/v1"
 )
 
-// fakeDecider knows a fixed set of nodes, makes pods named in waiting wait with their
-// reason, rejects the node pairs in conflicts, and scores nodes from scores.
+// fakeDecider knows a fixed set of nodes, makes pods named in waiting (queued) or unseen
+// (not in the view yet) wait with their reason, rejects the node pairs in conflicts, and
+// scores nodes from scores.
 type fakeDecider struct {
 	nodes     map[string]bool
 	waiting   map[string]string // pod name -> reason
+	unseen    map[string]string // pod name -> reason
 	conflicts map[string]string // "pod/node" -> reason
 	scores    map[string]int64  // node -> score
 }
@@ -35,9 +38,14 @@ func (f *fakeDecider) Node(name string) (*corev1.Node, bool) {
 	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}, true
 }
 
-func (f *fakeDecider) Admit(pod *corev1.Pod) (bool, string) {
-	reason, wait := f.waiting[pod.Name]
-	return !wait, reason
+func (f *fakeDecider) Admit(pod *corev1.Pod) Admission {
+	if reason, wait := f.waiting[pod.Name]; wait {
+		return Admission{Reason: reason, Queued: true}
+	}
+	if reason, unseen := f.unseen[pod.Name]; unseen {
+		return Admission{Reason: reason}
+	}
+	return Admission{OK: true}
 }
 
 func (f *fakeDecider) NodeCheck(pod *corev1.Pod) func(string) (bool, string) {
@@ -89,9 +97,23 @@ type readyFlag bool
 func (r readyFlag) Ready() bool { return bool(r) }
 
 type testServer struct {
-	srv    *Server
-	binder *fakeBinder
-	logs   *observer.ObservedLogs
+	srv     *Server
+	binder  *fakeBinder
+	logs    *observer.ObservedLogs
+	metrics *Metrics
+	waiting *fakeNotifier
+}
+
+// fakeNotifier records the waiting pods it is told about.
+type fakeNotifier struct {
+	mu    sync.Mutex
+	calls []string // "namespace/name: reason"
+}
+
+func (f *fakeNotifier) NotifyWaiting(pod *corev1.Pod, reason string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, podKey(pod)+": "+reason)
 }
 
 func newTestServer(t *testing.T, ready bool, maxBytes int64) *testServer {
@@ -102,6 +124,7 @@ func newTestServer(t *testing.T, ready bool, maxBytes int64) *testServer {
 	decider := &fakeDecider{
 		nodes:     map[string]bool{"n1": true, "n2": true},
 		waiting:   map[string]string{"waiter": "job default/w waits for its turn: 2nd of 2, behind default/a (P=0.80)"},
+		unseen:    map[string]string{"newcomer": "job default/n is not in the extender's view yet; it is retried shortly"},
 		conflicts: map[string]string{"ps1/n2": "node n2 already hosts ps default/a-ps-0 of job default/a (hard PS anti-affinity)"},
 		scores:    map[string]int64{"n1": 10, "n2": 3},
 	}
@@ -109,11 +132,14 @@ func newTestServer(t *testing.T, ready bool, maxBytes int64) *testServer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := NewServer(ServerOptions{Log: log, URLPrefix: "/scheduler", MaxRequestBytes: maxBytes, Ready: readyFlag(ready), Scheduler: verbs})
+	metrics := NewMetrics(prometheus.NewRegistry())
+	waiting := &fakeNotifier{}
+	verbs.Observe(metrics, waiting)
+	srv, err := NewServer(ServerOptions{Log: log, URLPrefix: "/scheduler", MaxRequestBytes: maxBytes, Ready: readyFlag(ready), Scheduler: verbs, Metrics: metrics})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &testServer{srv: srv, binder: binder, logs: logs}
+	return &testServer{srv: srv, binder: binder, logs: logs, metrics: metrics, waiting: waiting}
 }
 
 func (ts *testServer) do(method, path, body string) *httptest.ResponseRecorder {
@@ -126,11 +152,15 @@ func (ts *testServer) do(method, path, body string) *httptest.ResponseRecorder {
 
 const podJSON = `{"metadata":{"name":"p1","namespace":"default","uid":"u1"},"spec":{"containers":[{"name":"c","image":"fake"}]}}`
 
+const waiterReason = "job default/w waits for its turn: 2nd of 2, behind default/a (P=0.80)"
+
 func TestFilter(t *testing.T) {
 	tests := []struct {
 		name string
 		body string
 		want extenderv1.ExtenderFilterResult
+		// notified are the waiting pods told why (an Event each, rate limited elsewhere).
+		notified []string
 	}{
 		{
 			name: "node names: known pass, unknown fail with a reason",
@@ -148,8 +178,20 @@ func TestFilter(t *testing.T) {
 				NodeNames:   &[]string{},
 				FailedNodes: extenderv1.FailedNodesMap{},
 				FailedAndUnresolvableNodes: extenderv1.FailedNodesMap{
-					"n1": "job default/w waits for its turn: 2nd of 2, behind default/a (P=0.80)",
-					"n2": "job default/w waits for its turn: 2nd of 2, behind default/a (P=0.80)",
+					"n1": waiterReason,
+					"n2": waiterReason,
+				},
+			},
+			notified: []string{"default/waiter: " + waiterReason},
+		},
+		{
+			name: "a pod whose job the view has not seen waits, and is not told it waits for its turn",
+			body: `{"Pod":{"metadata":{"name":"newcomer","namespace":"default"}},"NodeNames":["n1"]}`,
+			want: extenderv1.ExtenderFilterResult{
+				NodeNames:   &[]string{},
+				FailedNodes: extenderv1.FailedNodesMap{},
+				FailedAndUnresolvableNodes: extenderv1.FailedNodesMap{
+					"n1": "job default/n is not in the extender's view yet; it is retried shortly",
 				},
 			},
 		},
@@ -168,8 +210,9 @@ func TestFilter(t *testing.T) {
 			want: extenderv1.ExtenderFilterResult{
 				Nodes:                      &corev1.NodeList{Items: []corev1.Node{}},
 				FailedNodes:                extenderv1.FailedNodesMap{},
-				FailedAndUnresolvableNodes: extenderv1.FailedNodesMap{"x1": "job default/w waits for its turn: 2nd of 2, behind default/a (P=0.80)"},
+				FailedAndUnresolvableNodes: extenderv1.FailedNodesMap{"x1": waiterReason},
 			},
+			notified: []string{"default/waiter: " + waiterReason},
 		},
 		{
 			name: "lower-case keys are accepted",
@@ -203,6 +246,9 @@ func TestFilter(t *testing.T) {
 			}
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("filter result (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.notified, ts.waiting.calls); diff != "" {
+				t.Errorf("waiting pods told (-want +got):\n%s", diff)
 			}
 		})
 	}
@@ -343,7 +389,7 @@ func TestAccessLog(t *testing.T) {
 		t.Fatalf("got %d access log lines, want 1", len(entries))
 	}
 	fields := entries[0].ContextMap()
-	want := map[string]any{"method": "POST", "path": "/scheduler/bind", "status": int64(200), "pod": "default/p1", "decision": "bound to n2"}
+	want := map[string]any{"verb": "bind", "method": "POST", "path": "/scheduler/bind", "status": int64(200), "pod": "default/p1", "decision": "bound to n2"}
 	for k, v := range want {
 		if fields[k] != v {
 			t.Errorf("log field %s = %v, want %v", k, fields[k], v)

@@ -133,6 +133,7 @@ func (c *Cluster) recompute(now time.Time) {
 	}
 	snap.Queue = cfg.model.Admit(state, now)
 	c.snapshot.Store(snap)
+	c.metrics.observeQueue(snap.Queue, len(held))
 	if ce := c.log.Check(zap.DebugLevel, "queue recomputed"); ce != nil {
 		ce.Write(zap.Int("jobs", len(snap.jobs)), zap.Int("queue", snap.Queue.Len()), zap.Duration("took", time.Since(start)))
 	}

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/julienschmidt/httprouter"
@@ -50,8 +51,7 @@ const volcanoSessionKey = "latest"
 type VolcanoVerbs struct {
 	log      *zap.Logger
 	prefix   string
-	model    priority.Model
-	affinity priority.Affinity
+	tuning   atomic.Pointer[volcanoTuning] // swapped by a config reload
 	gang     GangConfig
 	now      func() time.Time
 	sessions *gocache.Cache // volcanoSessionKey -> *volcanoSession
@@ -74,11 +74,23 @@ func NewVolcanoVerbs(log *zap.Logger, cfg VolcanoConfig, model priority.Model, a
 		now = time.Now
 	}
 	ttl := cfg.SessionTTL.Duration
-	return &VolcanoVerbs{
-		log: log, prefix: cfg.URLPrefix, model: model, affinity: affinity, gang: gang, now: now,
-		sessions: gocache.New(ttl, ttl),
-	}, nil
+	v := &VolcanoVerbs{log: log, prefix: cfg.URLPrefix, gang: gang, now: now, sessions: gocache.New(ttl, ttl)}
+	v.SetModel(model, affinity)
+	return v, nil
 }
+
+// volcanoTuning is the reloadable part of the Volcano verbs' configuration.
+type volcanoTuning struct {
+	model    priority.Model
+	affinity priority.Affinity
+}
+
+// SetModel swaps the model and affinity the verbs use (a config reload).
+func (v *VolcanoVerbs) SetModel(model priority.Model, affinity priority.Affinity) {
+	v.tuning.Store(&volcanoTuning{model: model, affinity: affinity})
+}
+
+func (v *VolcanoVerbs) tuned() *volcanoTuning { return v.tuning.Load() }
 
 // URLPrefix is the prefix the Volcano verbs are served under.
 func (v *VolcanoVerbs) URLPrefix() string { return v.prefix }
@@ -333,7 +345,8 @@ func (v *VolcanoVerbs) decidePredicate(req *volcanoPredicateRequest) volcanoAnsw
 	}
 	node := volcanoNode(&req.Node.VolcanoNodeHead).Name
 	pass.decision = "pass " + node
-	if v.affinity.PSAntiAffinity != priority.AntiAffinityHard {
+	aff := v.tuned().affinity
+	if aff.PSAntiAffinity != priority.AntiAffinityHard {
 		return pass
 	}
 	pod := v.askingPod(req.Task)
@@ -342,7 +355,7 @@ func (v *VolcanoVerbs) decidePredicate(req *volcanoPredicateRequest) volcanoAnsw
 	}
 	req.Node.Name = node
 	job := v.affinityJob(v.session(), req.Task, []*VolcanoNodeInfo{req.Node})
-	if conflict, why := v.affinity.PSConflict(pod, &job, node); conflict {
+	if conflict, why := aff.PSConflict(pod, &job, node); conflict {
 		return volcanoAnswer{
 			body:    VolcanoPredicateResult{Status: why, Code: VolcanoPredicateUnschedulableAndUnresolvable},
 			subject: pass.subject, decision: "fail: " + why,
@@ -392,7 +405,7 @@ func (v *VolcanoVerbs) decidePrioritize(req *volcanoPrioritizeRequest) volcanoAn
 		return nil
 	}
 	job := v.affinityJob(s, req.Task, nodes)
-	scores := v.affinity.Score(v.askingPod(req.Task), &job, candidates, labelsOf)
+	scores := v.tuned().affinity.Score(v.askingPod(req.Task), &job, candidates, labelsOf)
 	best := -1
 	for i, sc := range scores {
 		res.NodeScore[sc.Node] = float64(sc.Score * volcanoScoreScale)
@@ -458,7 +471,8 @@ func (v *VolcanoVerbs) rankTask(s *volcanoSession, t *VolcanoTaskInfo, now time.
 	} else {
 		job = v.gang.volcanoTaskJob(t)
 	}
-	r := rankedJob{key: job.Key, p: v.model.Combined(v.model.Terms(&job, now))}
+	model := v.tuned().model
+	r := rankedJob{key: job.Key, p: model.Combined(model.Terms(&job, now))}
 	if t.Job != "" {
 		seen[t.Job] = r
 	}
@@ -547,7 +561,7 @@ func (v *VolcanoVerbs) enqueuePlanFor(s *volcanoSession, asked *VolcanoJobInfo, 
 	if asked != nil {
 		pending = append(pending, candidate(asked))
 	}
-	return newEnqueuePlan(v.model, now, pending, reserved, nodes)
+	return newEnqueuePlan(v.tuned().model, now, pending, reserved, nodes)
 }
 
 // decideEnqueue admits jobs to Inqueue in combined-priority order (see newEnqueuePlan and

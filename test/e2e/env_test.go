@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -72,7 +73,8 @@ type env struct {
 	ext      *framework.Process
 	extAddr  string
 	extCfg   string
-	extKube  string // the extender's kubeconfig: extenderUser's (see grantExtenderRole)
+	extKube  string      // the extender's kubeconfig: extenderUser's (see grantExtenderRole)
+	extTLS   *tls.Config // set: the helpers talk HTTPS to the extender
 	sched    *framework.Process
 	repoRoot string
 }
@@ -100,30 +102,63 @@ func (e *env) startExtender(extraConfig string) {
 	if e.extAddr == "" {
 		e.extAddr = freeAddr(e.t)
 	}
-	e.startExtenderWith(fmt.Sprintf("listen: %s\nurlPrefix: /scheduler\nkubeconfig: %s\nlog:\n  format: json\n  level: debug\n%s", e.extAddr, e.extKube, extraConfig))
+	e.startExtenderWith(e.extenderConfig(extraConfig))
 }
 
 // startExtenderWith runs cps-extender with the whole config cfg, which must listen on
 // e.extAddr, and waits until it is ready.
 func (e *env) startExtenderWith(cfg string) {
 	e.t.Helper()
-	cfgPath := filepath.Join(e.cp.Dir, "cps-extender.yaml")
-	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
-		e.t.Fatal(err)
-	}
-	e.extCfg = cfgPath
-	e.ext = e.cp.StartProcess(e.t, "cps-extender", extenderBinary(e.t), []string{"--config=" + cfgPath}, nil)
+	e.extCfg = filepath.Join(e.cp.Dir, "cps-extender.yaml")
+	e.writeConfigFile(cfg)
+	e.ext = e.cp.StartProcess(e.t, "cps-extender", extenderBinary(e.t), []string{"--config=" + e.extCfg}, nil)
 	framework.WaitFor(e.t, 60*time.Second, "cps-extender ready", func() (bool, error) {
 		if e.ext.Exited() {
 			return false, framework.StopPolling(fmt.Errorf("cps-extender exited: %v", e.ext.ExitErr()))
 		}
-		resp, err := http.Get("http://" + e.extAddr + "/readyz")
+		resp, err := e.extenderGet("/readyz")
 		if err != nil {
 			return false, err
 		}
 		resp.Body.Close()
 		return resp.StatusCode == http.StatusOK, fmt.Errorf("readyz %d", resp.StatusCode)
 	})
+}
+
+// extenderConfig is the test's base extender config followed by extraConfig.
+func (e *env) extenderConfig(extraConfig string) string {
+	return fmt.Sprintf("listen: %s\nurlPrefix: /scheduler\nkubeconfig: %s\nlog:\n  format: json\n  level: debug\n%s", e.extAddr, e.extKube, extraConfig)
+}
+
+// writeExtenderConfig rewrites the extender's config file with the base config and
+// extraConfig (a running extender reloads its model section from it).
+func (e *env) writeExtenderConfig(extraConfig string) {
+	e.t.Helper()
+	e.writeConfigFile(e.extenderConfig(extraConfig))
+}
+
+func (e *env) writeConfigFile(cfg string) {
+	e.t.Helper()
+	if err := os.WriteFile(e.extCfg, []byte(cfg), 0o600); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// extenderURL is the extender's URL for path, over HTTPS when extTLS is set.
+func (e *env) extenderURL(path string) string {
+	if e.extTLS != nil {
+		return "https://" + e.extAddr + path
+	}
+	return "http://" + e.extAddr + path
+}
+
+// extenderGet GETs path from the extender.
+func (e *env) extenderGet(path string) (*http.Response, error) {
+	c := &http.Client{Timeout: 10 * time.Second}
+	if e.extTLS != nil {
+		c.Transport = &http.Transport{TLSClientConfig: e.extTLS}
+	}
+	return c.Get(e.extenderURL(path))
 }
 
 // schedulerConfig is scheduler-config/kube-scheduler.yaml as shipped, with only the
@@ -436,11 +471,12 @@ type queueJob struct {
 	P        float64 `json:"p"`
 	Starved  bool    `json:"starved"`
 	Reason   string  `json:"reason"`
+	Blocker  string  `json:"blocker"`
 }
 
 // queue reads the extender's admission queue, by job key.
 func (e *env) queue() (map[string]queueJob, error) {
-	resp, err := http.Get("http://" + e.extAddr + "/debug/queue")
+	resp, err := e.extenderGet("/debug/queue")
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,85 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cps-extender/cps-extender/internal/testcerts"
+	"github.com/cps-extender/cps-extender/test/e2e/framework"
+)
+
+// TestSchedulerOverHTTPS: kube-scheduler calls cps-extender over HTTPS (enableHTTPS with
+// tlsConfig.caFile, as an operator would configure it) and a gang still binds whole; the
+// serving certificate is then rotated on disk, new handshakes get the new one, and
+// scheduling goes on.
+func TestSchedulerOverHTTPS(t *testing.T) {
+	e := newEnv(t, framework.Nodes("node", 2, "4", "8Gi")...)
+	dir := t.TempDir()
+	caFile, certFile, keyFile := filepath.Join(dir, "ca.crt"), filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
+	ca := testcerts.NewCA(t)
+	testcerts.WriteFile(t, caFile, ca.PEM)
+	ca.IssueFiles(t, 100, certFile, keyFile)
+	roots := ca.Pool()
+	e.extTLS = &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}
+
+	e.startExtender(fmt.Sprintf("tls:\n  certFile: %s\n  keyFile: %s\nreload:\n  interval: 1s\n", certFile, keyFile))
+	e.startScheduler(true, func(cfg string) string {
+		plain := "urlPrefix: http://" + e.extAddr + "/scheduler"
+		if !strings.Contains(cfg, plain) || !strings.Contains(cfg, "enableHTTPS: false") {
+			t.Fatalf("the scheduler config has no %q or no enableHTTPS: false", plain)
+		}
+		cfg = strings.Replace(cfg, plain, "urlPrefix: https://"+e.extAddr+"/scheduler", 1)
+		return strings.Replace(cfg, "enableHTTPS: false", "enableHTTPS: true\n  tlsConfig:\n    caFile: "+caFile, 1)
+	})
+	if resp, err := http.Get("http://" + e.extAddr + "/readyz"); err == nil {
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusOK {
+			t.Error("the extender also answers plain HTTP; want HTTPS only")
+		}
+	}
+
+	first := jobSpec{name: "tls-a", ps: 1, workers: 3}
+	e.createJobs(first)
+	e.waitJobBound(first, 90*time.Second)
+	reqs := e.extenderRequests()
+	if reqs["/scheduler/filter"] < 4 || reqs["/scheduler/bind"] < 4 {
+		t.Fatalf("extender requests %v: want the scheduler's filter and bind calls over HTTPS", reqs)
+	}
+	if got := servedSerial(t, e.extAddr, roots); got != 100 {
+		t.Fatalf("served certificate serial %d, want 100", got)
+	}
+
+	// Rotate: a new certificate from the same CA. New handshakes must get it.
+	ca.IssueFiles(t, 200, certFile, keyFile)
+	framework.WaitFor(t, 30*time.Second, "the rotated certificate served", func() (bool, error) {
+		got := servedSerial(t, e.extAddr, roots)
+		return got == 200, fmt.Errorf("serial %d", got)
+	})
+	if !e.extenderLogHas(`"msg":"TLS certificate reloaded"`) {
+		t.Error("no 'TLS certificate reloaded' log line")
+	}
+	second := jobSpec{name: "tls-b", ps: 1, workers: 3}
+	e.createJobs(second)
+	e.waitJobBound(second, 90*time.Second)
+}
+
+// servedSerial handshakes with the extender (verifying its certificate against roots) and
+// returns the serial number of the certificate it served.
+func servedSerial(t *testing.T, addr string, roots *x509.CertPool) int64 {
+	t.Helper()
+	conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", addr, &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12})
+	if err != nil {
+		t.Fatalf("TLS handshake with the extender: %v", err)
+	}
+	defer conn.Close()
+	return conn.ConnectionState().PeerCertificates[0].SerialNumber.Int64()
+}
