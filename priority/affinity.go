@@ -227,19 +227,53 @@ func (a Affinity) Score(pod Pod, job *Job, candidates []Node, labelsOf func(node
 	if job == nil || len(candidates) == 0 {
 		return out
 	}
-	if labelsOf == nil {
-		labelsOf = func(string) map[string]string { return nil }
+	s := a.newScorer(pod, job, labelsOf)
+	if s.k == 0 {
+		return out
 	}
-	if pod.Role == RolePS {
-		a.scorePS(out, pod, job, candidates, labelsOf)
-	} else {
-		a.scoreWorker(out, pod, job, candidates, labelsOf)
+	parts := make([]ScorePart, len(candidates)*s.k)
+	for c := range candidates {
+		ps := parts[c*s.k : (c+1)*s.k : (c+1)*s.k]
+		out[c].Score = s.score(&candidates[c], ps)
+		out[c].Parts = ps
 	}
 	return out
 }
 
-// scoreWorker fills out for a worker-side pod; see Score.
-func (a Affinity) scoreWorker(out []NodeScore, pod Pod, job *Job, candidates []Node, labelsOf func(string) map[string]string) {
+// scorer holds what a pod's scores depend on besides the candidate node, worked out once
+// per pod: the placed targets counted by node and level, and for a PS the active terms.
+// Scoring one node then costs a few comparisons and lookups and allocates nothing.
+type scorer struct {
+	k  int // parts per node; 0 when every node scores 0
+	ps bool
+
+	// Worker-side pod: closeness to the targets, named sameNode then per level.
+	targets *podPlacement
+	names   []string
+	counts  []int // per-level scratch for the parts
+
+	// PS pod: the active terms.
+	psOn                     map[string]int
+	workers                  *podPlacement
+	shape                    []shapeResource
+	want                     int
+	spreadOn, nearOn, roomOn bool
+	wsum                     float64
+}
+
+// newScorer prepares the scores of pod in job; see Score. The job is not changed.
+func (a Affinity) newScorer(pod Pod, job *Job, labelsOf func(string) map[string]string) *scorer {
+	if labelsOf == nil {
+		labelsOf = func(string) map[string]string { return nil }
+	}
+	if pod.Role == RolePS {
+		return a.newPSScorer(pod, job, labelsOf)
+	}
+	return a.newWorkerScorer(pod, job, labelsOf)
+}
+
+// newWorkerScorer prepares a worker-side pod's scores; see Score.
+func (a Affinity) newWorkerScorer(pod Pod, job *Job, labelsOf func(string) map[string]string) *scorer {
 	targets := a.newPlacement(labelsOf)
 	for i := range job.Pods {
 		if p := &job.Pods[i]; p.Role == RolePS && placedOnNode(p) && !isSamePod(pod, *p) {
@@ -256,7 +290,7 @@ func (a Affinity) scoreWorker(out []NodeScore, pod Pod, job *Job, candidates []N
 		sameNode, sameLevel = partWorkerSameNode, partWorkerSame
 	}
 	if targets.total == 0 {
-		return
+		return &scorer{}
 	}
 	k := 1 + len(a.Topology)
 	names := make([]string, k)
@@ -264,27 +298,13 @@ func (a Affinity) scoreWorker(out []NodeScore, pod Pod, job *Job, candidates []N
 	for i, key := range a.Topology {
 		names[1+i] = sameLevel + key
 	}
-	counts := make([]int, len(a.Topology))
-	parts := make([]ScorePart, len(candidates)*k)
-	t := float64(targets.total)
-	for c := range candidates {
-		onNode, shared := targets.closeness(&candidates[c], counts)
-		ps := parts[c*k : (c+1)*k : (c+1)*k]
-		ps[0] = ScorePart{Name: names[0], Value: float64(onNode) / t}
-		for i, n := range counts {
-			ps[1+i] = ScorePart{Name: names[1+i], Value: float64(n) / t}
-		}
-		out[c].Score = toScore((float64(onNode) + shared) / t)
-		out[c].Parts = ps
-	}
+	return &scorer{k: k, targets: targets, names: names, counts: make([]int, len(a.Topology))}
 }
 
-// scorePS fills out for a PS pod; see Score.
-func (a Affinity) scorePS(out []NodeScore, pod Pod, job *Job, candidates []Node, labelsOf func(string) map[string]string) {
-	workers := a.newPlacement(labelsOf)
-	var psOn map[string]int
+// newPSScorer prepares a PS pod's scores; see Score.
+func (a Affinity) newPSScorer(pod Pod, job *Job, labelsOf func(string) map[string]string) *scorer {
+	s := &scorer{ps: true, workers: a.newPlacement(labelsOf)}
 	pending := 0
-	var shape []shapeResource
 	for i := range job.Pods {
 		p := &job.Pods[i]
 		if isSamePod(pod, *p) {
@@ -293,70 +313,86 @@ func (a Affinity) scorePS(out []NodeScore, pod Pod, job *Job, candidates []Node,
 		switch {
 		case p.Role == RolePS:
 			if placedOnNode(p) {
-				if psOn == nil {
-					psOn = make(map[string]int)
+				if s.psOn == nil {
+					s.psOn = make(map[string]int)
 				}
-				psOn[p.Node]++
+				s.psOn[p.Node]++
 			}
 		case placedOnNode(p):
-			workers.add(p.Node)
+			s.workers.add(p.Node)
 		case p.State == PodPending:
 			pending++
-			shape = mergeMaxRequest(shape, p.Request)
+			s.shape = mergeMaxRequest(s.shape, p.Request)
 		}
 	}
-	spreadOn := a.mode() != AntiAffinityOff && len(psOn) > 0
-	nearOn := workers.total > 0
-	roomOn := pending > 0
-	var k int
-	var wsum float64
-	if spreadOn {
-		k++
-		wsum += weightSpread
+	s.spreadOn = a.mode() != AntiAffinityOff && len(s.psOn) > 0
+	s.nearOn = s.workers.total > 0
+	s.roomOn = pending > 0
+	if s.spreadOn {
+		s.k++
+		s.wsum += weightSpread
 	}
-	if nearOn {
-		k++
-		wsum += weightNear
+	if s.nearOn {
+		s.k++
+		s.wsum += weightNear
 	}
-	if roomOn {
-		k++
-		wsum += weightRoom
-	}
-	if k == 0 {
-		return
+	if s.roomOn {
+		s.k++
+		s.wsum += weightRoom
 	}
 	// The room term subtracts this PS's own request from the node's free capacity first.
-	for i := range shape {
-		shape[i].own = max(pod.Request[shape[i].name], 0)
+	for i := range s.shape {
+		s.shape[i].own = max(pod.Request[s.shape[i].name], 0)
 	}
-	want := min(pending, roomCap)
-	parts := make([]ScorePart, len(candidates)*k)
-	for c := range candidates {
-		n := &candidates[c]
-		ps := parts[c*k : c*k : (c+1)*k]
-		var sum float64
-		if spreadOn {
-			v := 1.0
-			if psOn[n.Name] > 0 {
-				v = 0
+	s.want = min(pending, roomCap)
+	return s
+}
+
+// score returns the score of node n and, when parts is not nil (it has room for k parts),
+// fills in its parts.
+func (s *scorer) score(n *Node, parts []ScorePart) int64 {
+	if s.k == 0 {
+		return 0
+	}
+	if !s.ps {
+		var counts []int
+		if parts != nil {
+			counts = s.counts
+		}
+		onNode, shared := s.targets.closeness(n, counts)
+		t := float64(s.targets.total)
+		if parts != nil {
+			parts[0] = ScorePart{Name: s.names[0], Value: float64(onNode) / t}
+			for i, c := range counts {
+				parts[1+i] = ScorePart{Name: s.names[1+i], Value: float64(c) / t}
 			}
-			sum += weightSpread * v
-			ps = append(ps, ScorePart{Name: partPSSpread, Value: v})
 		}
-		if nearOn {
-			onNode, shared := workers.closeness(n, nil)
-			v := (float64(onNode) + shared) / float64(workers.total)
-			sum += weightNear * v
-			ps = append(ps, ScorePart{Name: partWorkersNear, Value: v})
-		}
-		if roomOn {
-			v := float64(min(workersFitting(n.Free, shape, want), want)) / float64(want)
-			sum += weightRoom * v
-			ps = append(ps, ScorePart{Name: partRoomForWorkers, Value: v})
-		}
-		out[c].Score = toScore(sum / wsum)
-		out[c].Parts = ps
+		return toScore((float64(onNode) + shared) / t)
 	}
+	var sum float64
+	part := 0
+	add := func(name string, weight, v float64) {
+		sum += weight * v
+		if parts != nil {
+			parts[part] = ScorePart{Name: name, Value: v}
+		}
+		part++
+	}
+	if s.spreadOn {
+		v := 1.0
+		if s.psOn[n.Name] > 0 {
+			v = 0
+		}
+		add(partPSSpread, weightSpread, v)
+	}
+	if s.nearOn {
+		onNode, shared := s.workers.closeness(n, nil)
+		add(partWorkersNear, weightNear, (float64(onNode)+shared)/float64(s.workers.total))
+	}
+	if s.roomOn {
+		add(partRoomForWorkers, weightRoom, float64(min(workersFitting(n.Free, s.shape, s.want), s.want))/float64(s.want))
+	}
+	return toScore(sum / s.wsum)
 }
 
 // PSConflict reports whether placing pod on node breaks hard PS anti-affinity: only in hard
