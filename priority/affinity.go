@@ -464,44 +464,103 @@ type placedNodeCount struct {
 	values []string
 }
 
+// keyIndex numbers distinct strings in order of first sight. A pod's targets sit on a
+// handful of nodes and domains, and scanning a few strings is cheaper than hashing one
+// for every candidate node, so the map is built only once there are more.
+type keyIndex struct {
+	keys []string
+	m    map[string]int
+}
+
+// keyIndexScan is how many keys keyIndex scans before it builds its map.
+const keyIndexScan = 8
+
+// find returns key's number, or -1.
+func (x *keyIndex) find(key string) int {
+	if x.m != nil {
+		if i, ok := x.m[key]; ok {
+			return i
+		}
+		return -1
+	}
+	for i, k := range x.keys {
+		if k == key {
+			return i
+		}
+	}
+	return -1
+}
+
+// insert returns key's number, numbering it when new.
+func (x *keyIndex) insert(key string) int {
+	if i := x.find(key); i >= 0 {
+		return i
+	}
+	x.keys = append(x.keys, key)
+	i := len(x.keys) - 1
+	switch {
+	case x.m != nil:
+		x.m[key] = i
+	case len(x.keys) > keyIndexScan:
+		x.m = make(map[string]int, 2*len(x.keys))
+		for j, k := range x.keys {
+			x.m[k] = j
+		}
+	}
+	return i
+}
+
+// levelCounts counts placed target pods by one level's label value.
+type levelCounts struct {
+	values keyIndex
+	counts []int
+}
+
+func (l *levelCounts) get(value string) int {
+	if i := l.values.find(value); i >= 0 {
+		return l.counts[i]
+	}
+	return 0
+}
+
 // podPlacement counts placed target pods by node and, per topology level, by label value, so
-// the closeness of a candidate to all of them costs O(levels) map lookups.
+// the closeness of a candidate to all of them costs O(levels) lookups.
 type podPlacement struct {
 	topology []string
 	labelsOf func(string) map[string]string
 	total    int
-	nodes    map[string]*placedNodeCount
-	levels   []map[string]int
+	nodes    keyIndex
+	counts   []placedNodeCount // by the node's number in nodes
+	levels   []levelCounts
 }
 
 // newPlacement returns an empty podPlacement over a's topology levels.
 func (a Affinity) newPlacement(labelsOf func(string) map[string]string) *podPlacement {
-	return &podPlacement{topology: a.Topology, labelsOf: labelsOf}
+	return &podPlacement{topology: a.Topology, labelsOf: labelsOf, levels: make([]levelCounts, len(a.Topology))}
 }
 
 // add counts one placed pod on node.
 func (pl *podPlacement) add(node string) {
-	if pl.nodes == nil {
-		pl.nodes = make(map[string]*placedNodeCount)
-		pl.levels = make([]map[string]int, len(pl.topology))
-		for i := range pl.levels {
-			pl.levels[i] = make(map[string]int)
-		}
-	}
 	pl.total++
-	pn := pl.nodes[node]
-	if pn == nil {
+	at := pl.nodes.insert(node)
+	if at == len(pl.counts) {
 		labels := pl.labelsOf(node)
-		pn = &placedNodeCount{values: make([]string, len(pl.topology))}
+		pn := placedNodeCount{values: make([]string, len(pl.topology))}
 		for i, key := range pl.topology {
 			pn.values[i] = labels[key]
 		}
-		pl.nodes[node] = pn
+		pl.counts = append(pl.counts, pn)
 	}
+	pn := &pl.counts[at]
 	pn.count++
 	for i, v := range pn.values {
 		if v != "" {
-			pl.levels[i][v]++
+			l := &pl.levels[i]
+			j := l.values.insert(v)
+			if j == len(l.counts) {
+				l.counts = append(l.counts, 0)
+			}
+			l.counts[j]++
 		}
 	}
 }
@@ -513,8 +572,8 @@ func (pl *podPlacement) add(node string) {
 func (pl *podPlacement) closeness(n *Node, counts []int) (int, float64) {
 	onNode := 0
 	var here []string
-	if pn := pl.nodes[n.Name]; pn != nil {
-		onNode, here = pn.count, pn.values
+	if at := pl.nodes.find(n.Name); at >= 0 {
+		onNode, here = pl.counts[at].count, pl.counts[at].values
 	}
 	if len(pl.topology) == 0 {
 		return onNode, 0
@@ -532,7 +591,7 @@ func (pl *podPlacement) closeness(n *Node, counts []int) (int, float64) {
 		}
 		count := 0
 		if v := labels[key]; v != "" {
-			count = pl.levels[i][v]
+			count = pl.levels[i].get(v)
 			if here != nil && here[i] == v {
 				count -= onNode // pods on n itself count as same node, not as same domain
 			}
