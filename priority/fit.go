@@ -199,6 +199,9 @@ type capacity struct {
 
 	byName map[string]int // node index by name, built on first use
 
+	// psScratch is the backing array of place's set of PS nodes, reused job after job.
+	psScratch []int
+
 	// While a trial is open, takes and cursor moves are logged so that a job that does
 	// not fit can be taken back out.
 	trial      bool

@@ -106,8 +106,12 @@ func (m Model) Admit(s State, now time.Time) *Queue {
 
 	var dims dimSet
 	demands := dims.demands(fitPods)
+	// One backing array each for every job's demands and plan.
+	plans := make([]plannedPod, len(fitPods))
 	for _, v := range queue {
-		v.demands, demands = demands[:len(v.toFit)], demands[len(v.toFit):]
+		n := len(v.toFit)
+		v.demands, demands = demands[:n], demands[n:]
+		v.plan, plans = plans[:0:n], plans[n:]
 	}
 	c := newCapacity(s.Nodes, &dims)
 
@@ -259,7 +263,7 @@ func (m Model) viewJob(v *jobView, coolDown map[string]time.Time, now time.Time,
 // at the first that does not, since the caller takes the job back out anyway.
 func place(c *capacity, v *jobView, keepPartial bool) string {
 	v.plan = v.plan[:0]
-	var ps []int
+	ps := c.psScratch[:0]
 	for _, name := range v.psNodes {
 		if at := c.nodeIndex(name); at >= 0 {
 			ps = insertSorted(ps, at)
@@ -282,6 +286,7 @@ func place(c *capacity, v *jobView, keepPartial bool) string {
 			break
 		}
 	}
+	c.psScratch = ps[:0]
 	return blocker
 }
 
