@@ -3,9 +3,11 @@ package priority
 import (
 	"encoding/binary"
 	"math"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
+	"unsafe"
 )
 
 // FitResult is the outcome of a simulated placement.
@@ -106,9 +108,22 @@ func (ds *dimSet) demands(pods []*Pod) []demand {
 	}
 	backing := make([]dimNeed, 0, total)
 	out := make([]demand, len(pods))
+	// Pods that share one request map (a caller may intern equal requests) share one
+	// demand: sameAs[i] is the first pod with pod i's map, or i.
+	sameAs := make([]int32, len(pods))
+	firstWith := make(map[unsafe.Pointer]int32)
 	// Provisional dimension numbers in order of first sight; renumbered below into the
 	// display order once every name is known.
 	for i, p := range pods {
+		sameAs[i] = int32(i)
+		if p.Request != nil {
+			at := reflect.ValueOf(p.Request).UnsafePointer()
+			if j, ok := firstWith[at]; ok {
+				sameAs[i] = j
+				continue
+			}
+			firstWith[at] = int32(i)
+		}
 		start := len(backing)
 		for name, v := range p.Request {
 			if v <= 0 || name == resourcePods {
@@ -133,6 +148,10 @@ func (ds *dimSet) demands(pods []*Pod) []demand {
 	shapes := map[string]int{}
 	var key []byte
 	for i := range out {
+		if j := sameAs[i]; int(j) != i {
+			out[i] = out[j] // j < i: already renumbered
+			continue
+		}
 		needs := out[i].needs
 		req := needs[:len(needs)-1]
 		for k := range req {

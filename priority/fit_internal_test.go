@@ -102,3 +102,45 @@ func TestCapacityTrials(t *testing.T) {
 		}
 	}
 }
+
+// TestDemandsSharedRequests: pods that share one request map get the same demands as pods
+// with equal maps of their own, whatever the order and mix of requests.
+func TestDemandsSharedRequests(t *testing.T) {
+	shared := []Resources{
+		{"cpu": 1000, "memory": 2 << 30},
+		{"cpu": 2000, "memory": 2 << 30, "nvidia.com/gpu": 1},
+		{"memory": 1 << 30, "pods": 3, "cpu": 0},
+		{},
+		nil,
+	}
+	r := rand.New(rand.NewPCG(3, 4))
+	for round := range 20 {
+		var sharing, owning []*Pod
+		for i := range 1 + r.IntN(40) {
+			req := shared[r.IntN(len(shared))]
+			if r.IntN(5) == 0 { // a request nobody shares
+				req = Resources{"cpu": int64(1 + r.IntN(4000)), "example.com/x": int64(r.IntN(2))}
+			}
+			uid := strconv.Itoa(i)
+			sharing = append(sharing, &Pod{UID: uid, Request: req})
+			var own Resources
+			if req != nil {
+				own = Resources{}
+				for k, v := range req {
+					own[k] = v
+				}
+			}
+			owning = append(owning, &Pod{UID: uid, Request: own})
+		}
+		var dsShared, dsOwn dimSet
+		got, want := dsShared.demands(sharing), dsOwn.demands(owning)
+		if !slices.Equal(dsShared.names, dsOwn.names) || dsShared.shapes != dsOwn.shapes {
+			t.Fatalf("round %d: dimensions %v/%d, want %v/%d", round, dsShared.names, dsShared.shapes, dsOwn.names, dsOwn.shapes)
+		}
+		for i := range got {
+			if !slices.Equal(got[i].needs, want[i].needs) || got[i].shape != want[i].shape {
+				t.Errorf("round %d pod %d: demand %+v, want %+v", round, i, got[i], want[i])
+			}
+		}
+	}
+}
