@@ -3,6 +3,7 @@ package extender
 import (
 	"context"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -38,6 +39,9 @@ type Cluster struct {
 	kick     chan struct{}
 	ready    atomic.Bool
 	index    *viewIndex
+	// admitSpace pools *priority.Workspace: Admit's scratch space, reused recompute after
+	// recompute instead of allocated anew.
+	admitSpace sync.Pool
 }
 
 // viewConfig is the part of the configuration the view computes with; it can be swapped

@@ -132,7 +132,12 @@ func (c *Cluster) recompute(now time.Time) {
 	for _, j := range snap.jobs {
 		state.Jobs = append(state.Jobs, *j)
 	}
-	snap.Queue = cfg.model.Admit(state, now)
+	w, ok := c.admitSpace.Get().(*priority.Workspace)
+	if !ok {
+		w = &priority.Workspace{}
+	}
+	snap.Queue = cfg.model.AdmitIn(state, now, w)
+	c.admitSpace.Put(w)
 	c.snapshot.Store(snap)
 	if ce := c.log.Check(zap.DebugLevel, "queue recomputed"); ce != nil {
 		ce.Write(zap.Int("jobs", len(snap.jobs)), zap.Int("queue", snap.Queue.Len()), zap.Duration("took", time.Since(start)))

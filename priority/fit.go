@@ -38,7 +38,7 @@ func Fit(nodes []Node, pods []Pod) FitResult {
 	}
 	var dims dimSet
 	demands := dims.demands(ptrs)
-	c := newCapacity(nodes, &dims)
+	c := newCapacity(nodes, &dims, nil)
 	res := FitResult{OK: true, Placement: make(map[string]string, len(sorted))}
 	var ps []int
 	for i, p := range ptrs {
@@ -235,10 +235,15 @@ type taken struct {
 
 // newCapacity builds the table from the nodes' Free, in name order so that the result does
 // not depend on the order of the input.
-func newCapacity(nodes []Node, ds *dimSet) *capacity {
+// Its arrays come from w when not nil.
+func newCapacity(nodes []Node, ds *dimSet, w *Workspace) *capacity {
+	if w == nil {
+		w = &Workspace{}
+	}
 	// Sorting int32 indexes moves no pointers, which keeps the GC's write barrier out of
 	// the sort; an already sorted input (a snapshot kept in order) skips it.
-	order := make([]int32, len(nodes))
+	w.order = grown(w.order, len(nodes))
+	order := w.order
 	for i := range order {
 		order[i] = int32(i)
 	}
@@ -251,11 +256,13 @@ func newCapacity(nodes []Node, ds *dimSet) *capacity {
 	for size < len(order) {
 		size *= 2
 	}
+	// Every entry of the tree but the unused root slot 0 is written below.
+	w.nodes, w.tree = grown(w.nodes, len(order)), grown(w.tree, 2*size*r)
 	c := &capacity{
-		nodes:  make([]string, len(order)),
+		nodes:  w.nodes,
 		r:      r,
 		size:   size,
-		tree:   make([]int64, 2*size*r),
+		tree:   w.tree,
 		names:  ds.names,
 		cursor: make([]int, ds.shapes),
 	}

@@ -34,7 +34,7 @@ func TestCapacityTrials(t *testing.T) {
 		}
 		var ds dimSet
 		demands := ds.demands(pods)
-		c := newCapacity(nodes, &ds)
+		c := newCapacity(nodes, &ds, nil)
 
 		// The plain matrix, in the table's node order.
 		mirror := make([][]int64, len(c.nodes))
