@@ -51,8 +51,9 @@ type viewIndex struct {
 	cfg   *viewConfig // the config the memberships were computed with
 	pods  map[types.UID]*podRecord
 	nodes map[string]*nodeRecord
-	// requests holds one map per distinct pod request: the pods of a job mostly ask for
-	// the same, and priority.Admit works out a shared request's demand once.
+	// requests holds one map per distinct pod request or node allocatable: the pods of a
+	// job mostly ask for the same and nodes come in a few kinds, and priority.Admit works
+	// a shared map out once.
 	requests map[string]priority.Resources
 	// schedulable is the schedulable nodes by name and nodeAt their positions; nil after a
 	// node change until the next recompute. Published snapshots share them: never written.
@@ -89,7 +90,15 @@ func (x *viewIndex) newPodRecord(pod *corev1.Pod, gang GangConfig) *podRecord {
 	return r
 }
 
-// maxInternedRequests bounds the interned requests; past it the table starts afresh.
+// newNodeRecord is newNodeRecord with the allocatable interned: nodes of one kind share
+// one map, and priority.Admit reads a shared free capacity once. x.mu is held.
+func (x *viewIndex) newNodeRecord(n *corev1.Node) *nodeRecord {
+	r := newNodeRecord(n)
+	r.allocatable = x.intern(r.allocatable)
+	return r
+}
+
+// maxInternedRequests bounds the interned maps; past it the table starts afresh.
 const maxInternedRequests = 4096
 
 // intern returns the shared map equal to req, making req the shared one when new. Nobody
@@ -173,7 +182,7 @@ func (x *viewIndex) deletePod(pod *corev1.Pod) {
 func (x *viewIndex) setNode(n *corev1.Node) bool {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	r := newNodeRecord(n)
+	r := x.newNodeRecord(n)
 	if old := x.nodes[n.Name]; old != nil && old.unschedulable == r.unschedulable &&
 		maps.Equal(old.allocatable, r.allocatable) && maps.Equal(old.labels, r.labels) {
 		return false
@@ -250,7 +259,7 @@ func (x *viewIndex) rebuild(cfg *viewConfig, list objectLister) error {
 	}
 	x.nodes = make(map[string]*nodeRecord, len(nodes))
 	for _, n := range nodes {
-		x.nodes[n.Name] = newNodeRecord(n)
+		x.nodes[n.Name] = x.newNodeRecord(n)
 	}
 	x.schedulable, x.nodeAt = nil, nil
 	x.cfg = cfg

@@ -267,10 +267,17 @@ func newCapacity(nodes []Node, ds *dimSet, w *Workspace) *capacity {
 		cursor: make([]int, ds.shapes),
 	}
 	podsDim := r - 1
+	var lastFree unsafe.Pointer // a caller may share one Free map between nodes
 	for i, k := range order {
 		n := &nodes[k]
 		c.nodes[i] = n.Name
 		leaf := c.tree[(size+i)*r : (size+i+1)*r]
+		free := reflect.ValueOf(n.Free).UnsafePointer()
+		if free != nil && free == lastFree {
+			copy(leaf, c.tree[(size+i-1)*r:(size+i)*r])
+			continue
+		}
+		lastFree = free
 		for d := 0; d < podsDim; d++ {
 			leaf[d] = n.Free[ds.names[d]]
 		}

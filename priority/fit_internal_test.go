@@ -144,3 +144,38 @@ func TestDemandsSharedRequests(t *testing.T) {
 		}
 	}
 }
+
+// TestCapacitySharedFree: nodes that share one Free map (in and out of name order, next to
+// nodes with their own) give the same capacity table as nodes with equal maps of their own.
+func TestCapacitySharedFree(t *testing.T) {
+	small := Resources{"cpu": 2000, "memory": 4 << 30, "pods": 10}
+	big := Resources{"cpu": 16000, "memory": 64 << 30, "nvidia.com/gpu": 2}
+	names := []string{"a", "b", "c", "d", "e", "f", "g"}
+	frees := []Resources{small, small, big, small, big, big, nil}
+	var sharing, owning []Node
+	for i, name := range names {
+		sharing = append(sharing, Node{Name: name, Free: frees[i]})
+		var own Resources
+		if frees[i] != nil {
+			own = Resources{}
+			for k, v := range frees[i] {
+				own[k] = v
+			}
+		}
+		owning = append(owning, Node{Name: name, Free: own})
+	}
+	pods := []*Pod{{UID: "p", Request: Resources{"cpu": 1, "memory": 1, "nvidia.com/gpu": 1}}}
+	for _, order := range [][]int{{0, 1, 2, 3, 4, 5, 6}, {6, 5, 4, 3, 2, 1, 0}, {1, 0, 4, 5, 3, 2, 6}} {
+		var s, o []Node
+		for _, i := range order {
+			s, o = append(s, sharing[i]), append(o, owning[i])
+		}
+		var ds1, ds2 dimSet
+		ds1.demands(pods)
+		ds2.demands(pods)
+		got, want := newCapacity(s, &ds1, nil), newCapacity(o, &ds2, nil)
+		if !slices.Equal(got.nodes, want.nodes) || !slices.Equal(got.tree[got.r:], want.tree[want.r:]) {
+			t.Errorf("order %v: table %v %v, want %v %v", order, got.nodes, got.tree[got.r:], want.nodes, want.tree[want.r:])
+		}
+	}
+}
