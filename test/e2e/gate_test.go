@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -101,11 +102,16 @@ func TestDeadlock(t *testing.T) {
 // orderEnv runs jobs that each fill the whole cluster (2 x 4 CPU) one at a time and
 // returns the order in which they ran: a blocker holds the cluster while the jobs queue,
 // then each job that becomes fully bound is deleted to let the next one in.
+// blockerSeq numbers runOneAtATime's blockers.
+var blockerSeq atomic.Int32
+
 func runOneAtATime(t *testing.T, e *env, jobs []jobSpec) []string {
 	t.Helper()
 	// The blocker's PriorityClass is above every job's: kube-scheduler's own preemption
-	// must not evict it for them.
-	blocker := jobSpec{name: "blocker", workers: 2, cpu: "4", priority: "blocker"}
+	// must not evict it for them. Each call's blocker has new pod names: in one run a
+	// blocker's pod vanished right after creation, leaving its gang incomplete; the likely
+	// cause is kwok's deletion of the previous blocker's pod of the same name (by name).
+	blocker := jobSpec{name: fmt.Sprintf("blocker-%d", blockerSeq.Add(1)), workers: 2, cpu: "4", priority: "blocker"}
 	e.createJobs(blocker)
 	e.waitJobBound(blocker, 60*time.Second)
 	e.createJobs(jobs...)
