@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -41,6 +42,9 @@ type Cluster struct {
 	kick     chan struct{}
 	ready    atomic.Bool
 	index    *viewIndex
+	// admitSpace pools *priority.Workspace: Admit's scratch space, reused recompute after
+	// recompute instead of allocated anew.
+	admitSpace sync.Pool
 }
 
 // viewConfig is the part of the configuration the view computes with; it can be swapped

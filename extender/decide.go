@@ -100,12 +100,11 @@ func (c *Cluster) Score(pod *corev1.Pod, names []string) extenderv1.HostPriority
 	if _, d, ok := snap.Job(job.Key); ok {
 		plan = d.Plan
 	}
-	candidates := make([]priority.Node, len(names))
-	for i, n := range names {
-		candidates[i] = snap.node(n)
-	}
-	for i, s := range c.affinity().ScorePlanned(member, job, plan, candidates, c.NodeLabels) {
-		out[i].Score = s.Score
+	// Prepared once per request, so that each of thousands of nodes costs a lookup or two.
+	scorer := c.affinity().NewPlannedScorer(member, job, plan, c.NodeLabels)
+	for i, name := range names {
+		n := snap.node(name)
+		out[i].Score = scorer.Score(&n)
 	}
 	return out
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -50,6 +51,10 @@ type viewIndex struct {
 	cfg   *viewConfig // the config the memberships were computed with
 	pods  map[types.UID]*podRecord
 	nodes map[string]*nodeRecord
+	// requests holds one map per distinct pod request or node allocatable: the pods of a
+	// job mostly ask for the same and nodes come in a few kinds, and priority.Admit works
+	// a shared map out once.
+	requests map[string]priority.Resources
 	// schedulable is the schedulable nodes by name and nodeAt their positions; nil after a
 	// node change until the next recompute. Published snapshots share them: never written.
 	schedulable []*nodeRecord
@@ -76,6 +81,51 @@ func newPodRecord(pod *corev1.Pod, gang GangConfig) *podRecord {
 	return r
 }
 
+// newPodRecord is newPodRecord with the request interned. x.mu is held.
+func (x *viewIndex) newPodRecord(pod *corev1.Pod, gang GangConfig) *podRecord {
+	r := newPodRecord(pod, gang)
+	if r.request != nil {
+		r.request = x.intern(r.request)
+	}
+	return r
+}
+
+// newNodeRecord is newNodeRecord with the allocatable interned: nodes of one kind share
+// one map, and priority.Admit reads a shared free capacity once. x.mu is held.
+func (x *viewIndex) newNodeRecord(n *corev1.Node) *nodeRecord {
+	r := newNodeRecord(n)
+	r.allocatable = x.intern(r.allocatable)
+	return r
+}
+
+// maxInternedRequests bounds the interned maps; past it the table starts afresh.
+const maxInternedRequests = 4096
+
+// intern returns the shared map equal to req, making req the shared one when new. Nobody
+// writes to a record's request.
+func (x *viewIndex) intern(req priority.Resources) priority.Resources {
+	names := make([]string, 0, len(req))
+	for name := range req {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	var key []byte
+	for _, name := range names {
+		key = append(key, name...)
+		key = append(key, 0)
+		key = strconv.AppendInt(key, req[name], 10)
+		key = append(key, 0)
+	}
+	if shared, ok := x.requests[string(key)]; ok {
+		return shared
+	}
+	if x.requests == nil || len(x.requests) >= maxInternedRequests {
+		x.requests = map[string]priority.Resources{}
+	}
+	x.requests[string(key)] = req
+	return req
+}
+
 func newNodeRecord(n *corev1.Node) *nodeRecord {
 	alloc := priority.Resources{}
 	addList(alloc, n.Status.Allocatable)
@@ -93,7 +143,7 @@ func (x *viewIndex) setPod(pod *corev1.Pod, cfg *viewConfig) bool {
 		x.cfg = nil
 		return true
 	}
-	r := newPodRecord(pod, cfg.gang)
+	r := x.newPodRecord(pod, cfg.gang)
 	old := x.pods[pod.UID]
 	if old == nil || !sameMembership(old, r) {
 		x.membership++
@@ -132,7 +182,7 @@ func (x *viewIndex) deletePod(pod *corev1.Pod) {
 func (x *viewIndex) setNode(n *corev1.Node) bool {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	r := newNodeRecord(n)
+	r := x.newNodeRecord(n)
 	if old := x.nodes[n.Name]; old != nil && old.unschedulable == r.unschedulable &&
 		maps.Equal(old.allocatable, r.allocatable) && maps.Equal(old.labels, r.labels) {
 		return false
@@ -205,11 +255,11 @@ func (x *viewIndex) rebuild(cfg *viewConfig, list objectLister) error {
 	}
 	x.pods = make(map[types.UID]*podRecord, len(pods))
 	for _, p := range pods {
-		x.pods[p.UID] = newPodRecord(p, cfg.gang)
+		x.pods[p.UID] = x.newPodRecord(p, cfg.gang)
 	}
 	x.nodes = make(map[string]*nodeRecord, len(nodes))
 	for _, n := range nodes {
-		x.nodes[n.Name] = newNodeRecord(n)
+		x.nodes[n.Name] = x.newNodeRecord(n)
 	}
 	x.schedulable, x.nodeAt = nil, nil
 	x.cfg = cfg

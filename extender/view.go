@@ -95,7 +95,8 @@ func (c *Cluster) recompute(now time.Time) {
 	// The pod-to-job maps change only when pods come, go or change jobs: after a bind or
 	// a status change the previous snapshot's serve again.
 	fillPodMaps := true
-	if prev := c.Snapshot(); prev != nil && prev.membership == idx.membership && prev.podJob != nil {
+	prev := c.Snapshot()
+	if prev != nil && prev.membership == idx.membership && prev.podJob != nil {
 		snap.podJob, snap.nameJob, fillPodMaps = prev.podJob, prev.nameJob, false
 	} else {
 		snap.podJob, snap.nameJob = make(map[types.UID]string, len(idx.pods)), make(map[string]string, len(idx.pods))
@@ -112,7 +113,7 @@ func (c *Cluster) recompute(now time.Time) {
 		m := groups.complete(pod)
 		job := snap.jobs[m.jobKey]
 		if job == nil {
-			job = &priority.Job{Key: m.jobKey, Created: m.created}
+			job = &priority.Job{Key: m.jobKey, Created: m.created, Pods: make([]priority.Pod, 0, podsHint(prev, m))}
 			snap.jobs[m.jobKey] = job
 		}
 		addMember(job, pod, m, held)
@@ -131,12 +132,29 @@ func (c *Cluster) recompute(now time.Time) {
 	for _, j := range snap.jobs {
 		state.Jobs = append(state.Jobs, *j)
 	}
-	snap.Queue = cfg.model.Admit(state, now)
+	w, ok := c.admitSpace.Get().(*priority.Workspace)
+	if !ok {
+		w = &priority.Workspace{}
+	}
+	snap.Queue = cfg.model.AdmitIn(state, now, w)
+	c.admitSpace.Put(w)
 	c.snapshot.Store(snap)
 	c.metrics.observeQueue(snap.Queue, len(held))
 	if ce := c.log.Check(zap.DebugLevel, "queue recomputed"); ce != nil {
 		ce.Write(zap.Int("jobs", len(snap.jobs)), zap.Int("queue", snap.Queue.Len()), zap.Duration("took", time.Since(start)))
 	}
+}
+
+// podsHint guesses how many pods a job has, so that its pod list is allocated once: its
+// gang minimum, or as many as it had in the previous snapshot when that is more.
+func podsHint(prev *Snapshot, m membership) int {
+	n := m.minMember
+	if prev != nil {
+		if j := prev.jobs[m.jobKey]; j != nil {
+			n = max(n, len(j.Pods))
+		}
+	}
+	return n
 }
 
 // groupMemo completes pod memberships from their PodGroups, one lookup per job and

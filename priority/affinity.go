@@ -227,19 +227,53 @@ func (a Affinity) Score(pod Pod, job *Job, candidates []Node, labelsOf func(node
 	if job == nil || len(candidates) == 0 {
 		return out
 	}
-	if labelsOf == nil {
-		labelsOf = func(string) map[string]string { return nil }
+	s := a.newScorer(pod, job, labelsOf)
+	if s.k == 0 {
+		return out
 	}
-	if pod.Role == RolePS {
-		a.scorePS(out, pod, job, candidates, labelsOf)
-	} else {
-		a.scoreWorker(out, pod, job, candidates, labelsOf)
+	parts := make([]ScorePart, len(candidates)*s.k)
+	for c := range candidates {
+		ps := parts[c*s.k : (c+1)*s.k : (c+1)*s.k]
+		out[c].Score = s.score(&candidates[c], ps)
+		out[c].Parts = ps
 	}
 	return out
 }
 
-// scoreWorker fills out for a worker-side pod; see Score.
-func (a Affinity) scoreWorker(out []NodeScore, pod Pod, job *Job, candidates []Node, labelsOf func(string) map[string]string) {
+// scorer holds what a pod's scores depend on besides the candidate node, worked out once
+// per pod: the placed targets counted by node and level, and for a PS the active terms.
+// Scoring one node then costs a few comparisons and lookups and allocates nothing.
+type scorer struct {
+	k  int // parts per node; 0 when every node scores 0
+	ps bool
+
+	// Worker-side pod: closeness to the targets, named sameNode then per level.
+	targets *podPlacement
+	names   []string
+	counts  []int // per-level scratch for the parts
+
+	// PS pod: the active terms.
+	psOn                     map[string]int
+	workers                  *podPlacement
+	shape                    []shapeResource
+	want                     int
+	spreadOn, nearOn, roomOn bool
+	wsum                     float64
+}
+
+// newScorer prepares the scores of pod in job; see Score. The job is not changed.
+func (a Affinity) newScorer(pod Pod, job *Job, labelsOf func(string) map[string]string) *scorer {
+	if labelsOf == nil {
+		labelsOf = func(string) map[string]string { return nil }
+	}
+	if pod.Role == RolePS {
+		return a.newPSScorer(pod, job, labelsOf)
+	}
+	return a.newWorkerScorer(pod, job, labelsOf)
+}
+
+// newWorkerScorer prepares a worker-side pod's scores; see Score.
+func (a Affinity) newWorkerScorer(pod Pod, job *Job, labelsOf func(string) map[string]string) *scorer {
 	targets := a.newPlacement(labelsOf)
 	for i := range job.Pods {
 		if p := &job.Pods[i]; p.Role == RolePS && placedOnNode(p) && !isSamePod(pod, *p) {
@@ -256,7 +290,7 @@ func (a Affinity) scoreWorker(out []NodeScore, pod Pod, job *Job, candidates []N
 		sameNode, sameLevel = partWorkerSameNode, partWorkerSame
 	}
 	if targets.total == 0 {
-		return
+		return &scorer{}
 	}
 	k := 1 + len(a.Topology)
 	names := make([]string, k)
@@ -264,27 +298,13 @@ func (a Affinity) scoreWorker(out []NodeScore, pod Pod, job *Job, candidates []N
 	for i, key := range a.Topology {
 		names[1+i] = sameLevel + key
 	}
-	counts := make([]int, len(a.Topology))
-	parts := make([]ScorePart, len(candidates)*k)
-	t := float64(targets.total)
-	for c := range candidates {
-		onNode, shared := targets.closeness(&candidates[c], counts)
-		ps := parts[c*k : (c+1)*k : (c+1)*k]
-		ps[0] = ScorePart{Name: names[0], Value: float64(onNode) / t}
-		for i, n := range counts {
-			ps[1+i] = ScorePart{Name: names[1+i], Value: float64(n) / t}
-		}
-		out[c].Score = toScore((float64(onNode) + shared) / t)
-		out[c].Parts = ps
-	}
+	return &scorer{k: k, targets: targets, names: names, counts: make([]int, len(a.Topology))}
 }
 
-// scorePS fills out for a PS pod; see Score.
-func (a Affinity) scorePS(out []NodeScore, pod Pod, job *Job, candidates []Node, labelsOf func(string) map[string]string) {
-	workers := a.newPlacement(labelsOf)
-	var psOn map[string]int
+// newPSScorer prepares a PS pod's scores; see Score.
+func (a Affinity) newPSScorer(pod Pod, job *Job, labelsOf func(string) map[string]string) *scorer {
+	s := &scorer{ps: true, workers: a.newPlacement(labelsOf)}
 	pending := 0
-	var shape []shapeResource
 	for i := range job.Pods {
 		p := &job.Pods[i]
 		if isSamePod(pod, *p) {
@@ -293,70 +313,86 @@ func (a Affinity) scorePS(out []NodeScore, pod Pod, job *Job, candidates []Node,
 		switch {
 		case p.Role == RolePS:
 			if placedOnNode(p) {
-				if psOn == nil {
-					psOn = make(map[string]int)
+				if s.psOn == nil {
+					s.psOn = make(map[string]int)
 				}
-				psOn[p.Node]++
+				s.psOn[p.Node]++
 			}
 		case placedOnNode(p):
-			workers.add(p.Node)
+			s.workers.add(p.Node)
 		case p.State == PodPending:
 			pending++
-			shape = mergeMaxRequest(shape, p.Request)
+			s.shape = mergeMaxRequest(s.shape, p.Request)
 		}
 	}
-	spreadOn := a.mode() != AntiAffinityOff && len(psOn) > 0
-	nearOn := workers.total > 0
-	roomOn := pending > 0
-	var k int
-	var wsum float64
-	if spreadOn {
-		k++
-		wsum += weightSpread
+	s.spreadOn = a.mode() != AntiAffinityOff && len(s.psOn) > 0
+	s.nearOn = s.workers.total > 0
+	s.roomOn = pending > 0
+	if s.spreadOn {
+		s.k++
+		s.wsum += weightSpread
 	}
-	if nearOn {
-		k++
-		wsum += weightNear
+	if s.nearOn {
+		s.k++
+		s.wsum += weightNear
 	}
-	if roomOn {
-		k++
-		wsum += weightRoom
-	}
-	if k == 0 {
-		return
+	if s.roomOn {
+		s.k++
+		s.wsum += weightRoom
 	}
 	// The room term subtracts this PS's own request from the node's free capacity first.
-	for i := range shape {
-		shape[i].own = max(pod.Request[shape[i].name], 0)
+	for i := range s.shape {
+		s.shape[i].own = max(pod.Request[s.shape[i].name], 0)
 	}
-	want := min(pending, roomCap)
-	parts := make([]ScorePart, len(candidates)*k)
-	for c := range candidates {
-		n := &candidates[c]
-		ps := parts[c*k : c*k : (c+1)*k]
-		var sum float64
-		if spreadOn {
-			v := 1.0
-			if psOn[n.Name] > 0 {
-				v = 0
+	s.want = min(pending, roomCap)
+	return s
+}
+
+// score returns the score of node n and, when parts is not nil (it has room for k parts),
+// fills in its parts.
+func (s *scorer) score(n *Node, parts []ScorePart) int64 {
+	if s.k == 0 {
+		return 0
+	}
+	if !s.ps {
+		var counts []int
+		if parts != nil {
+			counts = s.counts
+		}
+		onNode, shared := s.targets.closeness(n, counts)
+		t := float64(s.targets.total)
+		if parts != nil {
+			parts[0] = ScorePart{Name: s.names[0], Value: float64(onNode) / t}
+			for i, c := range counts {
+				parts[1+i] = ScorePart{Name: s.names[1+i], Value: float64(c) / t}
 			}
-			sum += weightSpread * v
-			ps = append(ps, ScorePart{Name: partPSSpread, Value: v})
 		}
-		if nearOn {
-			onNode, shared := workers.closeness(n, nil)
-			v := (float64(onNode) + shared) / float64(workers.total)
-			sum += weightNear * v
-			ps = append(ps, ScorePart{Name: partWorkersNear, Value: v})
-		}
-		if roomOn {
-			v := float64(min(workersFitting(n.Free, shape, want), want)) / float64(want)
-			sum += weightRoom * v
-			ps = append(ps, ScorePart{Name: partRoomForWorkers, Value: v})
-		}
-		out[c].Score = toScore(sum / wsum)
-		out[c].Parts = ps
+		return toScore((float64(onNode) + shared) / t)
 	}
+	var sum float64
+	part := 0
+	add := func(name string, weight, v float64) {
+		sum += weight * v
+		if parts != nil {
+			parts[part] = ScorePart{Name: name, Value: v}
+		}
+		part++
+	}
+	if s.spreadOn {
+		v := 1.0
+		if s.psOn[n.Name] > 0 {
+			v = 0
+		}
+		add(partPSSpread, weightSpread, v)
+	}
+	if s.nearOn {
+		onNode, shared := s.workers.closeness(n, nil)
+		add(partWorkersNear, weightNear, (float64(onNode)+shared)/float64(s.workers.total))
+	}
+	if s.roomOn {
+		add(partRoomForWorkers, weightRoom, float64(min(workersFitting(n.Free, s.shape, s.want), s.want))/float64(s.want))
+	}
+	return toScore(sum / s.wsum)
 }
 
 // PSConflict reports whether placing pod on node breaks hard PS anti-affinity: only in hard
@@ -428,44 +464,103 @@ type placedNodeCount struct {
 	values []string
 }
 
+// keyIndex numbers distinct strings in order of first sight. A pod's targets sit on a
+// handful of nodes and domains, and scanning a few strings is cheaper than hashing one
+// for every candidate node, so the map is built only once there are more.
+type keyIndex struct {
+	keys []string
+	m    map[string]int
+}
+
+// keyIndexScan is how many keys keyIndex scans before it builds its map.
+const keyIndexScan = 8
+
+// find returns key's number, or -1.
+func (x *keyIndex) find(key string) int {
+	if x.m != nil {
+		if i, ok := x.m[key]; ok {
+			return i
+		}
+		return -1
+	}
+	for i, k := range x.keys {
+		if k == key {
+			return i
+		}
+	}
+	return -1
+}
+
+// insert returns key's number, numbering it when new.
+func (x *keyIndex) insert(key string) int {
+	if i := x.find(key); i >= 0 {
+		return i
+	}
+	x.keys = append(x.keys, key)
+	i := len(x.keys) - 1
+	switch {
+	case x.m != nil:
+		x.m[key] = i
+	case len(x.keys) > keyIndexScan:
+		x.m = make(map[string]int, 2*len(x.keys))
+		for j, k := range x.keys {
+			x.m[k] = j
+		}
+	}
+	return i
+}
+
+// levelCounts counts placed target pods by one level's label value.
+type levelCounts struct {
+	values keyIndex
+	counts []int
+}
+
+func (l *levelCounts) get(value string) int {
+	if i := l.values.find(value); i >= 0 {
+		return l.counts[i]
+	}
+	return 0
+}
+
 // podPlacement counts placed target pods by node and, per topology level, by label value, so
-// the closeness of a candidate to all of them costs O(levels) map lookups.
+// the closeness of a candidate to all of them costs O(levels) lookups.
 type podPlacement struct {
 	topology []string
 	labelsOf func(string) map[string]string
 	total    int
-	nodes    map[string]*placedNodeCount
-	levels   []map[string]int
+	nodes    keyIndex
+	counts   []placedNodeCount // by the node's number in nodes
+	levels   []levelCounts
 }
 
 // newPlacement returns an empty podPlacement over a's topology levels.
 func (a Affinity) newPlacement(labelsOf func(string) map[string]string) *podPlacement {
-	return &podPlacement{topology: a.Topology, labelsOf: labelsOf}
+	return &podPlacement{topology: a.Topology, labelsOf: labelsOf, levels: make([]levelCounts, len(a.Topology))}
 }
 
 // add counts one placed pod on node.
 func (pl *podPlacement) add(node string) {
-	if pl.nodes == nil {
-		pl.nodes = make(map[string]*placedNodeCount)
-		pl.levels = make([]map[string]int, len(pl.topology))
-		for i := range pl.levels {
-			pl.levels[i] = make(map[string]int)
-		}
-	}
 	pl.total++
-	pn := pl.nodes[node]
-	if pn == nil {
+	at := pl.nodes.insert(node)
+	if at == len(pl.counts) {
 		labels := pl.labelsOf(node)
-		pn = &placedNodeCount{values: make([]string, len(pl.topology))}
+		pn := placedNodeCount{values: make([]string, len(pl.topology))}
 		for i, key := range pl.topology {
 			pn.values[i] = labels[key]
 		}
-		pl.nodes[node] = pn
+		pl.counts = append(pl.counts, pn)
 	}
+	pn := &pl.counts[at]
 	pn.count++
 	for i, v := range pn.values {
 		if v != "" {
-			pl.levels[i][v]++
+			l := &pl.levels[i]
+			j := l.values.insert(v)
+			if j == len(l.counts) {
+				l.counts = append(l.counts, 0)
+			}
+			l.counts[j]++
 		}
 	}
 }
@@ -477,8 +572,8 @@ func (pl *podPlacement) add(node string) {
 func (pl *podPlacement) closeness(n *Node, counts []int) (int, float64) {
 	onNode := 0
 	var here []string
-	if pn := pl.nodes[n.Name]; pn != nil {
-		onNode, here = pn.count, pn.values
+	if at := pl.nodes.find(n.Name); at >= 0 {
+		onNode, here = pl.counts[at].count, pl.counts[at].values
 	}
 	if len(pl.topology) == 0 {
 		return onNode, 0
@@ -496,7 +591,7 @@ func (pl *podPlacement) closeness(n *Node, counts []int) (int, float64) {
 		}
 		count := 0
 		if v := labels[key]; v != "" {
-			count = pl.levels[i][v]
+			count = pl.levels[i].get(v)
 			if here != nil && here[i] == v {
 				count -= onNode // pods on n itself count as same node, not as same domain
 			}

@@ -928,3 +928,75 @@ func TestAffinityPSConflictQualifiedName(t *testing.T) {
 		t.Errorf("reason %q, want %q", reason, want)
 	}
 }
+
+func TestKeyIndex(t *testing.T) {
+	for _, n := range []int{0, 1, keyIndexScan, keyIndexScan + 1, 3 * keyIndexScan} {
+		t.Run(fmt.Sprint(n, " keys"), func(t *testing.T) {
+			var x keyIndex
+			for i := range n {
+				if got := x.insert(fmt.Sprint("k", i)); got != i {
+					t.Fatalf("insert(k%d) = %d, want %d", i, got, i)
+				}
+			}
+			for i := range n {
+				key := fmt.Sprint("k", i)
+				if got := x.find(key); got != i {
+					t.Errorf("find(%s) = %d, want %d", key, got, i)
+				}
+				if got := x.insert(key); got != i {
+					t.Errorf("insert(%s) again = %d, want %d", key, got, i)
+				}
+			}
+			if got := x.find("missing"); got != -1 {
+				t.Errorf("find(missing) = %d, want -1", got)
+			}
+			if len(x.keys) != n {
+				t.Errorf("%d keys kept, want %d", len(x.keys), n)
+			}
+		})
+	}
+}
+
+// TestAffinityScoreManyTargets: with more placed PS nodes and zones than keyIndex scans,
+// the scores still follow the closeness formula, computed here pod by pod.
+func TestAffinityScoreManyTargets(t *testing.T) {
+	const nodes, zones = 3 * keyIndexScan, 2 * keyIndexScan
+	labels := map[string]map[string]string{}
+	var candidates []Node
+	var pods []Pod
+	for i := range nodes {
+		name := fmt.Sprint("n", i)
+		labels[name] = map[string]string{"zone": fmt.Sprint("z", i%zones)}
+		candidates = append(candidates, Node{Name: name})
+		if i%4 != 3 { // some nodes host no PS
+			pods = append(pods, affinityPod(fmt.Sprint("ps-", i), RolePS, PodBound, name))
+			if i%5 == 0 { // and some host two
+				pods = append(pods, affinityPod(fmt.Sprint("ps-", i, "b"), RolePS, PodHeld, name))
+			}
+		}
+	}
+	candidates = append(candidates, Node{Name: "elsewhere", Labels: map[string]string{"zone": "z-none"}})
+	worker := affinityPod("w-0", RoleWorker, PodPending, "")
+	a := Affinity{Topology: []string{"zone"}}
+	got := a.Score(worker, affinityJob(append(pods, worker)...), candidates, func(n string) map[string]string { return labels[n] })
+	distinct := map[int64]bool{}
+	for i, c := range candidates {
+		var sum float64
+		for _, p := range pods {
+			switch {
+			case p.Node == c.Name:
+				sum++
+			case labels[p.Node]["zone"] == labels[c.Name]["zone"] || labels[p.Node]["zone"] == c.Labels["zone"]:
+				sum += closenessLevel0
+			}
+		}
+		want := toScore(sum / float64(len(pods)))
+		distinct[want] = true
+		if got[i].Score != want {
+			t.Errorf("%s: score %d, want %d", c.Name, got[i].Score, want)
+		}
+	}
+	if len(distinct) < 2 {
+		t.Fatalf("fixture too weak: every node scores the same")
+	}
+}

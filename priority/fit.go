@@ -3,9 +3,11 @@ package priority
 import (
 	"encoding/binary"
 	"math"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
+	"unsafe"
 )
 
 // FitResult is the outcome of a simulated placement.
@@ -36,7 +38,7 @@ func Fit(nodes []Node, pods []Pod) FitResult {
 	}
 	var dims dimSet
 	demands := dims.demands(ptrs)
-	c := newCapacity(nodes, &dims)
+	c := newCapacity(nodes, &dims, nil)
 	res := FitResult{OK: true, Placement: make(map[string]string, len(sorted))}
 	var ps []int
 	for i, p := range ptrs {
@@ -106,9 +108,22 @@ func (ds *dimSet) demands(pods []*Pod) []demand {
 	}
 	backing := make([]dimNeed, 0, total)
 	out := make([]demand, len(pods))
+	// Pods that share one request map (a caller may intern equal requests) share one
+	// demand: sameAs[i] is the first pod with pod i's map, or i.
+	sameAs := make([]int32, len(pods))
+	firstWith := make(map[unsafe.Pointer]int32)
 	// Provisional dimension numbers in order of first sight; renumbered below into the
 	// display order once every name is known.
 	for i, p := range pods {
+		sameAs[i] = int32(i)
+		if p.Request != nil {
+			at := reflect.ValueOf(p.Request).UnsafePointer()
+			if j, ok := firstWith[at]; ok {
+				sameAs[i] = j
+				continue
+			}
+			firstWith[at] = int32(i)
+		}
 		start := len(backing)
 		for name, v := range p.Request {
 			if v <= 0 || name == resourcePods {
@@ -133,6 +148,10 @@ func (ds *dimSet) demands(pods []*Pod) []demand {
 	shapes := map[string]int{}
 	var key []byte
 	for i := range out {
+		if j := sameAs[i]; int(j) != i {
+			out[i] = out[j] // j < i: already renumbered
+			continue
+		}
 		needs := out[i].needs
 		req := needs[:len(needs)-1]
 		for k := range req {
@@ -199,6 +218,9 @@ type capacity struct {
 
 	byName map[string]int // node index by name, built on first use
 
+	// psScratch is the backing array of place's set of PS nodes, reused job after job.
+	psScratch []int
+
 	// While a trial is open, takes and cursor moves are logged so that a job that does
 	// not fit can be taken back out.
 	trial      bool
@@ -213,10 +235,15 @@ type taken struct {
 
 // newCapacity builds the table from the nodes' Free, in name order so that the result does
 // not depend on the order of the input.
-func newCapacity(nodes []Node, ds *dimSet) *capacity {
+// Its arrays come from w when not nil.
+func newCapacity(nodes []Node, ds *dimSet, w *Workspace) *capacity {
+	if w == nil {
+		w = &Workspace{}
+	}
 	// Sorting int32 indexes moves no pointers, which keeps the GC's write barrier out of
 	// the sort; an already sorted input (a snapshot kept in order) skips it.
-	order := make([]int32, len(nodes))
+	w.order = grown(w.order, len(nodes))
+	order := w.order
 	for i := range order {
 		order[i] = int32(i)
 	}
@@ -229,19 +256,28 @@ func newCapacity(nodes []Node, ds *dimSet) *capacity {
 	for size < len(order) {
 		size *= 2
 	}
+	// Every entry of the tree but the unused root slot 0 is written below.
+	w.nodes, w.tree = grown(w.nodes, len(order)), grown(w.tree, 2*size*r)
 	c := &capacity{
-		nodes:  make([]string, len(order)),
+		nodes:  w.nodes,
 		r:      r,
 		size:   size,
-		tree:   make([]int64, 2*size*r),
+		tree:   w.tree,
 		names:  ds.names,
 		cursor: make([]int, ds.shapes),
 	}
 	podsDim := r - 1
+	var lastFree unsafe.Pointer // a caller may share one Free map between nodes
 	for i, k := range order {
 		n := &nodes[k]
 		c.nodes[i] = n.Name
 		leaf := c.tree[(size+i)*r : (size+i+1)*r]
+		free := reflect.ValueOf(n.Free).UnsafePointer()
+		if free != nil && free == lastFree {
+			copy(leaf, c.tree[(size+i-1)*r:(size+i)*r])
+			continue
+		}
+		lastFree = free
 		for d := 0; d < podsDim; d++ {
 			leaf[d] = n.Free[ds.names[d]]
 		}

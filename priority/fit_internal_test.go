@@ -34,7 +34,7 @@ func TestCapacityTrials(t *testing.T) {
 		}
 		var ds dimSet
 		demands := ds.demands(pods)
-		c := newCapacity(nodes, &ds)
+		c := newCapacity(nodes, &ds, nil)
 
 		// The plain matrix, in the table's node order.
 		mirror := make([][]int64, len(c.nodes))
@@ -99,6 +99,83 @@ func TestCapacityTrials(t *testing.T) {
 					}
 				}
 			}
+		}
+	}
+}
+
+// TestDemandsSharedRequests: pods that share one request map get the same demands as pods
+// with equal maps of their own, whatever the order and mix of requests.
+func TestDemandsSharedRequests(t *testing.T) {
+	shared := []Resources{
+		{"cpu": 1000, "memory": 2 << 30},
+		{"cpu": 2000, "memory": 2 << 30, "nvidia.com/gpu": 1},
+		{"memory": 1 << 30, "pods": 3, "cpu": 0},
+		{},
+		nil,
+	}
+	r := rand.New(rand.NewPCG(3, 4))
+	for round := range 20 {
+		var sharing, owning []*Pod
+		for i := range 1 + r.IntN(40) {
+			req := shared[r.IntN(len(shared))]
+			if r.IntN(5) == 0 { // a request nobody shares
+				req = Resources{"cpu": int64(1 + r.IntN(4000)), "example.com/x": int64(r.IntN(2))}
+			}
+			uid := strconv.Itoa(i)
+			sharing = append(sharing, &Pod{UID: uid, Request: req})
+			var own Resources
+			if req != nil {
+				own = Resources{}
+				for k, v := range req {
+					own[k] = v
+				}
+			}
+			owning = append(owning, &Pod{UID: uid, Request: own})
+		}
+		var dsShared, dsOwn dimSet
+		got, want := dsShared.demands(sharing), dsOwn.demands(owning)
+		if !slices.Equal(dsShared.names, dsOwn.names) || dsShared.shapes != dsOwn.shapes {
+			t.Fatalf("round %d: dimensions %v/%d, want %v/%d", round, dsShared.names, dsShared.shapes, dsOwn.names, dsOwn.shapes)
+		}
+		for i := range got {
+			if !slices.Equal(got[i].needs, want[i].needs) || got[i].shape != want[i].shape {
+				t.Errorf("round %d pod %d: demand %+v, want %+v", round, i, got[i], want[i])
+			}
+		}
+	}
+}
+
+// TestCapacitySharedFree: nodes that share one Free map (in and out of name order, next to
+// nodes with their own) give the same capacity table as nodes with equal maps of their own.
+func TestCapacitySharedFree(t *testing.T) {
+	small := Resources{"cpu": 2000, "memory": 4 << 30, "pods": 10}
+	big := Resources{"cpu": 16000, "memory": 64 << 30, "nvidia.com/gpu": 2}
+	names := []string{"a", "b", "c", "d", "e", "f", "g"}
+	frees := []Resources{small, small, big, small, big, big, nil}
+	var sharing, owning []Node
+	for i, name := range names {
+		sharing = append(sharing, Node{Name: name, Free: frees[i]})
+		var own Resources
+		if frees[i] != nil {
+			own = Resources{}
+			for k, v := range frees[i] {
+				own[k] = v
+			}
+		}
+		owning = append(owning, Node{Name: name, Free: own})
+	}
+	pods := []*Pod{{UID: "p", Request: Resources{"cpu": 1, "memory": 1, "nvidia.com/gpu": 1}}}
+	for _, order := range [][]int{{0, 1, 2, 3, 4, 5, 6}, {6, 5, 4, 3, 2, 1, 0}, {1, 0, 4, 5, 3, 2, 6}} {
+		var s, o []Node
+		for _, i := range order {
+			s, o = append(s, sharing[i]), append(o, owning[i])
+		}
+		var ds1, ds2 dimSet
+		ds1.demands(pods)
+		ds2.demands(pods)
+		got, want := newCapacity(s, &ds1, nil), newCapacity(o, &ds2, nil)
+		if !slices.Equal(got.nodes, want.nodes) || !slices.Equal(got.tree[got.r:], want.tree[want.r:]) {
+			t.Errorf("order %v: table %v %v, want %v %v", order, got.nodes, got.tree[got.r:], want.nodes, want.tree[want.r:])
 		}
 	}
 }

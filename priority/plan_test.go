@@ -57,3 +57,73 @@ func TestScorePlanned(t *testing.T) {
 		})
 	}
 }
+
+// TestPlannedScorerMatchesScorePlanned: node by node, PlannedScorer gives the scores
+// ScorePlanned gives, for PS and worker-side pods, with and without a plan, in every
+// anti-affinity mode, with candidates that carry their labels and ones that do not.
+func TestPlannedScorerMatchesScorePlanned(t *testing.T) {
+	pods := []Pod{
+		affinityPod("ps-0", RolePS, PodBound, "n1"),
+		affinityPod("ps-1", RolePS, PodHeld, "n4"),
+		affinityWithRequest(affinityPod("ps-2", RolePS, PodPending, ""), Resources{"cpu": 500}),
+		affinityPod("w-0", RoleWorker, PodBound, "n2"),
+		affinityPod("chief-0", RoleChief, PodHeld, "n3"),
+		affinityWithRequest(affinityPod("w-2", RoleWorker, PodPending, ""), Resources{"cpu": 1000, "memory": 1 << 30}),
+		affinityWithRequest(affinityPod("w-3", RoleWorker, PodPending, ""), Resources{"cpu": 2000, "nvidia.com/gpu": 1}),
+	}
+	onlyPending := []Pod{pods[2], pods[5], pods[6]}
+	nodes := []Node{
+		{Name: "n1", Free: Resources{"cpu": 8000, "memory": 8 << 30, "nvidia.com/gpu": 2}},
+		{Name: "n2", Free: Resources{"cpu": 4000, "memory": 8 << 30, "nvidia.com/gpu": 1}, Labels: affinityLabels["n2"]},
+		{Name: "n3", Free: Resources{"cpu": 2000, "memory": 2 << 30}},
+		{Name: "n4", Free: Resources{"cpu": 16000, "memory": 64 << 30, "nvidia.com/gpu": 8}},
+		{Name: "n5"},
+		{Name: "n6", Free: Resources{"cpu": 16000, "memory": 64 << 30, "nvidia.com/gpu": 8}, Labels: affinityLabels["n6"]},
+		{Name: "unknown"},
+	}
+	plan := map[string]string{"uid-ps-2": "n6", "uid-w-2": "n3", "uid-w-3": "n1"}
+	tests := []struct {
+		name string
+		pods []Pod
+		pod  Pod
+		plan map[string]string
+	}{
+		{name: "worker, placed PS", pods: pods, pod: pods[5]},
+		{name: "worker, placed PS, planned", pods: pods, pod: pods[5], plan: plan},
+		{name: "worker, nothing placed", pods: onlyPending, pod: pods[6]},
+		{name: "worker, nothing placed but the plan", pods: onlyPending, pod: pods[6], plan: plan},
+		{name: "worker in no plan entry", pods: pods, pod: affinityPod("w-9", RoleWorker, PodPending, ""), plan: plan},
+		{name: "ps, placed PS and workers", pods: pods, pod: pods[2]},
+		{name: "ps, planned", pods: pods, pod: pods[2], plan: plan},
+		{name: "ps, nothing placed", pods: onlyPending, pod: pods[2]},
+		{name: "ps, nothing placed but the plan", pods: onlyPending, pod: pods[2], plan: plan},
+	}
+	affinities := map[string]Affinity{
+		"none":           {},
+		"rack-zone":      affinityRackZone,
+		"rack-zone-off":  {Topology: []string{"rack", "zone"}, PSAntiAffinity: AntiAffinityOff},
+		"zone-region-hd": {Topology: []string{"zone", "region"}, PSAntiAffinity: AntiAffinityHard},
+	}
+	for _, tt := range tests {
+		for aname, a := range affinities {
+			t.Run(tt.name+"/"+aname, func(t *testing.T) {
+				job := affinityJob(tt.pods...)
+				want := a.ScorePlanned(tt.pod, job, tt.plan, nodes, affinityLabelsOf)
+				scorer := a.NewPlannedScorer(tt.pod, job, tt.plan, affinityLabelsOf)
+				for i := range nodes {
+					if got := scorer.Score(&nodes[i]); got != want[i].Score {
+						t.Errorf("node %s: PlannedScorer %d, ScorePlanned %d (%s)", nodes[i].Name, got, want[i].Score, want[i])
+					}
+				}
+			})
+		}
+	}
+	t.Run("no job", func(t *testing.T) {
+		scorer := affinityRackZone.NewPlannedScorer(pods[5], nil, plan, affinityLabelsOf)
+		for i := range nodes {
+			if got := scorer.Score(&nodes[i]); got != 0 {
+				t.Errorf("node %s: %d, want 0", nodes[i].Name, got)
+			}
+		}
+	})
+}

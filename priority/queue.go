@@ -83,16 +83,55 @@ type jobView struct {
 // keep what fits and lets later jobs use only the rest, besteffort goes on. The result
 // does not depend on the order of jobs, pods or nodes in s; s is not changed.
 func (m Model) Admit(s State, now time.Time) *Queue {
+	return m.AdmitIn(s, now, nil)
+}
+
+// Workspace holds Admit's scratch space for the next call to reuse, so that recomputing
+// the queue after every event does not allocate and clear it anew. The zero value is ready
+// to use; a Workspace must not serve two calls at once. Nothing a call returns refers to it.
+type Workspace struct {
+	views   []jobView
+	queue   []*jobView
+	pending []*Pod
+	fitPods []*Pod
+	plans   []plannedPod
+	tree    []int64
+	nodes   []string
+	order   []int32
+}
+
+// grown returns buf with length n, reusing its array when it is large enough. The
+// elements are left as they were: the caller writes each before reading it.
+func grown[T any](buf []T, n int) []T {
+	if cap(buf) < n {
+		return make([]T, n)
+	}
+	return buf[:n]
+}
+
+// AdmitIn is Admit with its scratch space taken from w (nil: a fresh one). The result is
+// the same as Admit's.
+func (m Model) AdmitIn(s State, now time.Time, w *Workspace) *Queue {
+	if w == nil {
+		w = &Workspace{}
+	}
+	// Drop the pointers into this state when done, so the workspace does not keep it alive.
+	defer w.release()
 	decisions := make([]Decision, len(s.Jobs))
-	views := make([]jobView, len(s.Jobs))
+	w.views = grown(w.views, len(s.Jobs))
+	views := w.views
+	clear(views)
 	q := &Queue{byKey: make(map[string]*Decision, len(s.Jobs))}
-	var queue []*jobView
-	var fitPods []*Pod
+	queue := w.queue[:0]
+	fitPods := w.fitPods[:0]
 	total := 0
 	for i := range s.Jobs {
 		total += len(s.Jobs[i].Pods)
 	}
-	pendingBuf := make([]*Pod, 0, total) // one backing array for every job's pending pods
+	pendingBuf := w.pending[:0] // one backing array for every job's pending pods
+	if cap(pendingBuf) < total {
+		pendingBuf = make([]*Pod, 0, total)
+	}
 	for i := range s.Jobs {
 		v := &views[i]
 		v.job, v.d = &s.Jobs[i], &decisions[i]
@@ -104,12 +143,18 @@ func (m Model) Admit(s State, now time.Time) *Queue {
 		fitPods = append(fitPods, v.toFit...)
 	}
 
+	w.queue, w.fitPods, w.pending = queue, fitPods, pendingBuf
 	var dims dimSet
 	demands := dims.demands(fitPods)
+	// One backing array each for every job's demands and plan.
+	w.plans = grown(w.plans, len(fitPods))
+	plans := w.plans
 	for _, v := range queue {
-		v.demands, demands = demands[:len(v.toFit)], demands[len(v.toFit):]
+		n := len(v.toFit)
+		v.demands, demands = demands[:n], demands[n:]
+		v.plan, plans = plans[:0:n], plans[n:]
 	}
-	c := newCapacity(s.Nodes, &dims)
+	c := newCapacity(s.Nodes, &dims, w)
 
 	slices.SortFunc(queue, compareQueue)
 	slices.SortFunc(q.Running, func(a, b *Decision) int { return strings.Compare(a.Key, b.Key) })
@@ -188,6 +233,16 @@ func (m Model) Admit(s State, now time.Time) *Queue {
 	return q
 }
 
+// release clears the workspace's references into the last state and result.
+func (w *Workspace) release() {
+	clear(w.views)
+	clear(w.queue[:cap(w.queue)])
+	clear(w.pending[:cap(w.pending)])
+	clear(w.fitPods[:cap(w.fitPods)])
+	clear(w.plans)
+	clear(w.nodes)
+}
+
 // viewJob fills a job's counts, terms and eligibility, and reports whether it is running.
 // Its pending pods are appended to buf.
 func (m Model) viewJob(v *jobView, coolDown map[string]time.Time, now time.Time, buf *[]*Pod) bool {
@@ -259,7 +314,7 @@ func (m Model) viewJob(v *jobView, coolDown map[string]time.Time, now time.Time,
 // at the first that does not, since the caller takes the job back out anyway.
 func place(c *capacity, v *jobView, keepPartial bool) string {
 	v.plan = v.plan[:0]
-	var ps []int
+	ps := c.psScratch[:0]
 	for _, name := range v.psNodes {
 		if at := c.nodeIndex(name); at >= 0 {
 			ps = insertSorted(ps, at)
@@ -282,6 +337,7 @@ func place(c *capacity, v *jobView, keepPartial bool) string {
 			break
 		}
 	}
+	c.psScratch = ps[:0]
 	return blocker
 }
 

@@ -779,3 +779,50 @@ func TestAdmitOddInputs(t *testing.T) {
 		})
 	}
 }
+
+// TestAdmitInReusedWorkspace: one workspace serving states of growing and shrinking sizes,
+// under every policy, gives the same queue as a fresh Admit each time.
+func TestAdmitInReusedWorkspace(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 12))
+	state := func(jobs, nodes int) priority.State {
+		var s priority.State
+		for i := range nodes {
+			free := res(int64(1+r.IntN(8))*1000, int64(1+r.IntN(8))<<30)
+			if r.IntN(3) == 0 {
+				free["nvidia.com/gpu"] = int64(r.IntN(3))
+			}
+			s.Nodes = append(s.Nodes, node("n"+strconv.Itoa(i), free))
+		}
+		for i := range jobs {
+			b := mkJob("ns/j"+strconv.Itoa(i)).prio(int32(r.IntN(1000))).
+				gang(1+r.IntN(2), res(int64(1+r.IntN(3))*1000, 1<<30), r.IntN(5), res(1000, int64(1+r.IntN(2))<<30))
+			j := b.obj()
+			for k := range j.Pods {
+				switch r.IntN(6) {
+				case 0:
+					j.Pods[k].State, j.Pods[k].Node = priority.PodBound, "n0"
+				case 1:
+					j.Pods[k].Gated = true
+				}
+			}
+			s.Jobs = append(s.Jobs, j)
+		}
+		return s
+	}
+	var w priority.Workspace
+	for _, policy := range []priority.Policy{priority.PolicyStrict, priority.PolicyReserve, priority.PolicyBestEffort} {
+		m := priority.DefaultModel()
+		m.Policy = policy
+		for step, size := range []struct{ jobs, nodes int }{{20, 10}, {60, 40}, {5, 3}, {0, 0}, {40, 70}, {12, 5}} {
+			s := state(size.jobs, size.nodes)
+			want := m.Admit(s, t0.Add(time.Hour))
+			got := m.AdmitIn(s, t0.Add(time.Hour), &w)
+			if diff := cmp.Diff(want.Order, got.Order); diff != "" {
+				t.Fatalf("%s step %d: queue differs (-fresh +reused):\n%s", policy, step, diff)
+			}
+			if diff := cmp.Diff(want.Running, got.Running); diff != "" {
+				t.Fatalf("%s step %d: running differs (-fresh +reused):\n%s", policy, step, diff)
+			}
+		}
+	}
+}
