@@ -89,8 +89,13 @@ func (v *SchedulerVerbs) Observe(m *Metrics, w WaitingNotifier) {
 
 // decodeExtenderArgs decodes and checks the request of filter and prioritize.
 func decodeExtenderArgs(w http.ResponseWriter, r *http.Request, maxBytes int64) (*extenderv1.ExtenderArgs, error) {
-	var args extenderv1.ExtenderArgs
-	if err := decodeJSON(w, r, maxBytes, &args); err != nil {
+	body, err := readBody(w, r, maxBytes)
+	if err != nil {
+		return nil, err
+	}
+	args, err := parseExtenderArgs(body.Bytes())
+	putBody(body) // the decoded request holds copies, not the body's bytes
+	if err != nil {
 		return nil, err
 	}
 	if args.Pod == nil {
@@ -102,7 +107,7 @@ func decodeExtenderArgs(w http.ResponseWriter, r *http.Request, maxBytes int64) 
 	if args.NodeNames == nil && args.Nodes == nil {
 		return nil, badRequest("request has neither NodeNames (nodeCacheCapable: true) nor Nodes (nodeCacheCapable: false)")
 	}
-	return &args, nil
+	return args, nil
 }
 
 func podKey(p *corev1.Pod) string { return p.Namespace + "/" + p.Name }

@@ -28,7 +28,17 @@ func badRequest(format string, a ...any) error {
 // decodeJSON reads one JSON value from the request body into v. The body is bounded by
 // maxBytes: a larger body is answered 413, malformed JSON 400, each naming the problem.
 func decodeJSON(w http.ResponseWriter, r *http.Request, maxBytes int64, v any) error {
-	body := http.MaxBytesReader(w, r.Body, maxBytes)
+	return decodeFrom(http.MaxBytesReader(w, r.Body, maxBytes), v)
+}
+
+// tooLarge is the error of a body over the limit.
+func tooLarge(limit int64) error {
+	return &httpError{status: http.StatusRequestEntityTooLarge,
+		msg: fmt.Sprintf("request body is larger than the limit of %d bytes", limit)}
+}
+
+// decodeFrom decodes one JSON value from body into v; see decodeJSON.
+func decodeFrom(body io.Reader, v any) error {
 	dec := json.NewDecoder(body)
 	if err := dec.Decode(v); err != nil {
 		var tooBig *http.MaxBytesError
@@ -36,8 +46,7 @@ func decodeJSON(w http.ResponseWriter, r *http.Request, maxBytes int64, v any) e
 		var typ *json.UnmarshalTypeError
 		switch {
 		case errors.As(err, &tooBig):
-			return &httpError{status: http.StatusRequestEntityTooLarge,
-				msg: fmt.Sprintf("request body is larger than the limit of %d bytes", tooBig.Limit)}
+			return tooLarge(tooBig.Limit)
 		case errors.Is(err, io.EOF):
 			return badRequest("request body is empty: want a JSON object")
 		case errors.As(err, &syntax):
