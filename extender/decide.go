@@ -25,12 +25,13 @@ func (c *Cluster) Admit(pod *corev1.Pod) Admission {
 	if !inJob {
 		return Admission{OK: true}
 	}
-	_, d, ok := c.Snapshot().Job(m.jobKey)
+	snap := c.Snapshot()
+	_, d, ok := snap.Job(m.jobKey)
 	if !ok {
-		return Admission{Reason: fmt.Sprintf("job %s is not in the extender's view yet; it is retried shortly", m.jobKey)}
+		return Admission{Reason: fmt.Sprintf("job %s is not in the extender's view yet; it is retried shortly", m.jobKey), Retry: RetryAfterBackoff}
 	}
 	if d.Phase == priority.PhaseWaiting {
-		return Admission{Reason: d.Reason, Queued: true}
+		return Admission{Reason: d.Reason, Queued: true, Retry: retryOf(snap, pod, d)}
 	}
 	return Admission{OK: true}
 }

@@ -55,6 +55,8 @@ type Admission struct {
 	// Queued is true when the pod's job is in the admission queue and waits for its turn
 	// (false when the view has not seen the job yet).
 	Queued bool
+	// Retry says how kube-scheduler should come back to a pod that may not be placed.
+	Retry Retry
 }
 
 // WaitingNotifier tells a pod that waits for its job's turn why, e.g. with an Event on the
@@ -70,6 +72,7 @@ type SchedulerVerbs struct {
 	binder  Binder
 	metrics *Metrics
 	waiting WaitingNotifier
+	retries *retryBudget
 }
 
 // NewSchedulerVerbs builds the kube-scheduler verbs from their dependencies. binder is the
@@ -78,7 +81,7 @@ func NewSchedulerVerbs(log *zap.Logger, decider Decider, binder Binder) (*Schedu
 	if log == nil || decider == nil || binder == nil {
 		return nil, fmt.Errorf("scheduler verbs: log, decider and binder are all required")
 	}
-	return &SchedulerVerbs{log: log, decider: decider, binder: binder}, nil
+	return &SchedulerVerbs{log: log, decider: decider, binder: binder, retries: newRetryBudget()}, nil
 }
 
 // Observe counts the filter's decisions in m and tells waiting pods why through w; either
@@ -144,6 +147,12 @@ func (v *SchedulerVerbs) decideFilter(args *extenderv1.ExtenderArgs) *extenderv1
 		v.metrics.gateDecision(VerbFilter, OutcomeWaiting)
 		if adm.Queued && v.waiting != nil {
 			v.waiting.NotifyWaiting(args.Pod, reason)
+		}
+		if v.retries.allow(args.Pod, adm.Retry) {
+			// An error, not a rejection: kube-scheduler retries it after its backoff
+			// instead of parking the pod until the next cluster event (see Retry).
+			result.Error = reason
+			return result
 		}
 	}
 	pass := make([]bool, len(names))

@@ -27,6 +27,7 @@ type fakeDecider struct {
 	nodes     map[string]bool
 	waiting   map[string]string // pod name -> reason
 	unseen    map[string]string // pod name -> reason
+	next      map[string]string // pod name -> reason, of a job next in the queue
 	conflicts map[string]string // "pod/node" -> reason
 	scores    map[string]int64  // node -> score
 }
@@ -43,7 +44,10 @@ func (f *fakeDecider) Admit(pod *corev1.Pod) Admission {
 		return Admission{Reason: reason, Queued: true}
 	}
 	if reason, unseen := f.unseen[pod.Name]; unseen {
-		return Admission{Reason: reason}
+		return Admission{Reason: reason, Retry: RetryAfterBackoff}
+	}
+	if reason, next := f.next[pod.Name]; next {
+		return Admission{Reason: reason, Queued: true, Retry: RetryBounded}
 	}
 	return Admission{OK: true}
 }
@@ -125,6 +129,7 @@ func newTestServer(t *testing.T, ready bool, maxBytes int64) *testServer {
 		nodes:     map[string]bool{"n1": true, "n2": true},
 		waiting:   map[string]string{"waiter": "job default/w waits for its turn: 2nd of 2, behind default/a (P=0.80)"},
 		unseen:    map[string]string{"newcomer": "job default/n is not in the extender's view yet; it is retried shortly"},
+		next:      map[string]string{"next": "job default/x waits for its turn: 1st of 1"},
 		conflicts: map[string]string{"ps1/n2": "node n2 already hosts ps default/a-ps-0 of job default/a (hard PS anti-affinity)"},
 		scores:    map[string]int64{"n1": 10, "n2": 3},
 	}
@@ -185,15 +190,23 @@ func TestFilter(t *testing.T) {
 			notified: []string{"default/waiter: " + waiterReason},
 		},
 		{
-			name: "a pod whose job the view has not seen waits, and is not told it waits for its turn",
+			name: "a pod whose job the view has not seen gets an error to retry, and is not told it waits for its turn",
 			body: `{"Pod":{"metadata":{"name":"newcomer","namespace":"default"}},"NodeNames":["n1"]}`,
 			want: extenderv1.ExtenderFilterResult{
-				NodeNames:   &[]string{},
-				FailedNodes: extenderv1.FailedNodesMap{},
-				FailedAndUnresolvableNodes: extenderv1.FailedNodesMap{
-					"n1": "job default/n is not in the extender's view yet; it is retried shortly",
-				},
+				FailedNodes:                extenderv1.FailedNodesMap{},
+				FailedAndUnresolvableNodes: extenderv1.FailedNodesMap{},
+				Error:                      "job default/n is not in the extender's view yet; it is retried shortly",
 			},
+		},
+		{
+			name: "a pod of the job next in the queue gets an error to retry, and is told why",
+			body: `{"Pod":{"metadata":{"name":"next","namespace":"default"}},"NodeNames":["n1"]}`,
+			want: extenderv1.ExtenderFilterResult{
+				FailedNodes:                extenderv1.FailedNodesMap{},
+				FailedAndUnresolvableNodes: extenderv1.FailedNodesMap{},
+				Error:                      "job default/x waits for its turn: 1st of 1",
+			},
+			notified: []string{"default/next: job default/x waits for its turn: 1st of 1"},
 		},
 		{
 			name: "a node conflict fails that node only",

@@ -291,6 +291,7 @@ func (m Model) viewJob(v *jobView, coolDown map[string]time.Time, now time.Time,
 
 	if until, ok := coolDown[j.Key]; ok && until.After(now) {
 		d.Blocker = "cooling down until " + until.UTC().Format(time.RFC3339) + " after a hold timeout"
+		d.CoolingDown = true
 		return false
 	}
 	if d.Pods < d.MinMember {

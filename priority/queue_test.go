@@ -2,6 +2,7 @@ package priority_test
 
 import (
 	"encoding/json"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -23,13 +24,15 @@ type row struct {
 	Blocker  string
 	Repair   bool
 	Starved  bool
+	// CoolingDown is compared too: the filter tells the scheduler to retry such a job.
+	CoolingDown bool
 }
 
 func rowsOf(q *priority.Queue) []row {
 	var out []row
 	for _, list := range [][]*priority.Decision{q.Order, q.Running} {
 		for _, d := range list {
-			out = append(out, row{d.Key, d.Phase, d.Position, d.Ahead, d.Blocker, d.Repair, d.Starved})
+			out = append(out, row{d.Key, d.Phase, d.Position, d.Ahead, d.Blocker, d.Repair, d.Starved, d.CoolingDown})
 		}
 	}
 	return out
@@ -273,7 +276,7 @@ func TestAdmit(t *testing.T) {
 				},
 			},
 			want: []row{
-				{Key: "ns/c", Phase: priority.PhaseWaiting, Position: 1, Blocker: "cooling down until 2025-03-01T12:01:30Z after a hold timeout"},
+				{Key: "ns/c", Phase: priority.PhaseWaiting, Position: 1, Blocker: "cooling down until 2025-03-01T12:01:30Z after a hold timeout", CoolingDown: true},
 				{Key: "ns/past", Phase: priority.PhaseAdmitted, Position: 2},
 				{Key: "ns/l", Phase: priority.PhaseWaiting, Position: 3, Ahead: "ns/past",
 					Blocker: "worker ns/l-w-0 needs cpu 1000m on a node; the most free on any node is 0m"},
@@ -817,6 +820,77 @@ func TestAdmitInReusedWorkspace(t *testing.T) {
 			s := state(size.jobs, size.nodes)
 			want := m.Admit(s, t0.Add(time.Hour))
 			got := m.AdmitIn(s, t0.Add(time.Hour), &w)
+			if diff := cmp.Diff(want.Order, got.Order); diff != "" {
+				t.Fatalf("%s step %d: queue differs (-fresh +reused):\n%s", policy, step, diff)
+			}
+			if diff := cmp.Diff(want.Running, got.Running); diff != "" {
+				t.Fatalf("%s step %d: running differs (-fresh +reused):\n%s", policy, step, diff)
+			}
+		}
+	}
+}
+
+// TestAdmitInSharedMapsEvolvingState: a cluster that changes event by event (pods bind,
+// jobs go, nodes fill and empty), with every request and free capacity drawn from a few
+// shared maps as the extender's interned records give them, and one workspace reused
+// throughout, gives after every event the queue a fresh Admit gives on private copies.
+func TestAdmitInSharedMapsEvolvingState(t *testing.T) {
+	r := rand.New(rand.NewPCG(21, 22))
+	kinds := []priority.Resources{res(4000, 8*gi), res(8000, 16*gi), res(8000, 16*gi, "nvidia.com/gpu", 2)}
+	requests := []priority.Resources{res(1000, gi), res(2000, 2*gi), res(3000, gi), res(1000, gi, "nvidia.com/gpu", 1)}
+	deepCopy := func(s priority.State) priority.State {
+		out := priority.State{CoolDown: s.CoolDown}
+		for _, n := range s.Nodes {
+			n.Free = maps.Clone(n.Free)
+			out.Nodes = append(out.Nodes, n)
+		}
+		for _, j := range s.Jobs {
+			j.Pods = slices.Clone(j.Pods)
+			for k := range j.Pods {
+				j.Pods[k].Request = maps.Clone(j.Pods[k].Request)
+			}
+			out.Jobs = append(out.Jobs, j)
+		}
+		return out
+	}
+	for _, policy := range []priority.Policy{priority.PolicyStrict, priority.PolicyReserve, priority.PolicyBestEffort} {
+		m := priority.DefaultModel()
+		m.Policy = policy
+		var s priority.State
+		for i := range 12 {
+			s.Nodes = append(s.Nodes, node("n"+strconv.Itoa(i), kinds[r.IntN(len(kinds))]))
+		}
+		var w priority.Workspace
+		next := 0
+		for step := range 200 {
+			switch op := r.IntN(4); {
+			case op == 0 || len(s.Jobs) == 0: // a job arrives
+				j := mkJob("ns/j"+strconv.Itoa(next)).prio(int32(r.IntN(1000))).
+					gang(1+r.IntN(2), requests[r.IntN(len(requests))], r.IntN(6), requests[r.IntN(len(requests))]).obj()
+				next++
+				s.Jobs = append(s.Jobs, j)
+			case op == 1: // a job goes
+				i := r.IntN(len(s.Jobs))
+				s.Jobs = slices.Delete(s.Jobs, i, i+1)
+			case op == 2: // a pod binds to a node with a copy of its free capacity less the pod
+				j := &s.Jobs[r.IntN(len(s.Jobs))]
+				if len(j.Pods) == 0 {
+					continue
+				}
+				p := &j.Pods[r.IntN(len(j.Pods))]
+				at := r.IntN(len(s.Nodes))
+				p.State, p.Node = priority.PodBound, s.Nodes[at].Name
+				free := maps.Clone(s.Nodes[at].Free)
+				for k, v := range p.Request {
+					free[k] -= v
+				}
+				s.Nodes[at].Free = free
+			default: // a node empties back to its shared kind
+				s.Nodes[r.IntN(len(s.Nodes))].Free = kinds[r.IntN(len(kinds))]
+			}
+			now := t0.Add(time.Duration(step) * time.Minute)
+			want := m.Admit(deepCopy(s), now)
+			got := m.AdmitIn(s, now, &w)
 			if diff := cmp.Diff(want.Order, got.Order); diff != "" {
 				t.Fatalf("%s step %d: queue differs (-fresh +reused):\n%s", policy, step, diff)
 			}

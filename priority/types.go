@@ -174,6 +174,9 @@ type Decision struct {
 	AheadP float64 `json:"aheadP,omitempty"`
 	// Blocker names what keeps a waiting job from the turn, in a few words.
 	Blocker string `json:"blocker,omitempty"`
+	// CoolingDown is true while the job sits out a cool-down after a hold timeout: a wait
+	// that ends on a timer, not with any change in the cluster.
+	CoolingDown bool `json:"coolingDown,omitempty"`
 	// Reason is the one-sentence explanation the filter answers and events repeat.
 	Reason string `json:"reason"`
 	// Plan is, for an admitted job, where the fit put each of its required pending pods
