@@ -37,6 +37,24 @@ func envInt(t *testing.T, name string, def int) int {
 	return n
 }
 
+// envInts reads a space-separated list of positive integers from the environment.
+func envInts(t *testing.T, name string, def []int) []int {
+	t.Helper()
+	fields := strings.Fields(os.Getenv(name))
+	if len(fields) == 0 {
+		return def
+	}
+	out := make([]int, len(fields))
+	for i, f := range fields {
+		n, err := strconv.Atoi(f)
+		if err != nil || n <= 0 {
+			t.Fatalf("%s=%q: want positive integers separated by spaces", name, os.Getenv(name))
+		}
+		out[i] = n
+	}
+	return out
+}
+
 // createAll creates objects with workers goroutines (the admin client has no rate limit)
 // and reports the rate.
 func createAll[T any](t *testing.T, what string, objs []T, workers int, create func(context.Context, T) error) {

@@ -21,8 +21,10 @@ const rssLimit = 300 << 20
 
 // TestLoad creates LOAD_NODES kwok nodes and LOAD_JOBS x LOAD_PODS_PER_JOB pending pods,
 // starts cps-extender on them, writes the request bodies for that cluster and replays them
-// with run.sh (LOAD_CONCURRENCY curl processes, LOAD_REQUESTS requests per verb), then
-// reports the extender's resident memory.
+// with run.sh (LOAD_REQUESTS requests per verb, once for each of the curl concurrencies in
+// LOAD_CONCURRENCY), then reports the extender's resident memory. Concurrency 1 is what
+// one kube-scheduler sends: its scheduling loop calls filter, then prioritize, for one pod
+// at a time; higher concurrencies stand for several schedulers, or a stress test.
 func TestLoad(t *testing.T) {
 	spec := fixture.Spec{
 		Nodes:      envInt(t, "LOAD_NODES", 5000),
@@ -32,7 +34,7 @@ func TestLoad(t *testing.T) {
 		// No scheduler runs: the pods stay pending, as a backlog does.
 		SchedulerName: "cps-scheduler",
 	}
-	concurrency, requests := envInt(t, "LOAD_CONCURRENCY", 4), envInt(t, "LOAD_REQUESTS", 2000)
+	concurrencies, requests := envInts(t, "LOAD_CONCURRENCY", []int{1, 4}), envInt(t, "LOAD_REQUESTS", 2000)
 
 	cp := framework.Start(t, framework.Options{})
 	nodes, pods := fixture.Nodes(spec), fixture.Pods(spec)
@@ -63,7 +65,7 @@ func TestLoad(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	replay := func(requests int, verbs ...string) {
+	replay := func(concurrency, requests int, verbs ...string) {
 		args := append([]string{"http://" + addr, dir, itoa(concurrency), itoa(requests)}, verbs...)
 		cmd := exec.Command(filepath.Join(root, "test", "load", "run.sh"), args...)
 		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
@@ -72,7 +74,9 @@ func TestLoad(t *testing.T) {
 			t.Errorf("run.sh: %v", err)
 		}
 	}
-	replay(requests, "filter", "prioritize", "volcano-predicate")
+	for _, c := range concurrencies {
+		replay(c, requests, "filter", "prioritize", "volcano-predicate")
+	}
 	peak, current, err := memory(ext.Pid())
 	if err != nil {
 		t.Fatal(err)
@@ -83,7 +87,8 @@ func TestLoad(t *testing.T) {
 	}
 	// Volcano's prioritize carries every node's full NodeInfo (megabytes at 5000 nodes):
 	// fewer requests, and its memory reported apart.
-	replay(max(requests/50, concurrency), "volcano-prioritize")
+	last := concurrencies[len(concurrencies)-1]
+	replay(last, max(requests/50, last), "volcano-prioritize")
 
 	peak, current, err = memory(ext.Pid())
 	if err != nil {
