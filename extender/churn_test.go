@@ -171,6 +171,13 @@ func checkAnswer(verb string, body []byte, names []string, existed map[string]bo
 	switch verb {
 	case VerbFilter:
 		var res extenderv1.ExtenderFilterResult
+		if err := json.Unmarshal(body, &res); err == nil && res.Error != "" {
+			// A waiting pod asked again on the same view: a retry, with no node passed.
+			if res.NodeNames != nil && len(*res.NodeNames) > 0 {
+				report("filter: a retry answer passed nodes: %s", body)
+			}
+			return
+		}
 		if err := json.Unmarshal(body, &res); err != nil || res.NodeNames == nil {
 			report("filter: answer %s: %v", body, err)
 			return
@@ -218,8 +225,12 @@ func TestIndexChangesThatNeedARecompute(t *testing.T) {
 		node *corev1.Node
 		want bool
 	}{{"new node", node, true}, {"heartbeat", heartbeat, false}, {"allocatable", resized, true}, {"cordoned", cordoned, true}, {"labels", relabelled, true}} {
+		before := x.changes.Load()
 		if got := x.setNode(tt.node); got != tt.want {
 			t.Errorf("node %s: setNode = %v, want %v", tt.name, got, tt.want)
+		}
+		if counted := x.changes.Load() != before; counted != tt.want {
+			t.Errorf("node %s: change counted = %v, want %v", tt.name, counted, tt.want)
 		}
 	}
 	ready := pod.DeepCopy()
@@ -233,8 +244,17 @@ func TestIndexChangesThatNeedARecompute(t *testing.T) {
 		pod  *corev1.Pod
 		want bool
 	}{{"new pod", pod, true}, {"status condition", ready, false}, {"bound", bound, true}, {"other job", relabelledPod, true}} {
+		before := x.changes.Load()
 		if got := x.setPod(tt.pod, cfg); got != tt.want {
 			t.Errorf("pod %s: setPod = %v, want %v", tt.name, got, tt.want)
 		}
+		if counted := x.changes.Load() != before; counted != tt.want {
+			t.Errorf("pod %s: change counted = %v, want %v", tt.name, counted, tt.want)
+		}
+	}
+	before := x.changes.Load()
+	x.deletePod(pod)
+	if x.changes.Load() == before {
+		t.Error("deleting a pod was not counted as a change")
 	}
 }

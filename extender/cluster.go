@@ -42,6 +42,8 @@ type Cluster struct {
 	kick     chan struct{}
 	ready    atomic.Bool
 	index    *viewIndex
+	// events counts every pod and node event the informers delivered, changes or not.
+	events atomic.Uint64
 	// admitSpace pools *priority.Workspace: Admit's scratch space, reused recompute after
 	// recompute instead of allocated anew.
 	admitSpace sync.Pool

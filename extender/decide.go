@@ -31,7 +31,8 @@ func (c *Cluster) Admit(pod *corev1.Pod) Admission {
 		return Admission{Reason: fmt.Sprintf("job %s is not in the extender's view yet; it is retried shortly", m.jobKey), Retry: RetryAfterBackoff}
 	}
 	if d.Phase == priority.PhaseWaiting {
-		return Admission{Reason: d.Reason, Queued: true, Retry: retryOf(snap, pod, d)}
+		return Admission{Reason: d.Reason, Queued: true, Retry: retryOf(snap, pod, d),
+			Stale: snap.changes != c.index.changes.Load(), Events: c.events.Load()}
 	}
 	return Admission{OK: true}
 }

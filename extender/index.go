@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -62,6 +63,10 @@ type viewIndex struct {
 	// membership counts changes to which pods exist and which job each belongs to; a
 	// recompute at the same count reuses the previous snapshot's pod-to-job maps.
 	membership uint64
+	// changes counts every change the queue depends on (pods, nodes, a rebuild). A
+	// snapshot computed at a lower count is stale: a change it lacks is on its way. Written
+	// under mu, read without.
+	changes atomic.Uint64
 }
 
 func newViewIndex() *viewIndex {
@@ -141,6 +146,7 @@ func (x *viewIndex) setPod(pod *corev1.Pod, cfg *viewConfig) bool {
 		// The config changed under this event: rebuild every record from the informer
 		// cache at the next recompute.
 		x.cfg = nil
+		x.changes.Add(1)
 		return true
 	}
 	r := x.newPodRecord(pod, cfg.gang)
@@ -149,7 +155,11 @@ func (x *viewIndex) setPod(pod *corev1.Pod, cfg *viewConfig) bool {
 		x.membership++
 	}
 	x.pods[pod.UID] = r
-	return old == nil || !samePodRecord(old, r)
+	if old == nil || !samePodRecord(old, r) {
+		x.changes.Add(1)
+		return true
+	}
+	return false
 }
 
 // samePodRecord reports whether two records of a pod are the same to the queue.
@@ -173,6 +183,7 @@ func (x *viewIndex) deletePod(pod *corev1.Pod) {
 	if _, ok := x.pods[pod.UID]; ok {
 		delete(x.pods, pod.UID)
 		x.membership++
+		x.changes.Add(1)
 	}
 }
 
@@ -189,6 +200,7 @@ func (x *viewIndex) setNode(n *corev1.Node) bool {
 	}
 	x.nodes[n.Name] = r
 	x.schedulable, x.nodeAt = nil, nil
+	x.changes.Add(1)
 	return true
 }
 
@@ -197,6 +209,7 @@ func (x *viewIndex) deleteNode(n *corev1.Node) {
 	defer x.mu.Unlock()
 	delete(x.nodes, n.Name)
 	x.schedulable, x.nodeAt = nil, nil
+	x.changes.Add(1)
 }
 
 // objectLister lists the informer caches.
@@ -211,6 +224,7 @@ type indexed struct {
 	schedulable []*nodeRecord // by name
 	nodeAt      map[string]int
 	membership  uint64
+	changes     uint64
 }
 
 // records returns every pod record and the schedulable nodes. The first time, and when cfg
@@ -241,7 +255,7 @@ func (x *viewIndex) records(cfg *viewConfig, list objectLister) (indexed, error)
 			x.nodeAt[n.name] = i
 		}
 	}
-	return indexed{pods: pods, schedulable: x.schedulable, nodeAt: x.nodeAt, membership: x.membership}, nil
+	return indexed{pods: pods, schedulable: x.schedulable, nodeAt: x.nodeAt, membership: x.membership, changes: x.changes.Load()}, nil
 }
 
 func (x *viewIndex) rebuild(cfg *viewConfig, list objectLister) error {
@@ -264,6 +278,7 @@ func (x *viewIndex) rebuild(cfg *viewConfig, list objectLister) error {
 	x.schedulable, x.nodeAt = nil, nil
 	x.cfg = cfg
 	x.membership++
+	x.changes.Add(1)
 	return nil
 }
 
@@ -283,6 +298,7 @@ func (c *Cluster) podEvents() cache.ResourceEventHandlerFuncs {
 }
 
 func (c *Cluster) onPod(obj any, deleted bool) {
+	c.events.Add(1)
 	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = tomb.Obj
 	}
@@ -308,6 +324,7 @@ func (c *Cluster) nodeEvents() cache.ResourceEventHandlerFuncs {
 }
 
 func (c *Cluster) onNode(obj any, deleted bool) {
+	c.events.Add(1)
 	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = tomb.Obj
 	}

@@ -12,24 +12,24 @@ import (
 // Retry is how kube-scheduler should come back to a pod the filter turns away.
 //
 // A pod every node rejects is parked by kube-scheduler until the next cluster event it
-// watches (a pod or node added, changed, deleted). That suits a job that waits behind
-// another: the other's binds and deletions are such events. It does not suit a wait that
-// ends on a timer, or with a change the extender's informers have not delivered yet while
-// kube-scheduler's already have: nothing wakes the parked pod, and a gang whose other
-// members reached bind then times out. For those waits the filter answers with an error
-// instead, which kube-scheduler retries after its backoff (1 s in the shipped configs).
+// watches (a pod or node added, changed, deleted), which then wakes it at once. That suits
+// a job that waits behind another: the other's binds and deletions are such events. It
+// does not suit a wait that ends on a timer, nor a wake-up by an event that the extender's
+// informers have not delivered yet while kube-scheduler's already have: the pod is turned
+// away on the old view, parked again, and nothing wakes it when the view catches up. For
+// those the filter answers with an error instead, which kube-scheduler retries after its
+// backoff (1 s in the shipped configs).
 type Retry int
 
 const (
-	// RetryOnEvent parks the pod until the next cluster event: the wait ends with one.
-	RetryOnEvent Retry = iota
+	// RetryIfViewLags parks the pod until the next cluster event unless the view lags:
+	// it has taken in a change the decision was not made on, or it has received no event
+	// at all since it last parked the pod, so kube-scheduler woke the pod for an event the
+	// view has not seen yet (then one retry per such wake-up).
+	RetryIfViewLags Retry = iota
 	// RetryAfterBackoff asks for a retry after the backoff, every time: the wait ends on a
-	// timer (a cool-down) or when the view catches up (a pod or job it has not seen).
+	// timer (a cool-down) or when the view sees the pod or its job.
 	RetryAfterBackoff
-	// RetryBounded asks for a retry after the backoff a bounded number of times, then
-	// parks: the wait may end with a change the view has not seen yet (the job is next in
-	// the queue, or its gang is not complete in the view).
-	RetryBounded
 )
 
 // retryOf classifies the wait of a pod of a waiting job.
@@ -37,46 +37,48 @@ func retryOf(snap *Snapshot, pod *corev1.Pod, d *priority.Decision) Retry {
 	if _, seen := snap.JobOf(pod.UID, pod.Namespace, pod.Name); !seen || d.CoolingDown {
 		return RetryAfterBackoff
 	}
-	if d.Position == 1 || d.Pods < d.MinMember {
-		return RetryBounded
-	}
-	return RetryOnEvent
+	return RetryIfViewLags
 }
 
-// Bounded retries per pod within retryWindow: at a 1 s backoff, about 20 s of retries,
-// enough for a lagging informer, few enough that a job that really waits is parked (and
-// seen as Unschedulable, not as a scheduler error) soon.
-const (
-	maxBoundedRetries = 20
-	retryWindow       = 10 * time.Minute
-)
+// parkedFor is how long the filter remembers where it parked a pod.
+const parkedFor = 10 * time.Minute
 
-// retryBudget counts the bounded retries of each pod.
-type retryBudget struct {
-	used *gocache.Cache // pod UID (or namespace/name) -> int
+// parkedPods remembers, per pod, how many events the view had received when the filter
+// last turned the pod away, and whether a retry was given at that count already.
+type parkedPods struct {
+	at *gocache.Cache // pod UID (or namespace/name) -> parkedAt
 }
 
-func newRetryBudget() *retryBudget {
-	return &retryBudget{used: gocache.New(retryWindow, retryWindow)}
+type parkedAt struct {
+	events  uint64
+	retried bool
 }
 
-// allow reports whether pod may be answered with a retry of kind r, and counts it.
-func (b *retryBudget) allow(pod *corev1.Pod, r Retry) bool {
-	switch r {
-	case RetryAfterBackoff:
+func newParkedPods() *parkedPods {
+	return &parkedPods{at: gocache.New(parkedFor, parkedFor)}
+}
+
+// retry reports whether the filter should answer pod, turned away with adm, with a retry
+// rather than park it, and remembers the answer. kube-scheduler sends one pod's filter
+// calls one at a time, so the read and the write need no lock of their own.
+func (p *parkedPods) retry(pod *corev1.Pod, adm Admission) bool {
+	if adm.Retry == RetryAfterBackoff || adm.Stale {
 		return true
-	case RetryBounded:
-	default:
-		return false
 	}
 	key := string(pod.UID)
 	if key == "" {
 		key = pod.Namespace + "/" + pod.Name
 	}
-	// Add fails while the key is present; then the count goes up by one.
-	if b.used.Add(key, 1, gocache.DefaultExpiration) == nil {
-		return true
+	next := parkedAt{events: adm.Events}
+	if v, found := p.at.Get(key); found {
+		if last := v.(parkedAt); last.events == adm.Events {
+			// Back with no event received since it was parked: woken by an event the view
+			// lacks, unless the retry for this count was given already.
+			next.retried = true
+			p.at.SetDefault(key, next)
+			return !last.retried
+		}
 	}
-	n, err := b.used.IncrementInt(key, 1)
-	return err == nil && n <= maxBoundedRetries
+	p.at.SetDefault(key, next)
+	return false
 }

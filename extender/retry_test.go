@@ -14,48 +14,54 @@ func TestRetryOf(t *testing.T) {
 	snap := &Snapshot{podJob: map[types.UID]string{"u1": "default/a"}, nameJob: map[string]string{"default/p1": "default/a"}}
 	seen := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p1", Namespace: "default", UID: "u1"}}
 	unseen := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p2", Namespace: "default", UID: "u2"}}
-	behind := priority.Decision{Phase: priority.PhaseWaiting, Position: 2, Pods: 3, MinMember: 3}
 	tests := []struct {
 		name string
 		pod  *corev1.Pod
-		d    func(d priority.Decision) priority.Decision
+		d    priority.Decision
 		want Retry
 	}{
-		{"behind another job: parked until an event", seen, func(d priority.Decision) priority.Decision { return d }, RetryOnEvent},
-		{"the pod is not in the view yet", unseen, func(d priority.Decision) priority.Decision { return d }, RetryAfterBackoff},
-		{"cooling down", seen, func(d priority.Decision) priority.Decision { d.CoolingDown = true; return d }, RetryAfterBackoff},
-		{"next in the queue", seen, func(d priority.Decision) priority.Decision { d.Position = 1; return d }, RetryBounded},
-		{"gang incomplete in the view", seen, func(d priority.Decision) priority.Decision { d.Pods = 2; return d }, RetryBounded},
+		{"behind another job", seen, priority.Decision{Position: 2}, RetryIfViewLags},
+		{"next in the queue", seen, priority.Decision{Position: 1}, RetryIfViewLags},
+		{"the pod is not in the view yet", unseen, priority.Decision{Position: 2}, RetryAfterBackoff},
+		{"cooling down", seen, priority.Decision{Position: 1, CoolingDown: true}, RetryAfterBackoff},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			d := tt.d(behind)
-			if got := retryOf(snap, tt.pod, &d); got != tt.want {
+			if got := retryOf(snap, tt.pod, &tt.d); got != tt.want {
 				t.Errorf("retryOf = %d, want %d", got, tt.want)
 			}
 		})
 	}
 }
 
-func TestRetryBudget(t *testing.T) {
-	b := newRetryBudget()
+// TestParkedPods walks one pod through the visits kube-scheduler makes: parked, woken with
+// no event received meanwhile (one retry), back again with none (parked), then after an
+// event (parked), and on a stale view (a retry).
+func TestParkedPods(t *testing.T) {
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "default", UID: "u"}}
-	other := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "q", Namespace: "default"}}
-	for i := range maxBoundedRetries {
-		if !b.allow(pod, RetryBounded) {
-			t.Fatalf("bounded retry %d refused, want %d allowed", i+1, maxBoundedRetries)
+	noUID := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "q", Namespace: "default"}}
+	lags := func(events uint64) Admission { return Admission{Retry: RetryIfViewLags, Events: events} }
+	p := newParkedPods()
+	steps := []struct {
+		name  string
+		pod   *corev1.Pod
+		adm   Admission
+		retry bool
+	}{
+		{"first visit: parked", pod, lags(7), false},
+		{"woken with no event received: the view lags, one retry", pod, lags(7), true},
+		{"back with still none after the retry: parked", pod, lags(7), false},
+		{"and again: stays parked", pod, lags(7), false},
+		{"woken after an event the view received: parked", pod, lags(9), false},
+		{"woken with none received since: one retry again", pod, lags(9), true},
+		{"a change the decision was not made on: a retry", pod, Admission{Retry: RetryIfViewLags, Events: 10, Stale: true}, true},
+		{"a cool-down: always a retry", pod, Admission{Retry: RetryAfterBackoff, Events: 10}, true},
+		{"a pod without a UID: parked on its first visit", noUID, lags(9), false},
+		{"and woken on the same view: a retry", noUID, lags(9), true},
+	}
+	for _, s := range steps {
+		if got := p.retry(s.pod, s.adm); got != s.retry {
+			t.Fatalf("%s: retry = %t, want %t", s.name, got, s.retry)
 		}
-	}
-	if b.allow(pod, RetryBounded) {
-		t.Errorf("bounded retry %d allowed, want the pod parked", maxBoundedRetries+1)
-	}
-	if !b.allow(pod, RetryAfterBackoff) {
-		t.Error("a retry after backoff was refused once the bounded ones were used up")
-	}
-	if b.allow(pod, RetryOnEvent) {
-		t.Error("a pod parked until an event was answered with a retry")
-	}
-	if !b.allow(other, RetryBounded) {
-		t.Error("another pod (no UID) was refused its first bounded retry")
 	}
 }

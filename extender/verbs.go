@@ -57,6 +57,10 @@ type Admission struct {
 	Queued bool
 	// Retry says how kube-scheduler should come back to a pod that may not be placed.
 	Retry Retry
+	// Stale is true when the view has taken in a change the decision was not made on.
+	Stale bool
+	// Events is how many pod and node events the view had received at the decision.
+	Events uint64
 }
 
 // WaitingNotifier tells a pod that waits for its job's turn why, e.g. with an Event on the
@@ -72,7 +76,7 @@ type SchedulerVerbs struct {
 	binder  Binder
 	metrics *Metrics
 	waiting WaitingNotifier
-	retries *retryBudget
+	parked  *parkedPods
 }
 
 // NewSchedulerVerbs builds the kube-scheduler verbs from their dependencies. binder is the
@@ -81,7 +85,7 @@ func NewSchedulerVerbs(log *zap.Logger, decider Decider, binder Binder) (*Schedu
 	if log == nil || decider == nil || binder == nil {
 		return nil, fmt.Errorf("scheduler verbs: log, decider and binder are all required")
 	}
-	return &SchedulerVerbs{log: log, decider: decider, binder: binder, retries: newRetryBudget()}, nil
+	return &SchedulerVerbs{log: log, decider: decider, binder: binder, parked: newParkedPods()}, nil
 }
 
 // Observe counts the filter's decisions in m and tells waiting pods why through w; either
@@ -148,7 +152,7 @@ func (v *SchedulerVerbs) decideFilter(args *extenderv1.ExtenderArgs) *extenderv1
 		if adm.Queued && v.waiting != nil {
 			v.waiting.NotifyWaiting(args.Pod, reason)
 		}
-		if v.retries.allow(args.Pod, adm.Retry) {
+		if v.parked.retry(args.Pod, adm) {
 			// An error, not a rejection: kube-scheduler retries it after its backoff
 			// instead of parking the pod until the next cluster event (see Retry).
 			result.Error = reason

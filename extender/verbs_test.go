@@ -27,7 +27,7 @@ type fakeDecider struct {
 	nodes     map[string]bool
 	waiting   map[string]string // pod name -> reason
 	unseen    map[string]string // pod name -> reason
-	next      map[string]string // pod name -> reason, of a job next in the queue
+	next      map[string]string // pod name -> reason, of a job whose wait ends on a timer
 	conflicts map[string]string // "pod/node" -> reason
 	scores    map[string]int64  // node -> score
 }
@@ -47,7 +47,7 @@ func (f *fakeDecider) Admit(pod *corev1.Pod) Admission {
 		return Admission{Reason: reason, Retry: RetryAfterBackoff}
 	}
 	if reason, next := f.next[pod.Name]; next {
-		return Admission{Reason: reason, Queued: true, Retry: RetryBounded}
+		return Admission{Reason: reason, Queued: true, Retry: RetryAfterBackoff}
 	}
 	return Admission{OK: true}
 }
@@ -199,7 +199,7 @@ func TestFilter(t *testing.T) {
 			},
 		},
 		{
-			name: "a pod of the job next in the queue gets an error to retry, and is told why",
+			name: "a pod of a cooling-down job gets an error to retry, and is told why",
 			body: `{"Pod":{"metadata":{"name":"next","namespace":"default"}},"NodeNames":["n1"]}`,
 			want: extenderv1.ExtenderFilterResult{
 				FailedNodes:                extenderv1.FailedNodesMap{},

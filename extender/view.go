@@ -32,6 +32,8 @@ type Snapshot struct {
 	hardPS   map[string]bool // jobs whose PodGroup asks for hard PS anti-affinity
 	// membership is the index's membership count this snapshot was computed at.
 	membership uint64
+	// changes is the index's change count this snapshot was computed at.
+	changes uint64
 }
 
 // node returns a node's free capacity and labels (an empty node when unknown).
@@ -91,6 +93,7 @@ func (c *Cluster) recompute(now time.Time) {
 		nodeAt:     idx.nodeAt,
 		hardPS:     map[string]bool{},
 		membership: idx.membership,
+		changes:    idx.changes,
 	}
 	// The pod-to-job maps change only when pods come, go or change jobs: after a bind or
 	// a status change the previous snapshot's serve again.

@@ -13,6 +13,7 @@ import (
 
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/cps-extender/cps-extender/test/e2e/framework"
 )
@@ -307,4 +308,28 @@ func TestHoldTimeoutLeavesNothingBound(t *testing.T) {
 		}
 	}
 	e.waitFailedScheduling("default", "stuck-worker-0", "did not gather its gang within 3s")
+}
+
+// TestCoolDownEndsWithoutAnEvent: a gang that times out at bind cools down. A change that
+// makes it placeable arrives during the cool-down, so kube-scheduler retries the job's
+// pods at once and the extender turns them away (cooling down); the cool-down then ends
+// with no cluster event to wake them. The filter's answer must bring them back (a retry
+// after the scheduler's backoff), not kube-scheduler's flush of parked pods minutes later.
+func TestCoolDownEndsWithoutAnEvent(t *testing.T) {
+	e := newEnv(t, framework.Nodes("node", 2, "4", "8Gi")...)
+	e.startExtender("gate:\n  holdTimeout: 3s\n  coolDown: 8s\n")
+	e.startScheduler(true)
+	job := jobSpec{name: "late", workers: 3, cpu: "1"}
+	pods := job.pods()
+	pods[2].selector = map[string]string{"cps-e2e/ready": "true"} // no node has it yet
+	e.createPods(pods...)
+	e.waitFailedScheduling("default", pods[0].name, "did not gather its gang within 3s")
+
+	patch := []byte(`{"metadata":{"labels":{"cps-e2e/ready":"true"}}}`)
+	if _, err := e.cp.Client.CoreV1().Nodes().Patch(context.Background(), "node-0", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// The label requeued the pod while the job still cooled down: the case under test.
+	e.waitFailedScheduling("default", pods[2].name, "cooling down")
+	e.waitJobBound(job, 60*time.Second)
 }
