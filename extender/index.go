@@ -35,6 +35,20 @@ type podRecord struct {
 	created    time.Time
 	inJob      bool
 	m          membership // the pod-only part (podMembership); valid when inJob
+	// counted: in a job, not terminated, not being deleted, not in an exempt namespace;
+	// such a pod is in the queue's view of its job.
+	counted bool
+	// group is the job's pods this record is in (nil when not counted, or replaced), at
+	// slot. Only the index writes them, under its lock.
+	group *jobPods
+	slot  int
+}
+
+// jobPods is the counted pods of one job, kept current event by event, so that a
+// recompute walks jobs instead of looking up every pod's job.
+type jobPods struct {
+	key  string
+	pods []*podRecord
 }
 
 // nodeRecord is one node's allocatable and labels, parsed once per node event.
@@ -60,6 +74,9 @@ type viewIndex struct {
 	// node change until the next recompute. Published snapshots share them: never written.
 	schedulable []*nodeRecord
 	nodeAt      map[string]int
+	// jobs is the counted pods by job key; grouped counts them all.
+	jobs    map[string]*jobPods
+	grouped int
 	// membership counts changes to which pods exist and which job each belongs to; a
 	// recompute at the same count reuses the previous snapshot's pod-to-job maps.
 	membership uint64
@@ -70,7 +87,7 @@ type viewIndex struct {
 }
 
 func newViewIndex() *viewIndex {
-	return &viewIndex{pods: map[types.UID]*podRecord{}, nodes: map[string]*nodeRecord{}}
+	return &viewIndex{pods: map[types.UID]*podRecord{}, nodes: map[string]*nodeRecord{}, jobs: map[string]*jobPods{}}
 }
 
 func newPodRecord(pod *corev1.Pod, gang GangConfig) *podRecord {
@@ -83,7 +100,57 @@ func newPodRecord(pod *corev1.Pod, gang GangConfig) *podRecord {
 		r.request = podRequest(pod)
 	}
 	r.m, r.inJob = gang.podMembership(pod)
+	r.counted = r.inJob && !r.terminated && !r.deleting && !slices.Contains(gang.ExemptNamespaces, pod.Namespace)
 	return r
+}
+
+// group adds a counted record to its job's pods. x.mu is held.
+func (x *viewIndex) group(r *podRecord) {
+	if !r.counted {
+		return
+	}
+	g := x.jobs[r.m.jobKey]
+	if g == nil {
+		g = &jobPods{key: r.m.jobKey}
+		x.jobs[g.key] = g
+	}
+	r.group, r.slot = g, len(g.pods)
+	g.pods = append(g.pods, r)
+	x.grouped++
+}
+
+// ungroup takes a record out of its job's pods. x.mu is held.
+func (x *viewIndex) ungroup(r *podRecord) {
+	g := r.group
+	if g == nil {
+		return
+	}
+	last := len(g.pods) - 1
+	moved := g.pods[last]
+	g.pods[r.slot], moved.slot = moved, r.slot
+	g.pods[last] = nil
+	g.pods = g.pods[:last]
+	if len(g.pods) == 0 {
+		delete(x.jobs, g.key)
+	}
+	r.group = nil
+	x.grouped--
+}
+
+// replace puts r where old was: in the same slot when both count in the same job, so that
+// a bind or a status change does not reorder the job's pods. x.mu is held.
+func (x *viewIndex) replace(old, r *podRecord) {
+	if old != nil && old.group != nil && r.counted && old.m.jobKey == r.m.jobKey {
+		g := old.group
+		g.pods[old.slot] = r
+		r.group, r.slot = g, old.slot
+		old.group = nil
+		return
+	}
+	if old != nil {
+		x.ungroup(old)
+	}
+	x.group(r)
 }
 
 // newPodRecord is newPodRecord with the request interned. x.mu is held.
@@ -155,6 +222,7 @@ func (x *viewIndex) setPod(pod *corev1.Pod, cfg *viewConfig) bool {
 		x.membership++
 	}
 	x.pods[pod.UID] = r
+	x.replace(old, r)
 	if old == nil || !samePodRecord(old, r) {
 		x.changes.Add(1)
 		return true
@@ -180,7 +248,8 @@ func sameMembership(a, b *podRecord) bool {
 func (x *viewIndex) deletePod(pod *corev1.Pod) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	if _, ok := x.pods[pod.UID]; ok {
+	if old, ok := x.pods[pod.UID]; ok {
+		x.ungroup(old)
 		delete(x.pods, pod.UID)
 		x.membership++
 		x.changes.Add(1)
@@ -225,6 +294,8 @@ type indexed struct {
 	nodeAt      map[string]int
 	membership  uint64
 	changes     uint64
+	// jobs is every job's counted pods, copied: the index goes on changing its own.
+	jobs []jobPods
 }
 
 // records returns every pod record and the schedulable nodes. The first time, and when cfg
@@ -255,7 +326,15 @@ func (x *viewIndex) records(cfg *viewConfig, list objectLister) (indexed, error)
 			x.nodeAt[n.name] = i
 		}
 	}
-	return indexed{pods: pods, schedulable: x.schedulable, nodeAt: x.nodeAt, membership: x.membership, changes: x.changes.Load()}, nil
+	jobs := make([]jobPods, 0, len(x.jobs))
+	backing := make([]*podRecord, 0, x.grouped) // one array for every job's pods
+	for _, g := range x.jobs {
+		start := len(backing)
+		backing = append(backing, g.pods...)
+		jobs = append(jobs, jobPods{key: g.key, pods: backing[start:len(backing):len(backing)]})
+	}
+	return indexed{pods: pods, schedulable: x.schedulable, nodeAt: x.nodeAt, membership: x.membership,
+		changes: x.changes.Load(), jobs: jobs}, nil
 }
 
 func (x *viewIndex) rebuild(cfg *viewConfig, list objectLister) error {
@@ -268,8 +347,11 @@ func (x *viewIndex) rebuild(cfg *viewConfig, list objectLister) error {
 		return fmt.Errorf("listing nodes from the cache: %w", err)
 	}
 	x.pods = make(map[types.UID]*podRecord, len(pods))
+	x.jobs, x.grouped = map[string]*jobPods{}, 0
 	for _, p := range pods {
-		x.pods[p.UID] = x.newPodRecord(p, cfg.gang)
+		r := x.newPodRecord(p, cfg.gang)
+		x.pods[p.UID] = r
+		x.group(r)
 	}
 	x.nodes = make(map[string]*nodeRecord, len(nodes))
 	for _, n := range nodes {

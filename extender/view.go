@@ -104,36 +104,30 @@ func (c *Cluster) recompute(now time.Time) {
 	} else {
 		snap.podJob, snap.nameJob = make(map[types.UID]string, len(idx.pods)), make(map[string]string, len(idx.pods))
 	}
-	exempt := map[string]bool{}
-	for _, ns := range cfg.gang.ExemptNamespaces {
-		exempt[ns] = true
-	}
 	groups := groupMemo{lookup: c.podGroup, seen: map[string]groupPart{}}
-	for _, pod := range idx.pods {
-		if !pod.inJob || pod.terminated || pod.deleting || exempt[pod.namespace] {
-			continue
+	// The jobs live in one array, which the snapshot's map points into and Admit reads.
+	state.Jobs = make([]priority.Job, len(idx.jobs))
+	for i, g := range idx.jobs {
+		job := &state.Jobs[i]
+		job.Key, job.Pods = g.key, make([]priority.Pod, 0, len(g.pods))
+		snap.jobs[g.key] = job
+		for k, pod := range g.pods {
+			m := groups.complete(pod)
+			if k == 0 {
+				job.Created = m.created
+			}
+			addMember(job, pod, m, held)
+			if m.hardPSAntiAffinity {
+				snap.hardPS[g.key] = true
+			}
+			if job.User == "" {
+				job.User = c.userOf(pod.namespace, m.user, cfg.gang.UserLabel)
+			}
+			if fillPodMaps {
+				snap.podJob[pod.uid] = g.key
+				snap.nameJob[pod.nsName] = g.key
+			}
 		}
-		m := groups.complete(pod)
-		job := snap.jobs[m.jobKey]
-		if job == nil {
-			job = &priority.Job{Key: m.jobKey, Created: m.created, Pods: make([]priority.Pod, 0, podsHint(prev, m))}
-			snap.jobs[m.jobKey] = job
-		}
-		addMember(job, pod, m, held)
-		if m.hardPSAntiAffinity {
-			snap.hardPS[m.jobKey] = true
-		}
-		if job.User == "" {
-			job.User = c.userOf(pod.namespace, m.user, cfg.gang.UserLabel)
-		}
-		if fillPodMaps {
-			snap.podJob[pod.uid] = m.jobKey
-			snap.nameJob[pod.nsName] = m.jobKey
-		}
-	}
-	state.Jobs = make([]priority.Job, 0, len(snap.jobs))
-	for _, j := range snap.jobs {
-		state.Jobs = append(state.Jobs, *j)
 	}
 	w, ok := c.admitSpace.Get().(*priority.Workspace)
 	if !ok {
@@ -146,18 +140,6 @@ func (c *Cluster) recompute(now time.Time) {
 	if ce := c.log.Check(zap.DebugLevel, "queue recomputed"); ce != nil {
 		ce.Write(zap.Int("jobs", len(snap.jobs)), zap.Int("queue", snap.Queue.Len()), zap.Duration("took", time.Since(start)))
 	}
-}
-
-// podsHint guesses how many pods a job has, so that its pod list is allocated once: its
-// gang minimum, or as many as it had in the previous snapshot when that is more.
-func podsHint(prev *Snapshot, m membership) int {
-	n := m.minMember
-	if prev != nil {
-		if j := prev.jobs[m.jobKey]; j != nil {
-			n = max(n, len(j.Pods))
-		}
-	}
-	return n
 }
 
 // groupMemo completes pod memberships from their PodGroups, one lookup per job and
