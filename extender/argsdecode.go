@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"unsafe"
 
 	extenderv1 "k8s.io/kube-scheduler/extender/v1"
 )
@@ -51,10 +52,13 @@ func putBody(buf *bytes.Buffer) {
 	}
 }
 
-// parseExtenderArgs decodes body as encoding/json decodes it into ExtenderArgs.
-func parseExtenderArgs(body []byte) (*extenderv1.ExtenderArgs, error) {
+// parseExtenderArgs decodes body as encoding/json decodes it into ExtenderArgs. With
+// aliasNames, node names parsed by hand point into body instead of being copied (thousands
+// of small allocations a request); the caller must then keep body unchanged while the
+// request is served, and nothing may keep a name past it.
+func parseExtenderArgs(body []byte, aliasNames bool) (*extenderv1.ExtenderArgs, error) {
 	var args extenderv1.ExtenderArgs
-	if parseArgsFast(body, &args) {
+	if parseArgsFast(body, &args, aliasNames) {
 		return &args, nil
 	}
 	args = extenderv1.ExtenderArgs{}
@@ -66,7 +70,7 @@ func parseExtenderArgs(body []byte) (*extenderv1.ExtenderArgs, error) {
 
 // parseArgsFast parses the common shape of body into args and reports whether it could;
 // when it could not, args may hold part of the request and must be discarded.
-func parseArgsFast(b []byte, args *extenderv1.ExtenderArgs) bool {
+func parseArgsFast(b []byte, args *extenderv1.ExtenderArgs, aliasNames bool) bool {
 	i := skipSpace(b, 0)
 	if i >= len(b) || b[i] != '{' {
 		return false
@@ -77,7 +81,7 @@ func parseArgsFast(b []byte, args *extenderv1.ExtenderArgs) bool {
 	}
 	var seenPod, seenNodes, seenNames bool
 	for {
-		key, next, ok := plainString(b, i)
+		key, next, ok := plainString(b, i, false)
 		if !ok {
 			return false
 		}
@@ -103,7 +107,7 @@ func parseArgsFast(b []byte, args *extenderv1.ExtenderArgs) bool {
 			i = end
 		case strings.EqualFold(key, "nodenames") && !seenNames:
 			seenNames = true
-			names, end, ok := plainStringArray(b, i)
+			names, end, ok := plainStringArray(b, i, aliasNames)
 			if !ok {
 				return false
 			}
@@ -134,14 +138,17 @@ func skipSpace(b []byte, i int) int {
 }
 
 // plainString reads a JSON string at b[i] made of printable ASCII without escapes, and
-// returns it and the index after its closing quote.
-func plainString(b []byte, i int) (string, int, bool) {
+// returns it (pointing into b with alias) and the index after its closing quote.
+func plainString(b []byte, i int, alias bool) (string, int, bool) {
 	if i >= len(b) || b[i] != '"' {
 		return "", 0, false
 	}
 	for j := i + 1; j < len(b); j++ {
 		switch c := b[j]; {
 		case c == '"':
+			if alias && j > i+1 {
+				return unsafe.String(&b[i+1], j-i-1), j + 1, true
+			}
 			return string(b[i+1 : j]), j + 1, true
 		case c == '\\' || c < 0x20 || c >= 0x80:
 			return "", 0, false
@@ -151,7 +158,7 @@ func plainString(b []byte, i int) (string, int, bool) {
 }
 
 // plainStringArray reads null or an array of plain strings (see plainString) at b[i].
-func plainStringArray(b []byte, i int) (*[]string, int, bool) {
+func plainStringArray(b []byte, i int, alias bool) (*[]string, int, bool) {
 	if bytes.HasPrefix(b[i:], []byte("null")) {
 		return nil, i + len("null"), true
 	}
@@ -165,7 +172,7 @@ func plainStringArray(b []byte, i int) (*[]string, int, bool) {
 		return &names, i + 1, true
 	}
 	for {
-		name, next, ok := plainString(b, i)
+		name, next, ok := plainString(b, i, alias)
 		if !ok {
 			return nil, 0, false
 		}

@@ -92,6 +92,12 @@ func appendFailedNodes(b []byte, m extenderv1.FailedNodesMap) []byte {
 // appendFilterResult is json.Marshal of a filter answer. Full Node objects (nodeCacheCapable
 // false) go through encoding/json: their shape is Kubernetes', not ours.
 func appendFilterResult(b []byte, r *extenderv1.ExtenderFilterResult) []byte {
+	return appendFilterAnswer(b, &filterAnswer{ExtenderFilterResult: *r})
+}
+
+// appendFilterAnswer is json.Marshal of a.result(), without building its map.
+func appendFilterAnswer(b []byte, a *filterAnswer) []byte {
+	r := &a.ExtenderFilterResult
 	b = append(b, `{"Nodes":`...)
 	if r.Nodes == nil {
 		b = append(b, "null"...)
@@ -118,7 +124,27 @@ func appendFilterResult(b []byte, r *extenderv1.ExtenderFilterResult) []byte {
 	b = append(b, `,"FailedNodes":`...)
 	b = appendFailedNodes(b, r.FailedNodes)
 	b = append(b, `,"FailedAndUnresolvableNodes":`...)
-	b = appendFailedNodes(b, r.FailedAndUnresolvableNodes)
+	if len(a.unresolvable) == 0 {
+		b = appendFailedNodes(b, r.FailedAndUnresolvableNodes)
+	} else {
+		b = append(b, '{')
+		quoted := appendJSONString(nil, a.reason) // one reason for every node: quoted once
+		for i, n := range a.unresolvable {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendJSONString(b, n)
+			b = append(b, ':')
+			b = append(b, quoted...)
+		}
+		for n, why := range r.FailedAndUnresolvableNodes {
+			b = append(b, ',')
+			b = appendJSONString(b, n)
+			b = append(b, ':')
+			b = appendJSONString(b, why)
+		}
+		b = append(b, '}')
+	}
 	b = append(b, `,"Error":`...)
 	b = appendJSONString(b, r.Error)
 	return append(b, '}')

@@ -30,6 +30,18 @@ func TestAnswerEncodersMatchEncodingJSON(t *testing.T) {
 			assertSameJSON(t, appendFilterResult(nil, r), r, &extenderv1.ExtenderFilterResult{}, &extenderv1.ExtenderFilterResult{})
 		})
 	}
+	answers := map[string]*filterAnswer{
+		"waiting, node names": {ExtenderFilterResult: extenderv1.ExtenderFilterResult{NodeNames: &[]string{}, FailedNodes: extenderv1.FailedNodesMap{}},
+			unresolvable: names, reason: "job x waits \"for\" its turn"},
+		"waiting, full nodes": {ExtenderFilterResult: extenderv1.ExtenderFilterResult{Nodes: &corev1.NodeList{Items: []corev1.Node{}}, FailedNodes: extenderv1.FailedNodesMap{},
+			FailedAndUnresolvableNodes: extenderv1.FailedNodesMap{"m": "also"}}, unresolvable: []string{"x1", "x2"}, reason: "waits"},
+		"no list": {ExtenderFilterResult: extenderv1.ExtenderFilterResult{NodeNames: &names, FailedNodes: failed}},
+	}
+	for name, a := range answers {
+		t.Run("filter answer/"+name, func(t *testing.T) {
+			assertSameJSON(t, appendFilterAnswer(nil, a), a.result(), &extenderv1.ExtenderFilterResult{}, &extenderv1.ExtenderFilterResult{})
+		})
+	}
 	lists := map[string]extenderv1.HostPriorityList{
 		"nil":   nil,
 		"empty": {},

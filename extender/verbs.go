@@ -3,6 +3,7 @@ package extender
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/http"
 	"strings"
 
@@ -94,51 +95,63 @@ func (v *SchedulerVerbs) Observe(m *Metrics, w WaitingNotifier) {
 	v.metrics, v.waiting = m, w
 }
 
-// decodeExtenderArgs decodes and checks the request of filter and prioritize.
-func decodeExtenderArgs(w http.ResponseWriter, r *http.Request, maxBytes int64) (*extenderv1.ExtenderArgs, error) {
+// decodeExtenderArgs decodes and checks the request of filter and prioritize. The node
+// names point into the pooled body, which release gives back: call it once the answer is
+// written, and keep no name past it.
+func decodeExtenderArgs(w http.ResponseWriter, r *http.Request, maxBytes int64) (args *extenderv1.ExtenderArgs, release func(), err error) {
 	body, err := readBody(w, r, maxBytes)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	args, err := parseExtenderArgs(body.Bytes())
-	putBody(body) // the decoded request holds copies, not the body's bytes
+	release = func() { putBody(body) }
+	args, err = parseExtenderArgs(body.Bytes(), true)
+	if err == nil {
+		err = checkExtenderArgs(args)
+	}
 	if err != nil {
-		return nil, err
+		release()
+		return nil, nil, err
 	}
+	return args, release, nil
+}
+
+func checkExtenderArgs(args *extenderv1.ExtenderArgs) error {
 	if args.Pod == nil {
-		return nil, badRequest("request has no Pod")
+		return badRequest("request has no Pod")
 	}
 	if args.Pod.Name == "" {
-		return nil, badRequest("request Pod has no metadata.name")
+		return badRequest("request Pod has no metadata.name")
 	}
 	if args.NodeNames == nil && args.Nodes == nil {
-		return nil, badRequest("request has neither NodeNames (nodeCacheCapable: true) nor Nodes (nodeCacheCapable: false)")
+		return badRequest("request has neither NodeNames (nodeCacheCapable: true) nor Nodes (nodeCacheCapable: false)")
 	}
-	return args, nil
+	return nil
 }
 
 func podKey(p *corev1.Pod) string { return p.Namespace + "/" + p.Name }
 
 func (v *SchedulerVerbs) filter(w http.ResponseWriter, r *http.Request, maxBytes int64) {
-	args, err := decodeExtenderArgs(w, r, maxBytes)
+	args, release, err := decodeExtenderArgs(w, r, maxBytes)
 	if err != nil {
 		writeError(w, err)
 		return
 	}
-	result := v.decideFilter(args)
-	noteDecision(r.Context(), podKey(args.Pod), filterSummary(result))
-	writeAnswer(w, func(b []byte) []byte { return appendFilterResult(b, result) })
+	defer release()
+	answer := v.decideFilter(args)
+	noteDecision(r.Context(), podKey(args.Pod), answer.summary())
+	writeAnswer(w, func(b []byte) []byte { return appendFilterAnswer(b, answer) })
 }
 
 // decideFilter applies the gang gate, then the per-node checks. A pod whose job waits for
 // its turn gets every node back as failed and unresolvable (preempting victims would not
 // give it the turn), with one reason. Nodes given by name that are not in the cluster view
 // fail: the extender cannot judge a node it has not seen.
-func (v *SchedulerVerbs) decideFilter(args *extenderv1.ExtenderArgs) *extenderv1.ExtenderFilterResult {
-	result := &extenderv1.ExtenderFilterResult{
+func (v *SchedulerVerbs) decideFilter(args *extenderv1.ExtenderArgs) *filterAnswer {
+	answer := &filterAnswer{ExtenderFilterResult: extenderv1.ExtenderFilterResult{
 		FailedNodes:                extenderv1.FailedNodesMap{},
 		FailedAndUnresolvableNodes: extenderv1.FailedNodesMap{},
-	}
+	}}
+	result := &answer.ExtenderFilterResult
 	names := candidateNames(args)
 	adm := v.decider.Admit(args.Pod)
 	ok, reason := adm.OK, adm.Reason
@@ -147,7 +160,6 @@ func (v *SchedulerVerbs) decideFilter(args *extenderv1.ExtenderArgs) *extenderv1
 		check = v.decider.NodeCheck(args.Pod)
 		v.metrics.gateDecision(VerbFilter, OutcomeAdmitted)
 	} else {
-		result.FailedAndUnresolvableNodes = make(extenderv1.FailedNodesMap, len(names))
 		v.metrics.gateDecision(VerbFilter, OutcomeWaiting)
 		if adm.Queued && v.waiting != nil {
 			v.waiting.NotifyWaiting(args.Pod, reason)
@@ -156,14 +168,14 @@ func (v *SchedulerVerbs) decideFilter(args *extenderv1.ExtenderArgs) *extenderv1
 			// An error, not a rejection: kube-scheduler retries it after its backoff
 			// instead of parking the pod until the next cluster event (see Retry).
 			result.Error = reason
-			return result
+			return answer
 		}
+		answer.unresolvable, answer.reason = names, reason
 	}
 	pass := make([]bool, len(names))
 	for i, name := range names {
 		switch {
 		case !ok:
-			result.FailedAndUnresolvableNodes[name] = reason
 		case args.NodeNames != nil && !v.known(name):
 			result.FailedNodes[name] = fmt.Sprintf("node %s is not in the extender's cluster view (yet)", name)
 		default:
@@ -184,7 +196,7 @@ func (v *SchedulerVerbs) decideFilter(args *extenderv1.ExtenderArgs) *extenderv1
 			}
 		}
 		result.NodeNames = &passed
-		return result
+		return answer
 	}
 	passed := &corev1.NodeList{Items: make([]corev1.Node, 0, len(names))}
 	for i := range args.Nodes.Items {
@@ -193,7 +205,42 @@ func (v *SchedulerVerbs) decideFilter(args *extenderv1.ExtenderArgs) *extenderv1
 		}
 	}
 	result.Nodes = passed
-	return result
+	return answer
+}
+
+// filterAnswer is a filter result. A waiting pod's answer has every node unresolvable for
+// one reason: that is kept as the list of names and the reason, not as a map of thousands
+// of entries built for each request; appendFilterAnswer writes it as the map.
+type filterAnswer struct {
+	extenderv1.ExtenderFilterResult
+	unresolvable []string // nodes unresolvable for reason, besides FailedAndUnresolvableNodes
+	reason       string
+}
+
+// result is the answer as the plain result type, the list folded into the map.
+func (a *filterAnswer) result() *extenderv1.ExtenderFilterResult {
+	r := a.ExtenderFilterResult
+	if len(a.unresolvable) > 0 {
+		r.FailedAndUnresolvableNodes = maps.Clone(r.FailedAndUnresolvableNodes)
+		if r.FailedAndUnresolvableNodes == nil {
+			r.FailedAndUnresolvableNodes = extenderv1.FailedNodesMap{}
+		}
+		for _, n := range a.unresolvable {
+			r.FailedAndUnresolvableNodes[n] = a.reason
+		}
+	}
+	return &r
+}
+
+func (a *filterAnswer) summary() string {
+	r := &a.ExtenderFilterResult
+	passed := 0
+	if r.NodeNames != nil {
+		passed = len(*r.NodeNames)
+	} else if r.Nodes != nil {
+		passed = len(r.Nodes.Items)
+	}
+	return fmt.Sprintf("passed %d, failed %d, unresolvable %d", passed, len(r.FailedNodes), len(r.FailedAndUnresolvableNodes)+len(a.unresolvable))
 }
 
 func (v *SchedulerVerbs) known(name string) bool {
@@ -201,22 +248,13 @@ func (v *SchedulerVerbs) known(name string) bool {
 	return ok
 }
 
-func filterSummary(r *extenderv1.ExtenderFilterResult) string {
-	passed := 0
-	if r.NodeNames != nil {
-		passed = len(*r.NodeNames)
-	} else if r.Nodes != nil {
-		passed = len(r.Nodes.Items)
-	}
-	return fmt.Sprintf("passed %d, failed %d, unresolvable %d", passed, len(r.FailedNodes), len(r.FailedAndUnresolvableNodes))
-}
-
 func (v *SchedulerVerbs) prioritize(w http.ResponseWriter, r *http.Request, maxBytes int64) {
-	args, err := decodeExtenderArgs(w, r, maxBytes)
+	args, release, err := decodeExtenderArgs(w, r, maxBytes)
 	if err != nil {
 		writeError(w, err)
 		return
 	}
+	defer release()
 	scores := v.decidePrioritize(args)
 	noteDecision(r.Context(), podKey(args.Pod), fmt.Sprintf("scored %d nodes", len(scores)))
 	writeAnswer(w, func(b []byte) []byte { return appendHostPriorityList(b, scores) })
