@@ -258,3 +258,32 @@ func TestIndexChangesThatNeedARecompute(t *testing.T) {
 		t.Error("deleting a pod was not counted as a change")
 	}
 }
+
+// TestTrimForCacheKeepsWhatTheViewReads: a pod trimmed for the informer cache gives the
+// same record as the whole pod (request, membership, node, gates, priority...), and loses
+// its env, volumes, commands and statuses.
+func TestTrimForCacheKeepsWhatTheViewReads(t *testing.T) {
+	cfg := DefaultConfig().Gang
+	full := loadfixture.Pods(loadfixture.Spec{Jobs: 1, PodsPerJob: 2})[1]
+	full.Spec.NodeName = "node-1"
+	full.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: "wait"}}
+	full.Spec.Overhead = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")}
+	full.Spec.InitContainers = []corev1.Container{{Name: "init", Image: "busybox", Command: []string{"sh"},
+		Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("3")}}}}
+	full.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "A", Value: "b"}}
+	full.Spec.Volumes = []corev1.Volume{{Name: "data"}}
+	full.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "c"}}
+	want := newPodRecord(full, cfg)
+	obj, err := trimForCache(full.DeepCopy())
+	if err != nil {
+		t.Fatal(err)
+	}
+	trimmed := obj.(*corev1.Pod)
+	got := newPodRecord(trimmed, cfg)
+	if !samePodRecord(want, got) || got.counted != want.counted {
+		t.Errorf("trimmed record %+v, want %+v", got, want)
+	}
+	if trimmed.Spec.Volumes != nil || trimmed.Spec.Containers[0].Env != nil || trimmed.Spec.InitContainers[0].Image != "" || trimmed.Status.ContainerStatuses != nil {
+		t.Errorf("trimmed pod still carries what the view never reads: %+v", trimmed)
+	}
+}

@@ -424,8 +424,10 @@ func (c *Cluster) onNode(obj any, deleted bool) {
 }
 
 // trimForCache drops what the view never reads from objects before the informers cache
-// them: managed fields everywhere, and a pod's container and condition statuses. At 5000
-// nodes and 20000 pods they are most of the cache's memory.
+// them: managed fields everywhere; of a pod, its status but the phase, and of its spec all
+// but what the view reads (the node, priority, scheduling gates, overhead, and each
+// container's name and resources). At 5000 nodes and 20000 pods they are most of the
+// cache's memory; real training pods carry long env lists, volumes and commands.
 func trimForCache(obj any) (any, error) {
 	if m, ok := obj.(interface {
 		SetManagedFields([]metav1.ManagedFieldsEntry)
@@ -434,6 +436,24 @@ func trimForCache(obj any) (any, error) {
 	}
 	if pod, ok := obj.(*corev1.Pod); ok {
 		pod.Status = corev1.PodStatus{Phase: pod.Status.Phase}
+		spec := &pod.Spec
+		pod.Spec = corev1.PodSpec{
+			NodeName: spec.NodeName, SchedulerName: spec.SchedulerName, Priority: spec.Priority,
+			SchedulingGates: spec.SchedulingGates, Overhead: spec.Overhead,
+			Containers: containerResources(spec.Containers), InitContainers: containerResources(spec.InitContainers),
+		}
 	}
 	return obj, nil
+}
+
+// containerResources keeps each container's name, resources and restart policy.
+func containerResources(cs []corev1.Container) []corev1.Container {
+	if cs == nil {
+		return nil
+	}
+	out := make([]corev1.Container, len(cs))
+	for i := range cs {
+		out[i] = corev1.Container{Name: cs[i].Name, Resources: cs[i].Resources, RestartPolicy: cs[i].RestartPolicy}
+	}
+	return out
 }

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -70,8 +71,21 @@ func TestLoad(t *testing.T) {
 		cmd := exec.Command(filepath.Join(root, "test", "load", "run.sh"), args...)
 		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 		t.Logf("%s", cmd.String())
+		before, err := scrapeLatency(addr)
+		if err != nil {
+			t.Fatal(err)
+		}
 		if err := cmd.Run(); err != nil {
 			t.Errorf("run.sh: %v", err)
+		}
+		after, err := scrapeLatency(addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, verb := range verbs {
+			if !strings.HasPrefix(verb, "volcano-") { // the Volcano verbs have no histogram
+				t.Logf("%s", after.summary(before, verb))
+			}
 		}
 	}
 	for _, c := range concurrencies {
