@@ -20,45 +20,69 @@ import (
 // keys, anything malformed) goes to encoding/json whole, so that what is accepted, and
 // every error message, stays exactly encoding/json's.
 
-// bodyBuffers pools the buffers request bodies are read into.
-var bodyBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+// scratch is the memory of one filter or prioritize call that can serve the next: the
+// body, the node names parsed from it and the answer's lists. At 5000 nodes that is a few
+// hundred KB a call; pooled, a busy scheduler's calls do not keep the garbage collector
+// running (and taxing every call) on a heap the size of the cluster's informers.
+type scratch struct {
+	body   bytes.Buffer
+	names  []string
+	passed []string
+	pass   []bool
+	scores extenderv1.HostPriorityList
+	pool   *sync.Pool // the pool to give it back to
+}
 
-// maxPooledBody is the largest buffer put back into the pool: an occasional huge body
-// should not stay in memory.
+// maxPooledBody is the largest body buffer kept for reuse: an occasional huge body should
+// not stay in memory.
 const maxPooledBody = 4 << 20
 
-// readBody reads the whole request body, at most maxBytes of it, into a pooled buffer; the
-// caller gives the buffer back with putBody once nothing refers to its bytes.
-func readBody(w http.ResponseWriter, r *http.Request, maxBytes int64) (*bytes.Buffer, error) {
-	buf := bodyBuffers.Get().(*bytes.Buffer)
+// getScratch takes a scratch from pool.
+func getScratch(pool *sync.Pool) *scratch {
+	sc, ok := pool.Get().(*scratch)
+	if !ok {
+		sc = &scratch{}
+	}
+	sc.pool = pool
+	return sc
+}
+
+// release gives sc back; nothing of the call may be used after it.
+func (sc *scratch) release() {
+	if sc.body.Cap() > maxPooledBody {
+		return
+	}
+	sc.body.Reset()
+	clear(sc.names[:cap(sc.names)]) // the names point into the body
+	clear(sc.passed[:cap(sc.passed)])
+	clear(sc.scores[:cap(sc.scores)])
+	sc.pool.Put(sc)
+}
+
+// readBody reads the whole request body, at most maxBytes of it, into sc.body.
+func readBody(w http.ResponseWriter, r *http.Request, maxBytes int64, sc *scratch) error {
+	buf := &sc.body
 	buf.Reset()
 	if r.ContentLength > 0 && r.ContentLength <= maxBytes {
 		buf.Grow(int(r.ContentLength) + 1) // +1: ReadFrom wants room to see EOF
 	}
 	if _, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, maxBytes)); err != nil {
-		putBody(buf)
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			return nil, tooLarge(tooBig.Limit)
+			return tooLarge(tooBig.Limit)
 		}
-		return nil, badRequest("reading the request body: %v", err)
+		return badRequest("reading the request body: %v", err)
 	}
-	return buf, nil
-}
-
-func putBody(buf *bytes.Buffer) {
-	if buf.Cap() <= maxPooledBody {
-		bodyBuffers.Put(buf)
-	}
+	return nil
 }
 
 // parseExtenderArgs decodes body as encoding/json decodes it into ExtenderArgs. With
-// aliasNames, node names parsed by hand point into body instead of being copied (thousands
-// of small allocations a request); the caller must then keep body unchanged while the
-// request is served, and nothing may keep a name past it.
-func parseExtenderArgs(body []byte, aliasNames bool) (*extenderv1.ExtenderArgs, error) {
+// names, node names parsed by hand are appended to *names and point into body instead of
+// being copied (thousands of small allocations a request); the caller must then keep body
+// and *names unchanged while the request is served, and nothing may keep a name past it.
+func parseExtenderArgs(body []byte, names *[]string) (*extenderv1.ExtenderArgs, error) {
 	var args extenderv1.ExtenderArgs
-	if parseArgsFast(body, &args, aliasNames) {
+	if parseArgsFast(body, &args, names) {
 		return &args, nil
 	}
 	args = extenderv1.ExtenderArgs{}
@@ -70,7 +94,7 @@ func parseExtenderArgs(body []byte, aliasNames bool) (*extenderv1.ExtenderArgs, 
 
 // parseArgsFast parses the common shape of body into args and reports whether it could;
 // when it could not, args may hold part of the request and must be discarded.
-func parseArgsFast(b []byte, args *extenderv1.ExtenderArgs, aliasNames bool) bool {
+func parseArgsFast(b []byte, args *extenderv1.ExtenderArgs, names *[]string) bool {
 	i := skipSpace(b, 0)
 	if i >= len(b) || b[i] != '{' {
 		return false
@@ -107,11 +131,11 @@ func parseArgsFast(b []byte, args *extenderv1.ExtenderArgs, aliasNames bool) boo
 			i = end
 		case strings.EqualFold(key, "nodenames") && !seenNames:
 			seenNames = true
-			names, end, ok := plainStringArray(b, i, aliasNames)
+			list, end, ok := plainStringArray(b, i, names)
 			if !ok {
 				return false
 			}
-			args.NodeNames, i = names, end
+			args.NodeNames, i = list, end
 		default:
 			return false
 		}
@@ -157,22 +181,35 @@ func plainString(b []byte, i int, alias bool) (string, int, bool) {
 	return "", 0, false
 }
 
-// plainStringArray reads null or an array of plain strings (see plainString) at b[i].
-func plainStringArray(b []byte, i int, alias bool) (*[]string, int, bool) {
+// plainStringArray reads null or an array of plain strings (see plainString) at b[i]. With
+// into, the strings point into b and are appended to *into[:0].
+func plainStringArray(b []byte, i int, into *[]string) (*[]string, int, bool) {
 	if bytes.HasPrefix(b[i:], []byte("null")) {
 		return nil, i + len("null"), true
 	}
 	if i >= len(b) || b[i] != '[' {
 		return nil, 0, false
 	}
-	// Counting the commas sizes the slice once; a name cannot hold a comma-free quote.
-	names := make([]string, 0, bytes.Count(b[i:], []byte{','})+1)
+	var names []string
+	if into != nil {
+		names = (*into)[:0]
+	} else {
+		// Counting the commas sizes the slice once; a name cannot hold a comma-free quote.
+		names = make([]string, 0, bytes.Count(b[i:], []byte{','})+1)
+	}
+	list := func() *[]string {
+		if into != nil {
+			*into = names
+			return into
+		}
+		return &names
+	}
 	i = skipSpace(b, i+1)
 	if i < len(b) && b[i] == ']' {
-		return &names, i + 1, true
+		return list(), i + 1, true
 	}
 	for {
-		name, next, ok := plainString(b, i, alias)
+		name, next, ok := plainString(b, i, into != nil)
 		if !ok {
 			return nil, 0, false
 		}
@@ -185,7 +222,7 @@ func plainStringArray(b []byte, i int, alias bool) (*[]string, int, bool) {
 		case ',':
 			i = skipSpace(b, i+1)
 		case ']':
-			return &names, i + 1, true
+			return list(), i + 1, true
 		default:
 			return nil, 0, false
 		}
@@ -247,4 +284,13 @@ func stringEnd(b []byte, i int) (int, bool) {
 // decodeJSONBytes decodes one JSON value from body into v, with decodeJSON's errors.
 func decodeJSONBytes(body []byte, v any) error {
 	return decodeFrom(bytes.NewReader(body), v)
+}
+
+// grown returns buf with length n, reusing its array when it is large enough. The elements
+// are left as they were: the caller writes each before reading it.
+func grown[T any](buf []T, n int) []T {
+	if cap(buf) < n {
+		return make([]T, n)
+	}
+	return buf[:n]
 }

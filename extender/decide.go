@@ -88,8 +88,9 @@ func (c *Cluster) NodeCheck(pod *corev1.Pod) func(node string) (bool, string) {
 
 // Score ranks the candidate nodes by PS-worker affinity, 0..10 each. Pods in no job get
 // the same score on every node, which never changes the scheduler's choice.
-func (c *Cluster) Score(pod *corev1.Pod, names []string) extenderv1.HostPriorityList {
-	out := make(extenderv1.HostPriorityList, len(names))
+// out's array is reused when it is large enough.
+func (c *Cluster) Score(pod *corev1.Pod, names []string, out extenderv1.HostPriorityList) extenderv1.HostPriorityList {
+	out = grown(out, len(names))
 	for i, n := range names {
 		out[i] = extenderv1.HostPriority{Host: n, Score: extenderv1.MinExtenderPriority}
 	}

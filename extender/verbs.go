@@ -6,6 +6,7 @@ import (
 	"maps"
 	"net/http"
 	"strings"
+	"sync"
 
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
@@ -41,7 +42,8 @@ type Decider interface {
 	// NodeCheck returns the pod's hard per-node constraint, or nil when it has none.
 	NodeCheck(pod *corev1.Pod) func(node string) (conflict bool, reason string)
 	// Score ranks the named nodes for the pod, 0..10 each, in the order given.
-	Score(pod *corev1.Pod, nodes []string) extenderv1.HostPriorityList
+	// Score scores nodes for pod; out's array is reused when it is large enough.
+	Score(pod *corev1.Pod, nodes []string, out extenderv1.HostPriorityList) extenderv1.HostPriorityList
 	// MayPreempt says whether the pod may preempt at all, and whether a victim pod (by
 	// UID, namespace and name) may be evicted for it.
 	MayPreempt(pod *corev1.Pod) bool
@@ -78,6 +80,8 @@ type SchedulerVerbs struct {
 	metrics *Metrics
 	waiting WaitingNotifier
 	parked  *parkedPods
+	// scratches pools the memory of filter and prioritize calls (see scratch).
+	scratches sync.Pool
 }
 
 // NewSchedulerVerbs builds the kube-scheduler verbs from their dependencies. binder is the
@@ -95,24 +99,18 @@ func (v *SchedulerVerbs) Observe(m *Metrics, w WaitingNotifier) {
 	v.metrics, v.waiting = m, w
 }
 
-// decodeExtenderArgs decodes and checks the request of filter and prioritize. The node
-// names point into the pooled body, which release gives back: call it once the answer is
-// written, and keep no name past it.
-func decodeExtenderArgs(w http.ResponseWriter, r *http.Request, maxBytes int64) (args *extenderv1.ExtenderArgs, release func(), err error) {
-	body, err := readBody(w, r, maxBytes)
-	if err != nil {
-		return nil, nil, err
+// decodeExtenderArgs decodes and checks the request of filter and prioritize into sc: the
+// node names point into its body. Release sc once the answer is written, and keep no name
+// past it.
+func decodeExtenderArgs(w http.ResponseWriter, r *http.Request, maxBytes int64, sc *scratch) (*extenderv1.ExtenderArgs, error) {
+	if err := readBody(w, r, maxBytes, sc); err != nil {
+		return nil, err
 	}
-	release = func() { putBody(body) }
-	args, err = parseExtenderArgs(body.Bytes(), true)
+	args, err := parseExtenderArgs(sc.body.Bytes(), &sc.names)
 	if err == nil {
 		err = checkExtenderArgs(args)
 	}
-	if err != nil {
-		release()
-		return nil, nil, err
-	}
-	return args, release, nil
+	return args, err
 }
 
 func checkExtenderArgs(args *extenderv1.ExtenderArgs) error {
@@ -131,13 +129,14 @@ func checkExtenderArgs(args *extenderv1.ExtenderArgs) error {
 func podKey(p *corev1.Pod) string { return p.Namespace + "/" + p.Name }
 
 func (v *SchedulerVerbs) filter(w http.ResponseWriter, r *http.Request, maxBytes int64) {
-	args, release, err := decodeExtenderArgs(w, r, maxBytes)
+	sc := getScratch(&v.scratches)
+	defer sc.release()
+	args, err := decodeExtenderArgs(w, r, maxBytes, sc)
 	if err != nil {
 		writeError(w, err)
 		return
 	}
-	defer release()
-	answer := v.decideFilter(args)
+	answer := v.decideFilter(args, sc)
 	noteDecision(r.Context(), podKey(args.Pod), answer.summary())
 	writeAnswer(w, func(b []byte) []byte { return appendFilterAnswer(b, answer) })
 }
@@ -146,7 +145,11 @@ func (v *SchedulerVerbs) filter(w http.ResponseWriter, r *http.Request, maxBytes
 // its turn gets every node back as failed and unresolvable (preempting victims would not
 // give it the turn), with one reason. Nodes given by name that are not in the cluster view
 // fail: the extender cannot judge a node it has not seen.
-func (v *SchedulerVerbs) decideFilter(args *extenderv1.ExtenderArgs) *filterAnswer {
+// sc, when not nil, lends the answer's lists.
+func (v *SchedulerVerbs) decideFilter(args *extenderv1.ExtenderArgs, sc *scratch) *filterAnswer {
+	if sc == nil {
+		sc = &scratch{}
+	}
 	answer := &filterAnswer{ExtenderFilterResult: extenderv1.ExtenderFilterResult{
 		FailedNodes:                extenderv1.FailedNodesMap{},
 		FailedAndUnresolvableNodes: extenderv1.FailedNodesMap{},
@@ -172,7 +175,9 @@ func (v *SchedulerVerbs) decideFilter(args *extenderv1.ExtenderArgs) *filterAnsw
 		}
 		answer.unresolvable, answer.reason = names, reason
 	}
-	pass := make([]bool, len(names))
+	sc.pass = grown(sc.pass, len(names))
+	pass := sc.pass
+	clear(pass)
 	for i, name := range names {
 		switch {
 		case !ok:
@@ -189,13 +194,14 @@ func (v *SchedulerVerbs) decideFilter(args *extenderv1.ExtenderArgs) *filterAnsw
 		}
 	}
 	if args.NodeNames != nil {
-		passed := make([]string, 0, len(names))
+		passed := sc.passed[:0]
 		for i, name := range names {
 			if pass[i] {
 				passed = append(passed, name)
 			}
 		}
-		result.NodeNames = &passed
+		sc.passed = passed
+		result.NodeNames = &sc.passed
 		return answer
 	}
 	passed := &corev1.NodeList{Items: make([]corev1.Node, 0, len(names))}
@@ -249,20 +255,30 @@ func (v *SchedulerVerbs) known(name string) bool {
 }
 
 func (v *SchedulerVerbs) prioritize(w http.ResponseWriter, r *http.Request, maxBytes int64) {
-	args, release, err := decodeExtenderArgs(w, r, maxBytes)
+	sc := getScratch(&v.scratches)
+	defer sc.release()
+	args, err := decodeExtenderArgs(w, r, maxBytes, sc)
 	if err != nil {
 		writeError(w, err)
 		return
 	}
-	defer release()
-	scores := v.decidePrioritize(args)
+	scores := v.decidePrioritize(args, sc)
 	noteDecision(r.Context(), podKey(args.Pod), fmt.Sprintf("scored %d nodes", len(scores)))
 	writeAnswer(w, func(b []byte) []byte { return appendHostPriorityList(b, scores) })
 }
 
-// decidePrioritize ranks the candidates by PS-worker affinity.
-func (v *SchedulerVerbs) decidePrioritize(args *extenderv1.ExtenderArgs) extenderv1.HostPriorityList {
-	return v.decider.Score(args.Pod, candidateNames(args))
+// decidePrioritize ranks the candidates by PS-worker affinity; sc, when not nil, lends the
+// list.
+func (v *SchedulerVerbs) decidePrioritize(args *extenderv1.ExtenderArgs, sc *scratch) extenderv1.HostPriorityList {
+	var out extenderv1.HostPriorityList
+	if sc != nil {
+		out = sc.scores
+	}
+	scores := v.decider.Score(args.Pod, candidateNames(args), out)
+	if sc != nil {
+		sc.scores = scores
+	}
+	return scores
 }
 
 // candidateNames lists the request's node names, whichever form the scheduler sent.

@@ -68,7 +68,7 @@ func (f *fakeDecider) MayEvict(victim PodRef) bool {
 	return !strings.HasPrefix(string(victim.UID), "gang-") && !strings.HasPrefix(victim.Name, "gang-")
 }
 
-func (f *fakeDecider) Score(_ *corev1.Pod, nodes []string) extenderv1.HostPriorityList {
+func (f *fakeDecider) Score(_ *corev1.Pod, nodes []string, _ extenderv1.HostPriorityList) extenderv1.HostPriorityList {
 	out := extenderv1.HostPriorityList{}
 	for _, n := range nodes {
 		out = append(out, extenderv1.HostPriority{Host: n, Score: f.scores[n]})
@@ -478,5 +478,31 @@ func TestPreempt(t *testing.T) {
 				t.Errorf("preemption result (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestAnswersDoNotLeakBetweenCalls: one server answers a run of filter and prioritize calls
+// of different sizes and outcomes, each twice (the second time on memory the others used);
+// every answer equals the one a fresh server gives.
+func TestAnswersDoNotLeakBetweenCalls(t *testing.T) {
+	calls := []struct{ path, body string }{
+		{"/scheduler/filter", `{"Pod":` + podJSON + `,"NodeNames":["n1","ghost","n2","n1"]}`},
+		{"/scheduler/filter", `{"Pod":{"metadata":{"name":"ps1","namespace":"default"}},"NodeNames":["n2"]}`},
+		{"/scheduler/filter", `{"Pod":` + podJSON + `,"NodeNames":["n2"]}`},
+		{"/scheduler/prioritize", `{"Pod":` + podJSON + `,"NodeNames":["n1","n2","n1"]}`},
+		{"/scheduler/prioritize", `{"Pod":` + podJSON + `,"NodeNames":["n2"]}`},
+		{"/scheduler/filter", `{"Pod":` + podJSON + `,"NodeNames":[]}`},
+	}
+	want := make([]string, len(calls))
+	for i, c := range calls {
+		want[i] = newTestServer(t, true, 1<<20).do(http.MethodPost, c.path, c.body).Body.String()
+	}
+	shared := newTestServer(t, true, 1<<20)
+	for round := range 2 {
+		for i, c := range calls {
+			if got := shared.do(http.MethodPost, c.path, c.body).Body.String(); got != want[i] {
+				t.Errorf("round %d, call %d (%s): answer %s, a fresh server answers %s", round, i, c.path, got, want[i])
+			}
+		}
 	}
 }

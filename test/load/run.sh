@@ -6,14 +6,15 @@
 #
 # URL is the extender's base, e.g. http://127.0.0.1:8888 (any deployed instance works).
 # FIXTURE_DIR holds <verb>-<n>.json bodies (go run ./test/load/gen). REQUESTS per verb are
-# spread over CONCURRENCY curl processes, each reusing its connection; bodies are used in
-# turn. VERBs default to filter prioritize volcano-predicate volcano-prioritize; bind is
-# left out by default because replaying it binds real pods. SCHED_PREFIX (/scheduler) and
-# VOLCANO_PREFIX (/volcano) are the URL prefixes of the two protocols.
+# spread over CONCURRENCY workers, each running curl on batches of RUN_BATCH (100) requests
+# over one connection; bodies are used in turn. VERBs default to filter prioritize
+# volcano-predicate volcano-prioritize; bind is left out by default because replaying it
+# binds real pods. SCHED_PREFIX (/scheduler) and VOLCANO_PREFIX (/volcano) are the URL
+# prefixes of the two protocols.
 set -euo pipefail
 
 if [[ $# -lt 4 ]]; then
-  sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
 fi
 url=${1%/}; dir=$2; conc=$3; total=$4; shift 4
@@ -37,26 +38,34 @@ for verb in "${verbs[@]}"; do
     volcano-*) path=$volcano/${verb#volcano-} ;;
     *) path=$sched/$verb ;;
   esac
-  # One curl config per worker: its share of the requests, bodies in turn.
-  for ((w = 0; w < conc; w++)); do
-    : >"$work/cfg.$w"
-  done
+  # Per worker, curl configs of at most $batch requests each, bodies in turn. curl reads
+  # every body of a config into memory before the first transfer: one config of thousands
+  # of 60 KB bodies cost it hundreds of MB and most of a core, which showed up as the
+  # latency tail. A batch reuses its connection; a new batch opens one.
+  batch=${RUN_BATCH:-100}
+  rm -f "$work"/cfg.*
   for ((i = 0; i < total; i++)); do
     w=$((i % conc))
+    printf -v f '%s/cfg.%d.%06d' "$work" "$w" $(((i / conc) / batch))
     body=${bodies[$((i % ${#bodies[@]}))]}
     {
-      [[ -s $work/cfg.$w ]] && echo next
+      [[ -s $f ]] && echo next
       echo "url = \"$url$path\""
       echo "data-binary = \"@$body\""
       echo 'header = "Content-Type: application/json"'
       echo 'output = "/dev/null"'
       echo 'write-out = "%{http_code} %{time_total}\n"'
       echo 'silent'
-    } >>"$work/cfg.$w"
+    } >>"$f"
   done
   start=$(date +%s.%N)
   for ((w = 0; w < conc; w++)); do
-    [[ -s $work/cfg.$w ]] && { curl -K "$work/cfg.$w" >"$work/out.$w" 2>>"$work/err" || true; } &
+    (
+      for f in "$work"/cfg.$w.*; do
+        [[ -e $f ]] || continue
+        curl -K "$f" >>"$work/out.$w" 2>>"$work/err" || true
+      done
+    ) &
   done
   wait
   end=$(date +%s.%N)
