@@ -86,9 +86,9 @@ func (c *Cluster) NodeCheck(pod *corev1.Pod) func(node string) (bool, string) {
 	return func(node string) (bool, string) { return aff.PSConflict(member, job, node) }
 }
 
-// Score ranks the candidate nodes by PS-worker affinity, 0..10 each. Pods in no job get
-// the same score on every node, which never changes the scheduler's choice.
-// out's array is reused when it is large enough.
+// Score ranks the candidate nodes by PS-worker affinity, 0..10 each, into out's array when
+// it is large enough. Pods in no job get the same score on every node, which never changes
+// the scheduler's choice.
 func (c *Cluster) Score(pod *corev1.Pod, names []string, out extenderv1.HostPriorityList) extenderv1.HostPriorityList {
 	out = grown(out, len(names))
 	for i, n := range names {

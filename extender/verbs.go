@@ -41,8 +41,8 @@ type Decider interface {
 	Admit(pod *corev1.Pod) Admission
 	// NodeCheck returns the pod's hard per-node constraint, or nil when it has none.
 	NodeCheck(pod *corev1.Pod) func(node string) (conflict bool, reason string)
-	// Score ranks the named nodes for the pod, 0..10 each, in the order given.
-	// Score scores nodes for pod; out's array is reused when it is large enough.
+	// Score ranks the named nodes for the pod, 0..10 each, in the order given; out's array
+	// is reused when it is large enough.
 	Score(pod *corev1.Pod, nodes []string, out extenderv1.HostPriorityList) extenderv1.HostPriorityList
 	// MayPreempt says whether the pod may preempt at all, and whether a victim pod (by
 	// UID, namespace and name) may be evicted for it.
@@ -144,8 +144,8 @@ func (v *SchedulerVerbs) filter(w http.ResponseWriter, r *http.Request, maxBytes
 // decideFilter applies the gang gate, then the per-node checks. A pod whose job waits for
 // its turn gets every node back as failed and unresolvable (preempting victims would not
 // give it the turn), with one reason. Nodes given by name that are not in the cluster view
-// fail: the extender cannot judge a node it has not seen.
-// sc, when not nil, lends the answer's lists.
+// fail: the extender cannot judge a node it has not seen. sc, when not nil, lends the
+// answer's lists.
 func (v *SchedulerVerbs) decideFilter(args *extenderv1.ExtenderArgs, sc *scratch) *filterAnswer {
 	if sc == nil {
 		sc = &scratch{}
