@@ -28,9 +28,10 @@ type benchEnv struct {
 	srv     *Server
 	nodes   []*corev1.Node
 	pods    []*corev1.Pod
-	// admitted is a worker of an admitted job; waiting one of a job that waits (its PS
-	// carries a scheduling gate); running one of a job whose gang is bound.
-	admitted, waiting, running *corev1.Pod
+	// admitted is a worker of an admitted job and admittedPS its parameter server; waiting
+	// one of a job that waits (its PS carries a scheduling gate); running one of a job whose
+	// gang is bound.
+	admitted, admittedPS, waiting, running *corev1.Pod
 }
 
 // The benchmark sizes of issue 7: nodes x (pending pods in jobs).
@@ -85,9 +86,14 @@ func benchCluster(tb testing.TB, nodes, pods, jobs int) *benchEnv {
 		if d.Phase == priority.PhaseAdmitted && e.admitted == nil {
 			job, _, _ := c.Snapshot().Job(d.Key)
 			e.admitted = podNamed(e.pods, job.Pods[len(job.Pods)-1].Name)
+			for _, p := range job.Pods {
+				if p.Role == priority.RolePS {
+					e.admittedPS = podNamed(e.pods, p.Name)
+				}
+			}
 		}
 	}
-	for _, p := range []*corev1.Pod{e.admitted, e.waiting, e.running} {
+	for _, p := range []*corev1.Pod{e.admitted, e.admittedPS, e.waiting, e.running} {
 		if p == nil {
 			tb.Fatalf("bench cluster %s: no admitted job", key)
 		}
@@ -207,7 +213,14 @@ func BenchmarkFilter(b *testing.B) {
 
 func BenchmarkPrioritize(b *testing.B) {
 	eachSize(b, func(b *testing.B, e *benchEnv, nodeCache bool) {
-		serveBench(b, e.srv, "/scheduler/prioritize", loadfixture.MustJSON(loadfixture.ExtenderArgs(e.admitted, e.nodes, nodeCache)))
+		for _, c := range []struct {
+			name string
+			pod  *corev1.Pod
+		}{{"worker", e.admitted}, {"ps", e.admittedPS}} {
+			b.Run("pod="+c.name, func(b *testing.B) {
+				serveBench(b, e.srv, "/scheduler/prioritize", loadfixture.MustJSON(loadfixture.ExtenderArgs(c.pod, e.nodes, nodeCache)))
+			})
+		}
 	})
 }
 
