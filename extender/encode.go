@@ -23,6 +23,9 @@ func writeAnswer(w http.ResponseWriter, appendBody func([]byte) []byte) {
 	body := appendBody((*bp)[:0])
 	body = append(body, '\n')
 	w.Header().Set("Content-Type", "application/json")
+	// A known length: the answer goes out in one piece, not in chunks (at 5000 nodes a
+	// prioritize answer is about 175 KB).
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(body)
 	if cap(body) <= 4<<20 { // do not keep a huge buffer for the rare huge answer

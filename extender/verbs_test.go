@@ -7,6 +7,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -280,6 +281,9 @@ func TestPrioritizePassesScoresThrough(t *testing.T) {
 	want := extenderv1.HostPriorityList{{Host: "n1", Score: 10}, {Host: "n2", Score: 3}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("scores (-want +got):\n%s", diff)
+	}
+	if cl := rec.Header().Get("Content-Length"); cl != strconv.Itoa(rec.Body.Len()) {
+		t.Errorf("Content-Length %q, body of %d bytes", cl, rec.Body.Len())
 	}
 }
 
