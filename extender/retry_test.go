@@ -2,12 +2,16 @@ package extender
 
 import (
 	"testing"
+	"time"
 
+	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/cps-extender/cps-extender/priority"
+	loadfixture "github.com/cps-extender/cps-extender/test/load/fixture"
 )
 
 func TestRetryOf(t *testing.T) {
@@ -63,5 +67,29 @@ func TestParkedPods(t *testing.T) {
 		if got := p.retry(s.pod, s.adm); got != s.retry {
 			t.Fatalf("%s: retry = %t, want %t", s.name, got, s.retry)
 		}
+	}
+}
+
+// TestAdmitSaysWhenTheViewLags: a waiting pod's admission reports the events the view has
+// received and whether a change it took in is not in the snapshot yet.
+func TestAdmitSaysWhenTheViewLags(t *testing.T) {
+	pods := loadfixture.Pods(loadfixture.Spec{Jobs: 1, PodsPerJob: 3})
+	for _, p := range pods {
+		p.Labels[loadfixture.MinMemberLabel] = "4" // one pod short: the job waits
+	}
+	c := NewCluster(ClusterOptions{Log: zap.NewNop(), Client: fake.NewClientset(), Config: DefaultConfig()})
+	fillStores(t, c, loadfixture.Nodes(loadfixture.Spec{Nodes: 2}), pods[:2])
+	c.recompute(time.Now()) // the first recompute reads the informer stores
+	adm := c.Admit(pods[0])
+	if adm.OK || !adm.Queued || adm.Stale {
+		t.Fatalf("after a recompute: %+v, want waiting, not stale", adm)
+	}
+	c.onPod(pods[2], false) // taken into the index; the snapshot is not recomputed yet
+	if lag := c.Admit(pods[0]); !lag.Stale || lag.Events != adm.Events+1 {
+		t.Errorf("before the recompute: %+v, want stale with one more event than %d", lag, adm.Events)
+	}
+	c.recompute(time.Now())
+	if adm := c.Admit(pods[0]); adm.Stale {
+		t.Errorf("after the recompute: %+v, want not stale", adm)
 	}
 }
