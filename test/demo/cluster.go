@@ -4,9 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -98,16 +96,10 @@ func createNamespace(c kubernetes.Interface, name string) error {
 
 // buildExtender starts `go build -o <dir>/cps-extender .` in the repository root and returns
 // a channel that delivers the binary's path, or the build error with its output.
-func buildExtender(root, dir string) <-chan buildResult {
+func buildExtender(dir string) <-chan buildResult {
 	done := make(chan buildResult, 1)
 	go func() {
-		bin := filepath.Join(dir, "cps-extender")
-		cmd := exec.Command("go", "build", "-o", bin, ".")
-		cmd.Dir = root
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			err = fmt.Errorf("go build cps-extender: %v\n%s", err, out)
-		}
+		bin, err := framework.BuildExtender(dir)
 		done <- buildResult{bin: bin, err: err}
 	}()
 	return done
@@ -154,27 +146,8 @@ func startExtender(t *runner, cp *framework.ControlPlane, bin, addr string, user
 		return nil, err
 	}
 	p := cp.StartProcess(t, "cps-extender", bin, []string{"--config=" + path}, nil)
-	framework.WaitFor(t, extenderReadyTimeout, "cps-extender /readyz", func() (bool, error) {
-		if p.Exited() {
-			return false, framework.StopPolling(fmt.Errorf("cps-extender exited: %v (log %s)", p.ExitErr(), p.LogPath()))
-		}
-		return httpOK("http://" + addr + "/readyz")
-	})
+	framework.WaitExtenderReady(t, p, extenderReadyTimeout, framework.HTTPGet("http://"+addr+"/readyz"))
 	return p, nil
-}
-
-// httpOK reports whether a GET of url answers 200.
-func httpOK(url string) (bool, error) {
-	c := http.Client{Timeout: 2 * time.Second}
-	resp, err := c.Get(url)
-	if err != nil {
-		return false, err
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return false, fmt.Errorf("%s: %s", url, resp.Status)
-	}
-	return true, nil
 }
 
 // schedulerConfig is scheduler-config/kube-scheduler.yaml as shipped, with only the

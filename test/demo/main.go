@@ -171,7 +171,7 @@ func (d *demo) run(workloadPath string) error {
 	d.step("Workload (%s)", d.relative(workloadPath))
 	printWorkload(d.out, work)
 
-	build := buildExtender(d.root, d.t.TempDir()) // compiles while the control plane starts
+	build := buildExtender(d.t.TempDir()) // compiles while the control plane starts
 	nodes := demoNodes()
 	cp, err := d.startControlPlane(nodes, work)
 	if err != nil {

@@ -10,7 +10,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -43,22 +42,12 @@ var (
 func extenderBinary(t testing.TB) string {
 	t.Helper()
 	extenderBinOnce.Do(func() {
-		root, err := framework.RepoRoot()
-		if err != nil {
-			extenderBinErr = err
-			return
-		}
 		dir, err := os.MkdirTemp("", "cps-extender-bin-")
 		if err != nil {
 			extenderBinErr = err
 			return
 		}
-		extenderBin = filepath.Join(dir, "cps-extender")
-		cmd := exec.Command("go", "build", "-race", "-o", extenderBin, ".")
-		cmd.Dir = root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			extenderBinErr = fmt.Errorf("go build cps-extender: %v\n%s", err, out)
-		}
+		extenderBin, extenderBinErr = framework.BuildExtender(dir, "-race")
 	})
 	if extenderBinErr != nil {
 		t.Fatal(extenderBinErr)
@@ -112,17 +101,7 @@ func (e *env) startExtenderWith(cfg string) {
 	e.extCfg = filepath.Join(e.cp.Dir, "cps-extender.yaml")
 	e.writeConfigFile(cfg)
 	e.ext = e.cp.StartProcess(e.t, "cps-extender", extenderBinary(e.t), []string{"--config=" + e.extCfg}, nil)
-	framework.WaitFor(e.t, 60*time.Second, "cps-extender ready", func() (bool, error) {
-		if e.ext.Exited() {
-			return false, framework.StopPolling(fmt.Errorf("cps-extender exited: %v", e.ext.ExitErr()))
-		}
-		resp, err := e.extenderGet("/readyz")
-		if err != nil {
-			return false, err
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK, fmt.Errorf("readyz %d", resp.StatusCode)
-	})
+	framework.WaitExtenderReady(e.t, e.ext, 60*time.Second, func() (*http.Response, error) { return e.extenderGet("/readyz") })
 }
 
 // extenderConfig is the test's base extender config followed by extraConfig.

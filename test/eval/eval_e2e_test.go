@@ -27,7 +27,7 @@ var starvationSlack = time.Duration(float64(eval.Small().MaxDuration)*eval.Facto
 // keep this test within about three minutes.
 func TestEvalSmall(t *testing.T) {
 	work := eval.Generate(eval.Small())
-	bin, err := harness.BuildExtender(t.TempDir())
+	bin, err := framework.BuildExtender(t.TempDir()) // no race detector: the evaluation measures timing
 	if err != nil {
 		t.Fatal(err)
 	}

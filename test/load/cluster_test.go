@@ -5,9 +5,7 @@ package load
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -125,22 +123,12 @@ var (
 func extenderBinary(t *testing.T) string {
 	t.Helper()
 	buildOnce.Do(func() {
-		root, err := framework.RepoRoot()
-		if err != nil {
-			buildErr = err
-			return
-		}
 		dir, err := os.MkdirTemp("", "cps-load-bin-")
 		if err != nil {
 			buildErr = err
 			return
 		}
-		buildBin = filepath.Join(dir, "cps-extender")
-		cmd := exec.Command("go", "build", "-trimpath", "-o", buildBin, ".")
-		cmd.Dir = root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build cps-extender: %v\n%s", err, out)
-		}
+		buildBin, buildErr = framework.BuildExtender(dir, "-trimpath")
 	})
 	if buildErr != nil {
 		t.Fatal(buildErr)
@@ -157,17 +145,7 @@ func startExtender(t *testing.T, cp *framework.ControlPlane, addr, extraConfig s
 		t.Fatal(err)
 	}
 	p := cp.StartProcess(t, "cps-extender", extenderBinary(t), []string{"--config=" + cfgPath}, env)
-	framework.WaitFor(t, 5*time.Minute, "cps-extender ready", func() (bool, error) {
-		if p.Exited() {
-			return false, framework.StopPolling(fmt.Errorf("cps-extender exited: %v", p.ExitErr()))
-		}
-		resp, err := http.Get("http://" + addr + "/readyz")
-		if err != nil {
-			return false, err
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK, fmt.Errorf("readyz %d", resp.StatusCode)
-	})
+	framework.WaitExtenderReady(t, p, 5*time.Minute, framework.HTTPGet("http://"+addr+"/readyz"))
 	return p
 }
 

@@ -2,7 +2,6 @@ package harness
 
 import (
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"sync"
@@ -100,17 +99,7 @@ func startExtender(t testing.TB, cp *framework.ControlPlane, bin, addr, policy s
 		t.Fatal(err)
 	}
 	p := cp.StartProcess(t, "cps-extender", bin, []string{"--config=" + path}, nil)
-	framework.WaitFor(t, readyTimeout, "cps-extender /readyz", func() (bool, error) {
-		if p.Exited() {
-			return false, framework.StopPolling(fmt.Errorf("cps-extender exited: %v (log %s)", p.ExitErr(), p.LogPath()))
-		}
-		resp, err := http.Get("http://" + addr + "/readyz")
-		if err != nil {
-			return false, err
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK, fmt.Errorf("readyz: %s", resp.Status)
-	})
+	framework.WaitExtenderReady(t, p, readyTimeout, framework.HTTPGet("http://"+addr+"/readyz"))
 	return p
 }
 

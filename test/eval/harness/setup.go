@@ -7,7 +7,6 @@ package harness
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -80,22 +79,6 @@ const (
 	Tau             = 10 * time.Minute
 	StarvationBound = 30 * time.Minute
 )
-
-// BuildExtender builds cps-extender (without the race detector: the evaluation measures
-// timing) into dir and returns the binary's path.
-func BuildExtender(dir string) (string, error) {
-	root, err := framework.RepoRoot()
-	if err != nil {
-		return "", err
-	}
-	bin := filepath.Join(dir, "cps-extender")
-	cmd := exec.Command("go", "build", "-o", bin, ".")
-	cmd.Dir = root
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build cps-extender: %v\n%s", err, out)
-	}
-	return bin, nil
-}
 
 // schedulerConfig is scheduler-config/kube-scheduler.yaml as shipped with the kubeconfig and
 // leader election replaced, and the extender URL set, or the extenders block dropped when
