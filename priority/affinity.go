@@ -248,13 +248,15 @@ type scorer struct {
 	ps bool
 
 	// Worker-side pod: closeness to the targets, named sameNode then per level.
-	targets *podPlacement
-	names   []string
-	counts  []int // per-level scratch for the parts
+	targets   *podPlacement
+	targetsAt *placementIndex // targets in a NodeIndex, once on is called
+	names     []string
+	counts    []int // per-level scratch for the parts
 
 	// PS pod: the active terms.
 	psOn                     map[string]int
 	workers                  *podPlacement
+	workersAt                *placementIndex
 	shape                    []shapeResource
 	want                     int
 	spreadOn, nearOn, roomOn bool
@@ -350,7 +352,30 @@ func (a Affinity) newPSScorer(pod Pod, job *Job, labelsOf func(string) map[strin
 
 // score returns the score of node n and, when parts is not nil (it has room for k parts),
 // fills in its parts.
-func (s *scorer) score(n *Node, parts []ScorePart) int64 {
+func (s *scorer) score(n *Node, parts []ScorePart) int64 { return s.scoreAt(-1, n, parts) }
+
+// on numbers the scorer's placed pods in x, for scoreAt.
+func (s *scorer) on(x *NodeIndex) {
+	if s.targets != nil {
+		s.targetsAt = s.targets.indexOn(x)
+	}
+	if s.workers != nil {
+		s.workersAt = s.workers.indexOn(x)
+	}
+}
+
+// closeness is pl's closeness to n; i >= 0 is n's number in the index at (see on), which
+// then answers without n's labels.
+func closenessOf(pl *podPlacement, at *placementIndex, i int, n *Node, counts []int) (int, float64) {
+	if i >= 0 && at != nil && counts == nil {
+		return pl.closenessAt(at, i, n)
+	}
+	return pl.closeness(n, counts)
+}
+
+// scoreAt is score for node n, which is node i of the index the scorer is on (i < 0: in
+// none).
+func (s *scorer) scoreAt(i int, n *Node, parts []ScorePart) int64 {
 	if s.k == 0 {
 		return 0
 	}
@@ -359,7 +384,7 @@ func (s *scorer) score(n *Node, parts []ScorePart) int64 {
 		if parts != nil {
 			counts = s.counts
 		}
-		onNode, shared := s.targets.closeness(n, counts)
+		onNode, shared := closenessOf(s.targets, s.targetsAt, i, n, counts)
 		t := float64(s.targets.total)
 		if parts != nil {
 			parts[0] = ScorePart{Name: s.names[0], Value: float64(onNode) / t}
@@ -386,7 +411,7 @@ func (s *scorer) score(n *Node, parts []ScorePart) int64 {
 		add(partPSSpread, weightSpread, v)
 	}
 	if s.nearOn {
-		onNode, shared := s.workers.closeness(n, nil)
+		onNode, shared := closenessOf(s.workers, s.workersAt, i, n, nil)
 		add(partWorkersNear, weightNear, (float64(onNode)+shared)/float64(s.workers.total))
 	}
 	if s.roomOn {

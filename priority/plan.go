@@ -1,5 +1,7 @@
 package priority
 
+import "slices"
+
 // ScorePlanned is Score for a pod of an admitted job, given the admission fit's plan (pod
 // UID -> node, Decision.Plan). kube-scheduler's binding cycles run behind its scheduling
 // cycles, so a worker is often scored before its PS's bind has reached the extender. So:
@@ -43,18 +45,19 @@ func plannedJob(job *Job, plan map[string]string) *Job {
 // scoring a node costs a few comparisons and lookups and allocates nothing: prioritize
 // over thousands of nodes stays close to the cost of decoding its request.
 type PlannedScorer struct {
-	s       *scorer
-	own     string
-	planned bool // own is set: the plan puts this pod on a node
+	s        *scorer
+	topology []string
+	own      string
+	planned  bool // own is set: the plan puts this pod on a node
 }
 
 // NewPlannedScorer prepares the scores of pod in job (nil: in no job) under plan; see
 // ScorePlanned. The job is not changed, and must not change while the scorer is used.
 func (a Affinity) NewPlannedScorer(pod Pod, job *Job, plan map[string]string, labelsOf func(node string) map[string]string) *PlannedScorer {
 	if job == nil {
-		return &PlannedScorer{s: &scorer{}}
+		return &PlannedScorer{s: &scorer{}, topology: a.Topology}
 	}
-	out := &PlannedScorer{}
+	out := &PlannedScorer{topology: a.Topology}
 	if len(plan) > 0 {
 		job = plannedJob(job, plan)
 		out.own, out.planned = plan[pod.UID]
@@ -64,9 +67,23 @@ func (a Affinity) NewPlannedScorer(pod Pod, job *Job, plan map[string]string, la
 }
 
 // Score is node n's score, as ScorePlanned would give it among any candidates.
-func (p *PlannedScorer) Score(n *Node) int64 {
+func (p *PlannedScorer) Score(n *Node) int64 { return p.ScoreAt(-1, n) }
+
+// On prepares the scorer for candidates from x's node list (see ScoreAt). It reports false,
+// and changes nothing, when x was built for other topology levels than the scorer's.
+func (p *PlannedScorer) On(x *NodeIndex) bool {
+	if x == nil || !slices.Equal(x.topology, p.topology) {
+		return false
+	}
+	p.s.on(x)
+	return true
+}
+
+// ScoreAt is Score(n) for n, node i of the list the index given to On was built from; i < 0
+// (or no On) scores n from its labels.
+func (p *PlannedScorer) ScoreAt(i int, n *Node) int64 {
 	if p.planned && n.Name == p.own {
 		return MaxAffinityScore
 	}
-	return p.s.score(n, nil)
+	return p.s.scoreAt(i, n, nil)
 }

@@ -1,6 +1,8 @@
 package priority
 
 import (
+	"fmt"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -115,6 +117,15 @@ func TestPlannedScorerMatchesScorePlanned(t *testing.T) {
 						t.Errorf("node %s: PlannedScorer %d, ScorePlanned %d (%s)", nodes[i].Name, got, want[i].Score, want[i])
 					}
 				}
+				// The same through a NodeIndex of the candidates.
+				if !scorer.On(NewNodeIndex(nodes, a.Topology, affinityLabelsOf)) {
+					t.Fatal("On refused an index of the scorer's own topology")
+				}
+				for i := range nodes {
+					if got := scorer.ScoreAt(i, &nodes[i]); got != want[i].Score {
+						t.Errorf("node %s: ScoreAt %d, ScorePlanned %d (%s)", nodes[i].Name, got, want[i].Score, want[i])
+					}
+				}
 			})
 		}
 	}
@@ -126,4 +137,75 @@ func TestPlannedScorerMatchesScorePlanned(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestPlannedScorerOnIndexRefusesOtherTopology: an index built for other levels is not used.
+func TestPlannedScorerOnIndexRefusesOtherTopology(t *testing.T) {
+	job := affinityJob(affinityPod("ps-0", RolePS, PodBound, "n1"))
+	scorer := affinityRackZone.NewPlannedScorer(affinityPod("w-0", RoleWorker, PodPending, ""), job, nil, affinityLabelsOf)
+	for _, topology := range [][]string{nil, {"zone"}, {"zone", "rack"}} {
+		if scorer.On(NewNodeIndex(affinityNodes(), topology, affinityLabelsOf)) {
+			t.Errorf("On accepted an index of %v for a scorer of %v", topology, affinityRackZone.Topology)
+		}
+	}
+	if scorer.On(nil) {
+		t.Error("On accepted no index")
+	}
+}
+
+// TestScoreAtMatchesScoreOnRandomClusters: on random clusters, jobs and plans, scoring
+// through a NodeIndex gives every node the score Score gives it from its labels.
+func TestScoreAtMatchesScoreOnRandomClusters(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 11))
+	levels := []string{"rack", "zone", "region"}
+	for round := range 300 {
+		topology := levels[:rng.IntN(len(levels)+1)]
+		a := Affinity{Topology: topology, PSAntiAffinity: []AntiAffinityMode{AntiAffinityOff, AntiAffinitySoft, AntiAffinityHard}[rng.IntN(3)]}
+		nodes := make([]Node, 1+rng.IntN(40))
+		labels := map[string]map[string]string{}
+		for i := range nodes {
+			name := fmt.Sprintf("n%d", i)
+			l := map[string]string{}
+			for _, key := range levels {
+				if rng.IntN(5) > 0 { // some nodes lack a level; some values are empty
+					l[key] = fmt.Sprintf("%s-%d", key, rng.IntN(4))[:len(key)+1+rng.IntN(2)]
+				}
+			}
+			labels[name] = l
+			nodes[i] = Node{Name: name, Free: Resources{"cpu": int64(rng.IntN(8000))}}
+			if rng.IntN(3) > 0 {
+				nodes[i].Labels = l
+			}
+		}
+		labelsOf := func(n string) map[string]string { return labels[n] }
+		var pods []Pod
+		plan := map[string]string{}
+		for k := range 1 + rng.IntN(12) {
+			role := []Role{RolePS, RoleWorker, RoleChief}[rng.IntN(3)]
+			p := Pod{UID: fmt.Sprintf("u%d", k), Name: fmt.Sprintf("p%d", k), Role: role, Index: -1, Request: Resources{"cpu": int64(1 + rng.IntN(2000))}}
+			switch rng.IntN(4) {
+			case 0: // pending
+			case 1:
+				p.State, p.Node = PodBound, fmt.Sprintf("n%d", rng.IntN(len(nodes)+3)) // some nodes are not candidates
+			case 2:
+				p.State, p.Node = PodHeld, fmt.Sprintf("n%d", rng.IntN(len(nodes)))
+			case 3:
+				plan[p.UID] = fmt.Sprintf("n%d", rng.IntN(len(nodes)))
+			}
+			pods = append(pods, p)
+		}
+		job := affinityJob(pods...)
+		pod := pods[rng.IntN(len(pods))]
+		index := NewNodeIndex(nodes, topology, labelsOf)
+		scorer := a.NewPlannedScorer(pod, job, plan, labelsOf)
+		indexed := a.NewPlannedScorer(pod, job, plan, labelsOf)
+		if !indexed.On(index) {
+			t.Fatalf("round %d: On refused its own topology", round)
+		}
+		for i := range nodes {
+			if want, got := scorer.Score(&nodes[i]), indexed.ScoreAt(i, &nodes[i]); got != want {
+				t.Fatalf("round %d, %s, pod %s (%s), node %s: ScoreAt %d, Score %d", round, a.PSAntiAffinity, pod.Name, pod.Role, nodes[i].Name, got, want)
+			}
+		}
+	}
 }
