@@ -34,11 +34,23 @@ func writeAnswer(w http.ResponseWriter, appendBody func([]byte) []byte) {
 	}
 }
 
+// plainJSON marks the bytes encoding/json copies into a string as they are: printable
+// ASCII but the quote, the backslash and the HTML characters it escapes.
+var plainJSON = func() (t [256]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = true
+	}
+	for _, c := range `"\<>&` {
+		t[c] = false
+	}
+	return t
+}()
+
 // appendJSONString appends s as a JSON string. Plain printable ASCII is copied; anything
 // else goes through encoding/json, so the escaping is exactly the standard one.
 func appendJSONString(b []byte, s string) []byte {
 	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c >= utf8.RuneSelf || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+		if !plainJSON[s[i]] {
 			q, _ := json.Marshal(s)
 			return append(b, q...)
 		}

@@ -74,3 +74,22 @@ func assertSameJSON[T any](t *testing.T, got []byte, v any, fromGot, fromStd *T)
 		t.Errorf("decoded (-encoding/json +ours):\n%s\nours: %s\nstd:  %s", diff, got, std)
 	}
 }
+
+// TestAppendJSONStringIsEncodingJSON: byte for byte what json.Marshal writes, for every
+// byte value alone and inside a name.
+func TestAppendJSONStringIsEncodingJSON(t *testing.T) {
+	var inputs []string
+	for c := range 256 {
+		inputs = append(inputs, string([]byte{byte(c)}), "node-"+string([]byte{byte(c)})+"-1")
+	}
+	inputs = append(inputs, "", "node-00001", "naïve", "\u2028", "a<b>&c")
+	for _, s := range inputs {
+		want, err := json.Marshal(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := appendJSONString([]byte("x"), s); string(got) != "x"+string(want) {
+			t.Errorf("appendJSONString(%q) = %s, want x%s", s, got, want)
+		}
+	}
+}
