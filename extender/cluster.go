@@ -199,6 +199,19 @@ func (c *Cluster) Node(name string) (*corev1.Node, bool) {
 	return n, true
 }
 
+// HasNode says whether a node is in the cluster view. The snapshot's schedulable nodes
+// answer most lookups from one packed table; the informer cache answers the rest
+// (unschedulable nodes, and nodes newer than the snapshot).
+func (c *Cluster) HasNode(name string) bool {
+	if snap := c.Snapshot(); snap != nil {
+		if _, ok := snap.nodeAt[name]; ok {
+			return true
+		}
+	}
+	_, ok := c.Node(name)
+	return ok
+}
+
 // NodeLabels returns a node's labels (nil for an unknown node).
 func (c *Cluster) NodeLabels(name string) map[string]string {
 	if n, ok := c.Node(name); ok {

@@ -105,8 +105,19 @@ func (c *Cluster) Score(pod *corev1.Pod, names []string, out extenderv1.HostPrio
 	}
 	// Prepared once per request, so that each of thousands of nodes costs a lookup or two.
 	scorer := c.affinity().NewPlannedScorer(member, job, plan, c.NodeLabels)
+	if !scorer.On(snap.topology) { // the topology was reloaded after the snapshot
+		for i, name := range names {
+			n := snap.node(name)
+			out[i].Score = scorer.Score(&n)
+		}
+		return out
+	}
 	for i, name := range names {
-		n := snap.node(name)
+		if at, ok := snap.nodeAt[name]; ok {
+			out[i].Score = scorer.ScoreAt(at, &snap.nodes[at])
+			continue
+		}
+		n := priority.Node{Name: name}
 		out[i].Score = scorer.Score(&n)
 	}
 	return out

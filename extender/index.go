@@ -73,7 +73,9 @@ type viewIndex struct {
 	// schedulable is the schedulable nodes by name and nodeAt their positions; nil after a
 	// node change until the next recompute. Published snapshots share them: never written.
 	schedulable []*nodeRecord
+	schedNames  []string // schedulable's names, packed (see packedNames)
 	nodeAt      map[string]int
+	topology    *priority.NodeIndex // schedulable's topology labels, for prioritize
 	// jobs is the counted pods by job key; grouped counts them all.
 	jobs    map[string]*jobPods
 	grouped int
@@ -281,6 +283,28 @@ func (x *viewIndex) deleteNode(n *corev1.Node) {
 	x.changes.Add(1)
 }
 
+// packedNames copies the nodes' names into one backing string. Filter and prioritize look
+// up and compare thousands of names a call; names spread over the informers' heap cost a
+// cache miss each, packed ones sit in a few contiguous kilobytes.
+func packedNames(nodes []*nodeRecord) []string {
+	size := 0
+	for _, n := range nodes {
+		size += len(n.name)
+	}
+	var b strings.Builder
+	b.Grow(size)
+	for _, n := range nodes {
+		b.WriteString(n.name)
+	}
+	packed, out := b.String(), make([]string, len(nodes))
+	at := 0
+	for i, n := range nodes {
+		out[i] = packed[at : at+len(n.name)]
+		at += len(n.name)
+	}
+	return out
+}
+
 // objectLister lists the informer caches.
 type objectLister interface {
 	pods() ([]*corev1.Pod, error)
@@ -291,7 +315,9 @@ type objectLister interface {
 type indexed struct {
 	pods        []*podRecord
 	schedulable []*nodeRecord // by name
+	names       []string      // schedulable's names, packed
 	nodeAt      map[string]int
+	topology    *priority.NodeIndex
 	membership  uint64
 	changes     uint64
 	// jobs is every job's counted pods, copied: the index goes on changing its own.
@@ -321,10 +347,19 @@ func (x *viewIndex) records(cfg *viewConfig, list objectLister) (indexed, error)
 			}
 		}
 		slices.SortFunc(x.schedulable, func(a, b *nodeRecord) int { return strings.Compare(a.name, b.name) })
+		x.schedNames = packedNames(x.schedulable)
 		x.nodeAt = make(map[string]int, len(x.schedulable))
-		for i, n := range x.schedulable {
-			x.nodeAt[n.name] = i
+		for i, name := range x.schedNames {
+			x.nodeAt[name] = i
 		}
+		x.topology = nil
+	}
+	if x.topology == nil || !slices.Equal(x.topology.Topology(), cfg.affinity.Topology) {
+		nodes := make([]priority.Node, len(x.schedulable))
+		for i, n := range x.schedulable {
+			nodes[i] = priority.Node{Name: x.schedNames[i], Labels: n.labels}
+		}
+		x.topology = priority.NewNodeIndex(nodes, cfg.affinity.Topology, nil)
 	}
 	jobs := make([]jobPods, 0, len(x.jobs))
 	backing := make([]*podRecord, 0, x.grouped) // one array for every job's pods
@@ -333,7 +368,7 @@ func (x *viewIndex) records(cfg *viewConfig, list objectLister) (indexed, error)
 		backing = append(backing, g.pods...)
 		jobs = append(jobs, jobPods{key: g.key, pods: backing[start:len(backing):len(backing)]})
 	}
-	return indexed{pods: pods, schedulable: x.schedulable, nodeAt: x.nodeAt, membership: x.membership,
+	return indexed{pods: pods, schedulable: x.schedulable, names: x.schedNames, nodeAt: x.nodeAt, topology: x.topology, membership: x.membership,
 		changes: x.changes.Load(), jobs: jobs}, nil
 }
 

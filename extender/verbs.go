@@ -14,9 +14,9 @@ import (
 	extenderv1 "k8s.io/kube-scheduler/extender/v1"
 )
 
-// NodeLookup finds a node in the cluster view by name.
+// NodeLookup says whether a node is in the cluster view.
 type NodeLookup interface {
-	Node(name string) (*corev1.Node, bool)
+	HasNode(name string) bool
 }
 
 // PodRef names one pod.
@@ -249,10 +249,7 @@ func (a *filterAnswer) summary() string {
 	return fmt.Sprintf("passed %d, failed %d, unresolvable %d", passed, len(r.FailedNodes), len(r.FailedAndUnresolvableNodes)+len(a.unresolvable))
 }
 
-func (v *SchedulerVerbs) known(name string) bool {
-	_, ok := v.decider.Node(name)
-	return ok
-}
+func (v *SchedulerVerbs) known(name string) bool { return v.decider.HasNode(name) }
 
 func (v *SchedulerVerbs) prioritize(w http.ResponseWriter, r *http.Request, maxBytes int64) {
 	sc := getScratch(&v.scratches)

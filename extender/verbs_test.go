@@ -33,12 +33,7 @@ type fakeDecider struct {
 	scores    map[string]int64  // node -> score
 }
 
-func (f *fakeDecider) Node(name string) (*corev1.Node, bool) {
-	if !f.nodes[name] {
-		return nil, false
-	}
-	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}, true
-}
+func (f *fakeDecider) HasNode(name string) bool { return f.nodes[name] }
 
 func (f *fakeDecider) Admit(pod *corev1.Pod) Admission {
 	if reason, wait := f.waiting[pod.Name]; wait {

@@ -29,7 +29,8 @@ type Snapshot struct {
 	nameJob  map[string]string // "namespace/name" -> job key, for binds without a UID
 	nodes    []priority.Node   // free capacity, sorted by name
 	nodeAt   map[string]int
-	hardPS   map[string]bool // jobs whose PodGroup asks for hard PS anti-affinity
+	topology *priority.NodeIndex // nodes' topology labels, numbered
+	hardPS   map[string]bool     // jobs whose PodGroup asks for hard PS anti-affinity
 	// membership is the index's membership count this snapshot was computed at.
 	membership uint64
 	// changes is the index's change count this snapshot was computed at.
@@ -91,6 +92,7 @@ func (c *Cluster) recompute(now time.Time) {
 		jobs:       map[string]*priority.Job{},
 		nodes:      state.Nodes,
 		nodeAt:     idx.nodeAt,
+		topology:   idx.topology,
 		hardPS:     map[string]bool{},
 		membership: idx.membership,
 		changes:    idx.changes,
@@ -208,7 +210,7 @@ func (c *Cluster) userOf(namespace, fromPod, userLabel string) string {
 func freeCapacity(idx indexed, held map[types.UID]string) []priority.Node {
 	out := make([]priority.Node, len(idx.schedulable))
 	for i, n := range idx.schedulable {
-		out[i] = priority.Node{Name: n.name, Free: n.allocatable, Labels: n.labels}
+		out[i] = priority.Node{Name: idx.names[i], Free: n.allocatable, Labels: n.labels}
 	}
 	owned := make([]bool, len(out))
 	for _, pod := range idx.pods {
