@@ -279,6 +279,27 @@ func BenchmarkRecomputeAfterPodEvent(b *testing.B) {
 	}
 }
 
+// BenchmarkRecomputeTimeOnly is the periodic recompute when nothing but the clock moved:
+// the same jobs admitted again at a later time.
+func BenchmarkRecomputeTimeOnly(b *testing.B) {
+	for _, n := range benchNodes {
+		for _, pj := range benchJobs {
+			b.Run(fmt.Sprintf("nodes=%d/pods=%d/jobs=%d", n, pj.pods, pj.jobs), func(b *testing.B) {
+				e := benchCluster(b, n, pj.pods, pj.jobs)
+				now := time.Now()
+				e.cluster.recompute(now)
+				b.ReportAllocs()
+				cpu := startCPU()
+				defer cpu.report(b)
+				for b.Loop() {
+					now = now.Add(time.Second)
+					e.cluster.recompute(now)
+				}
+			})
+		}
+	}
+}
+
 // BenchmarkVolcano is Volcano's predicate (one node) and prioritize (every node) for a PS.
 func BenchmarkVolcano(b *testing.B) {
 	for _, n := range benchNodes {

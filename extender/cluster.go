@@ -44,6 +44,9 @@ type Cluster struct {
 	index    *viewIndex
 	// events counts every pod and node event the informers delivered, changes or not.
 	events atomic.Uint64
+	// sourceChanges counts namespace and PodGroup events: the jobs' users, sizes and
+	// priorities come from them too, outside the index.
+	sourceChanges atomic.Uint64
 	// admitSpace pools *priority.Workspace: Admit's scratch space, reused recompute after
 	// recompute instead of allocated anew.
 	admitSpace sync.Pool
@@ -96,10 +99,14 @@ func NewCluster(o ClusterOptions) *Cluster {
 		"nodes": nodeInf.Informer().HasSynced, "pods": podInf.Informer().HasSynced, "namespaces": nsInf.Informer().HasSynced,
 	})
 	c.cfg.Store(&viewConfig{gang: o.Config.Gang, model: o.Config.Model.PriorityModel(), affinity: o.Config.Affinity})
+	sourceChanged := func() {
+		c.sourceChanges.Add(1)
+		c.Trigger()
+	}
 	onChange := cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(any) { c.Trigger() },
-		UpdateFunc: func(any, any) { c.Trigger() },
-		DeleteFunc: func(any) { c.Trigger() },
+		AddFunc:    func(any) { sourceChanged() },
+		UpdateFunc: func(any, any) { sourceChanged() },
+		DeleteFunc: func(any) { sourceChanged() },
 	}
 	for _, inf := range []cache.SharedIndexInformer{nodeInf.Informer(), podInf.Informer()} {
 		if err := inf.SetTransform(trimForCache); err != nil {

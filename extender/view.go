@@ -35,6 +35,13 @@ type Snapshot struct {
 	membership uint64
 	// changes is the index's change count this snapshot was computed at.
 	changes uint64
+
+	// What the jobs were built from, so that a recompute that only moves the clock (see
+	// onlyTimeMoved) admits the same jobs again instead of rebuilding them.
+	state   priority.State
+	cfg     *viewConfig
+	held    map[types.UID]string
+	sources uint64
 }
 
 // node returns a node's free capacity and labels (an empty node when unknown).
@@ -76,15 +83,23 @@ func (s *Snapshot) Job(key string) (*priority.Job, *priority.Decision, bool) {
 func (c *Cluster) recompute(now time.Time) {
 	start := time.Now()
 	cfg := c.config()
-	idx, err := c.index.records(cfg, cacheLister{c})
-	if err != nil {
-		c.log.Error("recomputing the queue", zap.Error(err))
-		return
-	}
+	sources, changes := c.sourceChanges.Load(), c.index.changes.Load()
 	var held map[types.UID]string
 	coolDowns := map[string]time.Time{}
 	if c.holds != nil {
 		held, coolDowns = c.holds.Held(), c.holds.CoolDowns()
+	}
+	if prev := c.Snapshot(); prev.onlyTimeMoved(cfg, changes, sources, held) {
+		snap := *prev
+		snap.Computed = now
+		snap.state.CoolDown = coolDowns
+		c.admit(&snap, cfg, now, start, len(held))
+		return
+	}
+	idx, err := c.index.records(cfg, cacheLister{c})
+	if err != nil {
+		c.log.Error("recomputing the queue", zap.Error(err))
+		return
 	}
 	state := priority.State{Nodes: freeCapacity(idx, held), CoolDown: coolDowns}
 	snap := &Snapshot{
@@ -96,6 +111,9 @@ func (c *Cluster) recompute(now time.Time) {
 		hardPS:     map[string]bool{},
 		membership: idx.membership,
 		changes:    idx.changes,
+		cfg:        cfg,
+		held:       held,
+		sources:    sources,
 	}
 	// The pod-to-job maps change only when pods come, go or change jobs: after a bind or
 	// a status change the previous snapshot's serve again.
@@ -131,14 +149,28 @@ func (c *Cluster) recompute(now time.Time) {
 			}
 		}
 	}
+	snap.state = state
+	c.admit(snap, cfg, now, start, len(held))
+}
+
+// onlyTimeMoved says whether a recompute now would build the same jobs and nodes as s:
+// nothing the index, the namespaces and PodGroups, the held binds or the config hold has
+// changed since. Then only the clock (waiting times, starvation) and the cool-downs can
+// change the queue. The periodic recompute mostly finds it so.
+func (s *Snapshot) onlyTimeMoved(cfg *viewConfig, changes, sources uint64, held map[types.UID]string) bool {
+	return s != nil && s.cfg == cfg && s.changes == changes && s.sources == sources && maps.Equal(s.held, held)
+}
+
+// admit computes snap's queue from its state and publishes it.
+func (c *Cluster) admit(snap *Snapshot, cfg *viewConfig, now, start time.Time, held int) {
 	w, ok := c.admitSpace.Get().(*priority.Workspace)
 	if !ok {
 		w = &priority.Workspace{}
 	}
-	snap.Queue = cfg.model.AdmitIn(state, now, w)
+	snap.Queue = cfg.model.AdmitIn(snap.state, now, w)
 	c.admitSpace.Put(w)
 	c.snapshot.Store(snap)
-	c.metrics.observeQueue(snap.Queue, len(held))
+	c.metrics.observeQueue(snap.Queue, held)
 	if ce := c.log.Check(zap.DebugLevel, "queue recomputed"); ce != nil {
 		ce.Write(zap.Int("jobs", len(snap.jobs)), zap.Int("queue", snap.Queue.Len()), zap.Duration("took", time.Since(start)))
 	}
