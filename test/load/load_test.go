@@ -23,7 +23,8 @@ const rssLimit = 300 << 20
 // TestLoad creates LOAD_NODES kwok nodes and LOAD_JOBS x LOAD_PODS_PER_JOB pending pods,
 // starts cps-extender on them, writes the request bodies for that cluster and replays them
 // with run.sh (LOAD_REQUESTS requests per verb, once for each of the curl concurrencies in
-// LOAD_CONCURRENCY), then reports the extender's resident memory. Concurrency 1 is what
+// LOAD_CONCURRENCY, after an unreported warm-up of LOAD_REQUESTS/4 filter and prioritize
+// calls), then reports the extender's resident memory. Concurrency 1 is what
 // one kube-scheduler sends: its scheduling loop calls filter, then prioritize, for one pod
 // at a time; higher concurrencies stand for several schedulers, or a stress test.
 func TestLoad(t *testing.T) {
@@ -87,6 +88,12 @@ func TestLoad(t *testing.T) {
 				t.Logf("%s", after.summary(before, verb))
 			}
 		}
+	}
+	// A warm-up, not reported: the first calls after start also pay for the heap growing
+	// to its working size and for cold caches; kube-scheduler calls without pause.
+	warm := exec.Command(filepath.Join(root, "test", "load", "run.sh"), "http://"+addr, dir, "1", itoa(max(requests/4, 1)), "filter", "prioritize")
+	if out, err := warm.CombinedOutput(); err != nil {
+		t.Fatalf("warm-up %s: %v\n%s", warm, err, out)
 	}
 	for _, c := range concurrencies {
 		replay(c, requests, "filter", "prioritize", "volcano-predicate")
