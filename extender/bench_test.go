@@ -97,6 +97,12 @@ func benchCluster(tb testing.TB, nodes, pods, jobs int) *benchEnv {
 		if p == nil {
 			tb.Fatalf("bench cluster %s: no admitted job", key)
 		}
+		// Bind finds a pod's job by UID: a UID shared across the fixtures' namespaces once
+		// sent the running job's bind to a hold of 20 s.
+		want := p.Namespace + "/" + p.Labels[loadfixture.JobLabel]
+		if got, ok := c.Snapshot().JobOf(p.UID, p.Namespace, p.Name); got != want {
+			tb.Fatalf("bench cluster %s: pod %s/%s is in job %q (%t), want %q", key, p.Namespace, p.Name, got, ok, want)
+		}
 	}
 	verbs, err := NewSchedulerVerbs(log, c, gate)
 	if err != nil {
