@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -144,7 +145,17 @@ func startExtender(t *testing.T, cp *framework.ControlPlane, addr, extraConfig s
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	p := cp.StartProcess(t, "cps-extender", extenderBinary(t), []string{"--config=" + cfgPath}, env)
+	path, args := extenderBinary(t), []string{"--config=" + cfgPath}
+	// LOAD_EXTENDER_CPUS (a taskset CPU list, e.g. "1") runs the extender on those CPUs, to
+	// measure it on cores it does not share (start the rest elsewhere: taskset -c 0 make load).
+	if cpus := os.Getenv("LOAD_EXTENDER_CPUS"); cpus != "" {
+		taskset, err := exec.LookPath("taskset")
+		if err != nil {
+			t.Fatalf("LOAD_EXTENDER_CPUS=%s needs taskset: %v", cpus, err)
+		}
+		path, args = taskset, append([]string{"-c", cpus, path}, args...)
+	}
+	p := cp.StartProcess(t, "cps-extender", path, args, env)
 	framework.WaitExtenderReady(t, p, 5*time.Minute, framework.HTTPGet("http://"+addr+"/readyz"))
 	return p
 }
