@@ -114,7 +114,7 @@ func NewServer(o ServerOptions) (*Server, error) {
 // level with its context.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	info := &requestInfo{}
+	info := &requestInfo{detailed: s.log.Core().Enabled(zap.DebugLevel)}
 	rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
 	s.router.ServeHTTP(rec, r.WithContext(context.WithValue(r.Context(), requestInfoKey{}, info)))
 	took := time.Since(start)
@@ -180,6 +180,8 @@ type requestInfo struct {
 	verb     string
 	pod      string
 	decision string
+	// detailed is true when the access log prints successful requests (debug level).
+	detailed bool
 }
 
 type requestInfoKey struct{}
@@ -188,6 +190,14 @@ type requestInfoKey struct{}
 func noteDecision(ctx context.Context, pod, decision string) {
 	if info, ok := ctx.Value(requestInfoKey{}).(*requestInfo); ok {
 		info.pod, info.decision = pod, decision
+	}
+}
+
+// noteDecisionOf is noteDecision for filter and prioritize, which answer every pod
+// attempt: describe formats the pod and decision only when the access log will print them.
+func noteDecisionOf(ctx context.Context, describe func() (pod, decision string)) {
+	if info, ok := ctx.Value(requestInfoKey{}).(*requestInfo); ok && info.detailed {
+		info.pod, info.decision = describe()
 	}
 }
 

@@ -137,7 +137,7 @@ func (v *SchedulerVerbs) filter(w http.ResponseWriter, r *http.Request, maxBytes
 		return
 	}
 	answer := v.decideFilter(args, sc)
-	noteDecision(r.Context(), podKey(args.Pod), answer.summary())
+	noteDecisionOf(r.Context(), func() (string, string) { return podKey(args.Pod), answer.summary() })
 	writeAnswer(w, func(b []byte) []byte { return appendFilterAnswer(b, answer) })
 }
 
@@ -260,7 +260,7 @@ func (v *SchedulerVerbs) prioritize(w http.ResponseWriter, r *http.Request, maxB
 		return
 	}
 	scores := v.decidePrioritize(args, sc)
-	noteDecision(r.Context(), podKey(args.Pod), fmt.Sprintf("scored %d nodes", len(scores)))
+	noteDecisionOf(r.Context(), func() (string, string) { return podKey(args.Pod), fmt.Sprintf("scored %d nodes", len(scores)) })
 	writeAnswer(w, func(b []byte) []byte { return appendHostPriorityList(b, scores) })
 }
 

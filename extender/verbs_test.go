@@ -394,21 +394,44 @@ func TestHealthAndReadiness(t *testing.T) {
 }
 
 func TestAccessLog(t *testing.T) {
-	ts := newTestServer(t, true, 1<<20)
-	ts.do(http.MethodPost, "/scheduler/bind", `{"PodName":"p1","PodNamespace":"default","PodUID":"u1","Node":"n2"}`)
-	entries := ts.logs.FilterMessage("request").All()
-	if len(entries) != 1 {
-		t.Fatalf("got %d access log lines, want 1", len(entries))
+	for _, tt := range []struct {
+		verb, body, decision string
+	}{
+		{"bind", `{"PodName":"p1","PodNamespace":"default","PodUID":"u1","Node":"n2"}`, "bound to n2"},
+		{"filter", `{"Pod":` + podJSON + `,"NodeNames":["n1","n2","n9"]}`, "passed 2, failed 1, unresolvable 0"},
+		{"prioritize", `{"Pod":` + podJSON + `,"NodeNames":["n1","n2"]}`, "scored 2 nodes"},
+	} {
+		t.Run(tt.verb, func(t *testing.T) {
+			ts := newTestServer(t, true, 1<<20)
+			ts.do(http.MethodPost, "/scheduler/"+tt.verb, tt.body)
+			entries := ts.logs.FilterMessage("request").All()
+			if len(entries) != 1 {
+				t.Fatalf("got %d access log lines, want 1", len(entries))
+			}
+			fields := entries[0].ContextMap()
+			want := map[string]any{"verb": tt.verb, "method": "POST", "path": "/scheduler/" + tt.verb, "status": int64(200), "pod": "default/p1", "decision": tt.decision}
+			for k, v := range want {
+				if fields[k] != v {
+					t.Errorf("log field %s = %v, want %v", k, fields[k], v)
+				}
+			}
+			if _, ok := fields["duration"]; !ok {
+				t.Error("log line has no duration")
+			}
+		})
 	}
-	fields := entries[0].ContextMap()
-	want := map[string]any{"verb": "bind", "method": "POST", "path": "/scheduler/bind", "status": int64(200), "pod": "default/p1", "decision": "bound to n2"}
-	for k, v := range want {
-		if fields[k] != v {
-			t.Errorf("log field %s = %v, want %v", k, fields[k], v)
+}
+
+// TestDecisionDescribedOnlyWhenLogged: filter and prioritize format their access-log
+// decision only when the log prints it (debug level).
+func TestDecisionDescribedOnlyWhenLogged(t *testing.T) {
+	for _, detailed := range []bool{false, true} {
+		called := false
+		ctx := context.WithValue(context.Background(), requestInfoKey{}, &requestInfo{detailed: detailed})
+		noteDecisionOf(ctx, func() (string, string) { called = true; return "p", "d" })
+		if called != detailed {
+			t.Errorf("detailed %t: described %t", detailed, called)
 		}
-	}
-	if _, ok := fields["duration"]; !ok {
-		t.Error("log line has no duration")
 	}
 }
 
