@@ -117,18 +117,14 @@ func parseArgsFast(b []byte, args *extenderv1.ExtenderArgs, names *[]string) boo
 		switch {
 		case strings.EqualFold(key, "pod") && !seenPod:
 			seenPod = true
-			end, ok := valueEnd(b, i)
-			if !ok || json.Unmarshal(b[i:end], &args.Pod) != nil {
+			if i, ok = unmarshalValueAt(b, i, &args.Pod); !ok {
 				return false
 			}
-			i = end
 		case strings.EqualFold(key, "nodes") && !seenNodes:
 			seenNodes = true
-			end, ok := valueEnd(b, i)
-			if !ok || json.Unmarshal(b[i:end], &args.Nodes) != nil {
+			if i, ok = unmarshalValueAt(b, i, &args.Nodes); !ok {
 				return false
 			}
-			i = end
 		case strings.EqualFold(key, "nodenames") && !seenNames:
 			seenNames = true
 			list, end, ok := plainStringArray(b, i, names)
@@ -152,6 +148,16 @@ func parseArgsFast(b []byte, args *extenderv1.ExtenderArgs, names *[]string) boo
 			return false
 		}
 	}
+}
+
+// unmarshalValueAt decodes the JSON value at b[i] into v with encoding/json and returns the
+// index after it.
+func unmarshalValueAt(b []byte, i int, v any) (int, bool) {
+	end, ok := valueEnd(b, i)
+	if !ok || json.Unmarshal(b[i:end], v) != nil {
+		return 0, false
+	}
+	return end, true
 }
 
 func skipSpace(b []byte, i int) int {

@@ -205,26 +205,30 @@ func BenchmarkDecodeExtenderArgs(b *testing.B) {
 }
 
 func BenchmarkFilter(b *testing.B) {
-	eachSize(b, func(b *testing.B, e *benchEnv, nodeCache bool) {
-		for _, c := range []struct {
-			name string
-			pod  *corev1.Pod
-		}{{"admitted", e.admitted}, {"waiting", e.waiting}} {
-			b.Run("pod="+c.name, func(b *testing.B) {
-				serveBench(b, e.srv, "/scheduler/filter", loadfixture.MustJSON(loadfixture.ExtenderArgs(c.pod, e.nodes, nodeCache)))
-			})
-		}
+	benchPods(b, "/scheduler/filter", func(e *benchEnv) []namedPod {
+		return []namedPod{{"admitted", e.admitted}, {"waiting", e.waiting}}
 	})
 }
 
 func BenchmarkPrioritize(b *testing.B) {
+	benchPods(b, "/scheduler/prioritize", func(e *benchEnv) []namedPod {
+		return []namedPod{{"worker", e.admitted}, {"ps", e.admittedPS}}
+	})
+}
+
+// namedPod is a benchmark case: a pod of the bench view and its name in the results.
+type namedPod struct {
+	name string
+	pod  *corev1.Pod
+}
+
+// benchPods serves path's filter/prioritize request for each of pods(e), over every
+// benchmark size and both nodeCacheCapable modes.
+func benchPods(b *testing.B, path string, pods func(e *benchEnv) []namedPod) {
 	eachSize(b, func(b *testing.B, e *benchEnv, nodeCache bool) {
-		for _, c := range []struct {
-			name string
-			pod  *corev1.Pod
-		}{{"worker", e.admitted}, {"ps", e.admittedPS}} {
+		for _, c := range pods(e) {
 			b.Run("pod="+c.name, func(b *testing.B) {
-				serveBench(b, e.srv, "/scheduler/prioritize", loadfixture.MustJSON(loadfixture.ExtenderArgs(c.pod, e.nodes, nodeCache)))
+				serveBench(b, e.srv, path, loadfixture.MustJSON(loadfixture.ExtenderArgs(c.pod, e.nodes, nodeCache)))
 			})
 		}
 	})
