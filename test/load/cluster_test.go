@@ -160,6 +160,32 @@ func startExtender(t *testing.T, cp *framework.ControlPlane, addr, extraConfig s
 	return p
 }
 
+// cpuTime reads the CPU time a process has used, all its threads, user and system, from
+// /proc/PID/stat (utime and stime, in clock ticks of 1/100 s on Linux).
+func cpuTime(pid int) (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	// The fields after the command name, which is in parentheses and may hold spaces:
+	// state is field 3, utime field 14 and stime field 15.
+	end := strings.LastIndexByte(string(b), ')')
+	if end < 0 {
+		return 0, fmt.Errorf("/proc/%d/stat: unexpected format", pid)
+	}
+	f := strings.Fields(string(b[end+1:]))
+	if len(f) < 13 {
+		return 0, fmt.Errorf("/proc/%d/stat: unexpected format", pid)
+	}
+	utime, err1 := strconv.ParseInt(f[11], 10, 64)
+	stime, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, fmt.Errorf("/proc/%d/stat: utime %q, stime %q", pid, f[11], f[12])
+	}
+	const tick = 10 * time.Millisecond
+	return time.Duration(utime+stime) * tick, nil
+}
+
 // memory reads a process's peak and current resident set size (VmHWM, VmRSS) in bytes.
 func memory(pid int) (peak, current int64, err error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))

@@ -67,26 +67,37 @@ func TestLoad(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// replay runs run.sh verb by verb, and logs after each the extender's own latency
+	// histogram and its process CPU time per call (every goroutine: informers, recompute
+	// and GC included).
 	replay := func(concurrency, requests int, verbs ...string) {
-		args := append([]string{"http://" + addr, dir, itoa(concurrency), itoa(requests)}, verbs...)
-		cmd := exec.Command(filepath.Join(root, "test", "load", "run.sh"), args...)
-		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
-		t.Logf("%s", cmd.String())
-		before, err := scrapeLatency(addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Run(); err != nil {
-			t.Errorf("run.sh: %v", err)
-		}
-		after, err := scrapeLatency(addr)
-		if err != nil {
-			t.Fatal(err)
-		}
 		for _, verb := range verbs {
+			cmd := exec.Command(filepath.Join(root, "test", "load", "run.sh"), "http://"+addr, dir, itoa(concurrency), itoa(requests), verb)
+			cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+			t.Logf("%s", cmd.String())
+			before, err := scrapeLatency(addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cpuBefore, err := cpuTime(ext.Pid())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := cmd.Run(); err != nil {
+				t.Errorf("run.sh: %v", err)
+			}
+			cpuAfter, err := cpuTime(ext.Pid())
+			if err != nil {
+				t.Fatal(err)
+			}
+			after, err := scrapeLatency(addr)
+			if err != nil {
+				t.Fatal(err)
+			}
 			if !strings.HasPrefix(verb, "volcano-") { // the Volcano verbs have no histogram
 				t.Logf("%s", after.summary(before, verb))
 			}
+			t.Logf("%s: cps-extender used %v of CPU, %.2f ms a call", verb, cpuAfter-cpuBefore, float64((cpuAfter-cpuBefore).Microseconds())/1000/float64(requests))
 		}
 	}
 	// A warm-up, not reported: the first calls after start also pay for the heap growing
