@@ -390,10 +390,9 @@ func newEnqueuePlan(model priority.Model, now time.Time, pending []enqueueCandid
 		byKey[c.job.Key] = c
 		jobs = append(jobs, c.job)
 	}
-	queue := model.Admit(priority.State{Jobs: jobs}, now)
 	need := priority.Resources{}
 	var prev *plannedJob
-	for i, d := range queue.Order {
+	for i, d := range model.Rank(jobs, now) {
 		c := byKey[d.Key]
 		if c == nil {
 			continue

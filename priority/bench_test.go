@@ -22,7 +22,9 @@ func benchState(nodeCPU int64) priority.State {
 		if i%4 == 0 {
 			free["nvidia.com/gpu"] = 4
 		}
-		s.Nodes = append(s.Nodes, node("node-"+strconv.Itoa(100000+i*7919%100000), free))
+		n := node("node-"+strconv.Itoa(100000+i*7919%100000), free)
+		n.Capacity = free // nothing runs yet: each node could offer all it has
+		s.Nodes = append(s.Nodes, n)
 	}
 	users := []string{"alice", "bob", "carol", "dave", "erin"}
 	for i := range 2000 {

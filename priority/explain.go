@@ -46,6 +46,7 @@ func runningReason(d *Decision) string {
 //
 //	job ns/a has the turn (1st of 3, P=0.74: user 1.00, job 0.50, wait 0.10, parallelism 0.40)
 //	job ns/a waits for its turn: 3rd of 7, behind ns/b (P=0.82); it does not fit: worker ...
+//	job ns/h can never fit as the cluster is: only 8 of the 10 pods it needs fit even ...
 func (m Model) queuedReason(v *jobView) string {
 	d := v.d
 	var b strings.Builder
@@ -87,6 +88,13 @@ func (m Model) queuedReason(v *jobView) string {
 			b.WriteString(", past the starvation bound of ")
 			b.WriteString(m.StarvationBound.String())
 		}
+		return b.String()
+	}
+
+	if d.Phase == PhaseUnschedulable {
+		b.WriteString(" can never fit as the cluster is: ")
+		b.WriteString(v.never)
+		b.WriteString("; it takes no turn and sets nothing aside until the nodes, or the pods in no job, change")
 		return b.String()
 	}
 

@@ -233,17 +233,39 @@ type taken struct {
 	needs []dimNeed
 }
 
+// capacityArrays are the arrays of one capacity table, kept for the next call to reuse.
+type capacityArrays struct {
+	order []int32
+	nodes []string
+	tree  []int64
+}
+
+// tableSource says which of a node's maps a capacity table is built from.
+type tableSource int
+
+const (
+	// fromFree reads Node.Free; a missing resource is zero.
+	fromFree tableSource = iota
+	// fromCapacity reads Node.Capacity; a nil Capacity is unlimited in every resource.
+	fromCapacity
+)
+
 // newCapacity builds the table from the nodes' Free, in name order so that the result does
 // not depend on the order of the input.
-// Its arrays come from w when not nil.
-func newCapacity(nodes []Node, ds *dimSet, w *Workspace) *capacity {
-	if w == nil {
-		w = &Workspace{}
+// Its arrays come from a when not nil.
+func newCapacity(nodes []Node, ds *dimSet, a *capacityArrays) *capacity {
+	return newCapacityFrom(nodes, ds, a, fromFree)
+}
+
+// newCapacityFrom builds the table from the nodes' Free or Capacity, as src says.
+func newCapacityFrom(nodes []Node, ds *dimSet, a *capacityArrays, src tableSource) *capacity {
+	if a == nil {
+		a = &capacityArrays{}
 	}
 	// Sorting int32 indexes moves no pointers, which keeps the GC's write barrier out of
 	// the sort; an already sorted input (a snapshot kept in order) skips it.
-	w.order = grown(w.order, len(nodes))
-	order := w.order
+	a.order = grown(a.order, len(nodes))
+	order := a.order
 	for i := range order {
 		order[i] = int32(i)
 	}
@@ -251,18 +273,33 @@ func newCapacity(nodes []Node, ds *dimSet, w *Workspace) *capacity {
 	if !slices.IsSortedFunc(order, byName) {
 		slices.SortFunc(order, byName)
 	}
+	a.nodes = grown(a.nodes, len(order))
+	for i, k := range order {
+		a.nodes[i] = nodes[k].Name
+	}
+	return fillCapacity(nodes, order, a.nodes, ds, a, src)
+}
+
+// sibling builds a table of the same nodes in the same order as c, from src, with its
+// tree taken from a: the sort is done once for both.
+func (c *capacity) sibling(nodes []Node, order []int32, ds *dimSet, a *capacityArrays, src tableSource) *capacity {
+	return fillCapacity(nodes, order, c.nodes, ds, a, src)
+}
+
+// fillCapacity builds the table of nodes[order[i]], named names[i], from src.
+func fillCapacity(nodes []Node, order []int32, names []string, ds *dimSet, a *capacityArrays, src tableSource) *capacity {
 	r := len(ds.names)
 	size := 1
 	for size < len(order) {
 		size *= 2
 	}
 	// Every entry of the tree but the unused root slot 0 is written below.
-	w.nodes, w.tree = grown(w.nodes, len(order)), grown(w.tree, 2*size*r)
+	a.tree = grown(a.tree, 2*size*r)
 	c := &capacity{
-		nodes:  w.nodes,
+		nodes:  names,
 		r:      r,
 		size:   size,
-		tree:   w.tree,
+		tree:   a.tree,
 		names:  ds.names,
 		cursor: make([]int, ds.shapes),
 	}
@@ -270,18 +307,27 @@ func newCapacity(nodes []Node, ds *dimSet, w *Workspace) *capacity {
 	var lastFree unsafe.Pointer // a caller may share one Free map between nodes
 	for i, k := range order {
 		n := &nodes[k]
-		c.nodes[i] = n.Name
 		leaf := c.tree[(size+i)*r : (size+i+1)*r]
-		free := reflect.ValueOf(n.Free).UnsafePointer()
+		m := n.Free
+		if src == fromCapacity {
+			if m = n.Capacity; m == nil {
+				for d := range leaf {
+					leaf[d] = unlimited
+				}
+				lastFree = nil
+				continue
+			}
+		}
+		free := reflect.ValueOf(m).UnsafePointer()
 		if free != nil && free == lastFree {
 			copy(leaf, c.tree[(size+i-1)*r:(size+i)*r])
 			continue
 		}
 		lastFree = free
 		for d := 0; d < podsDim; d++ {
-			leaf[d] = n.Free[ds.names[d]]
+			leaf[d] = m[ds.names[d]]
 		}
-		if v, ok := n.Free[resourcePods]; ok {
+		if v, ok := m[resourcePods]; ok {
 			leaf[podsDim] = v
 		} else {
 			leaf[podsDim] = unlimited

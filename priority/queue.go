@@ -2,19 +2,24 @@ package priority
 
 import (
 	"cmp"
+	"encoding/binary"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 )
 
-// Queue is the admission queue computed by Admit: every job's decision, the jobs that are
-// not running in queue order.
+// Queue is the admission queue computed by Admit: every job's decision, the jobs that may
+// take a turn in queue order.
 type Queue struct {
-	// Order holds the jobs that are not running, in queue order (Position 1, 2, ...).
+	// Order holds the jobs that are neither running nor unschedulable, in queue order
+	// (Position 1, 2, ...).
 	Order []*Decision
 	// Running holds the running jobs, by key.
 	Running []*Decision
+	// Unschedulable holds the jobs that cannot be placed even on the nodes' Capacity, in
+	// the order they would have had in Order. They take no turn and hold nothing back.
+	Unschedulable []*Decision
 
 	byKey map[string]*Decision
 }
@@ -28,7 +33,7 @@ func (q *Queue) Lookup(key string) (*Decision, bool) {
 	return d, ok
 }
 
-// Len is the number of jobs in the queue, that is, not running.
+// Len is the number of jobs in the queue: neither running nor unschedulable.
 func (q *Queue) Len() int {
 	if q == nil {
 		return 0
@@ -54,6 +59,7 @@ const (
 	waitReserving              // did not fit and holds the reservation (reserve)
 	waitStrictBehind           // behind a job that does not fit (strict)
 	waitBesideReserve          // does not fit in what the reservation leaves (reserve)
+	waitNeverFits              // does not fit even on the nodes' Capacity: unschedulable
 )
 
 // jobView is Admit's working record of one job.
@@ -67,6 +73,12 @@ type jobView struct {
 	plan     []plannedPod
 	demands  []demand
 	psNodes  []string // nodes of the job's bound and held PS
+	// placed is the job's bound and held pods and placedDemands what they take; the
+	// check for a job that can never fit counts them where they are.
+	placed        []*Pod
+	placedDemands []demand
+	// never says, for a job that can never fit, how far it gets (see neverFits).
+	never    string
 	kind     waitKind
 	blocking *jobView // the strict head or the reserving job this one waits on
 }
@@ -95,9 +107,8 @@ type Workspace struct {
 	pending []*Pod
 	fitPods []*Pod
 	plans   []plannedPod
-	tree    []int64
-	nodes   []string
-	order   []int32
+	// free is the table of free capacity, reach the one of the nodes' Capacity.
+	free, reach capacityArrays
 }
 
 // grown returns buf with length n, reusing its array when it is large enough. The
@@ -111,6 +122,13 @@ func grown[T any](buf []T, n int) []T {
 
 // AdmitIn is Admit with its scratch space taken from w (nil: a fresh one). The result is
 // the same as Admit's.
+//
+// A job that does not fit the free capacity is fitted once more, on the nodes' Capacity
+// (what they would offer with no other job's pods on them), with its own bound and held
+// pods where they are. When it does not fit there either it is Unschedulable: waiting for
+// its turn would hold other jobs back for room that cannot come. It takes nothing, does
+// not reserve and does not stop a strict queue, and it is listed in Unschedulable, not in
+// Order.
 func (m Model) AdmitIn(s State, now time.Time, w *Workspace) *Queue {
 	if w == nil {
 		w = &Workspace{}
@@ -132,6 +150,7 @@ func (m Model) AdmitIn(s State, now time.Time, w *Workspace) *Queue {
 	if cap(pendingBuf) < total {
 		pendingBuf = make([]*Pod, 0, total)
 	}
+	var placedPods []*Pod // the bound and held pods of jobs in the queue
 	for i := range s.Jobs {
 		v := &views[i]
 		v.job, v.d = &s.Jobs[i], &decisions[i]
@@ -141,20 +160,51 @@ func (m Model) AdmitIn(s State, now time.Time, w *Workspace) *Queue {
 		}
 		queue = append(queue, v)
 		fitPods = append(fitPods, v.toFit...)
+		placedPods = append(placedPods, v.placed...)
 	}
 
 	w.queue, w.fitPods, w.pending = queue, fitPods, pendingBuf
 	var dims dimSet
-	demands := dims.demands(fitPods)
+	demands := dims.demands(append(fitPods, placedPods...))
 	// One backing array each for every job's demands and plan.
 	w.plans = grown(w.plans, len(fitPods))
 	plans := w.plans
+	placedDemands := demands[len(fitPods):]
 	for _, v := range queue {
 		n := len(v.toFit)
 		v.demands, demands = demands[:n], demands[n:]
 		v.plan, plans = plans[:0:n], plans[n:]
+		v.placedDemands, placedDemands = placedDemands[:len(v.placed)], placedDemands[len(v.placed):]
 	}
-	c := newCapacity(s.Nodes, &dims, w)
+	c := newCapacity(s.Nodes, &dims, &w.free)
+	var reach *capacity // the nodes' Capacity, built when a job first does not fit
+	// Jobs with nothing placed yet and the same roles and demand shapes, in order, get the
+	// same answer: the table is the same for each check.
+	var sameGang map[string]reachFit
+	var key []byte
+	neverFits := func(v *jobView) bool {
+		if reach == nil {
+			reach = c.sibling(s.Nodes, w.free.order, &dims, &w.reach, fromCapacity)
+			sameGang = map[string]reachFit{}
+		}
+		var f reachFit
+		if len(v.placed) > 0 {
+			f = tryReach(reach, v)
+		} else {
+			key = key[:0]
+			for i, p := range v.toFit {
+				key = append(key, byte(p.Role))
+				key = binary.AppendUvarint(key, uint64(v.demands[i].shape))
+			}
+			var seen bool
+			if f, seen = sameGang[string(key)]; !seen {
+				f = tryReach(reach, v)
+				sameGang[string(key)] = f
+			}
+		}
+		v.never = neverText(reach, v, f)
+		return v.never != ""
+	}
 
 	slices.SortFunc(queue, compareQueue)
 	slices.SortFunc(q.Running, func(a, b *Decision) int { return strings.Compare(a.Key, b.Key) })
@@ -170,6 +220,11 @@ func (m Model) AdmitIn(s State, now time.Time, w *Workspace) *Queue {
 		switch {
 		case !v.eligible:
 			v.kind = waitIneligible
+		case strictHead != nil && neverFits(v):
+			// Not tried, since it is behind the head; but it should not read as if its
+			// turn could come.
+			v.kind, d.Phase = waitNeverFits, PhaseUnschedulable
+			d.Blocker = "never fits: " + v.never
 		case strictHead != nil:
 			v.kind, v.blocking = waitStrictBehind, strictHead
 			d.Blocker = "strict order: behind " + strictHead.job.Key
@@ -185,6 +240,10 @@ func (m Model) AdmitIn(s State, now time.Time, w *Workspace) *Queue {
 				for _, pp := range v.plan {
 					d.Plan[pp.uid] = c.nodes[pp.node]
 				}
+			case neverFits(v):
+				c.rollback()
+				v.kind, d.Phase = waitNeverFits, PhaseUnschedulable
+				d.Blocker = "never fits: " + v.never
 			case keepPartial:
 				c.commit()
 				v.kind, reserving = waitReserving, v
@@ -203,18 +262,24 @@ func (m Model) AdmitIn(s State, now time.Time, w *Workspace) *Queue {
 		}
 	}
 
-	q.Order = make([]*Decision, len(queue))
-	for i, v := range queue {
+	q.Order = make([]*Decision, 0, len(queue))
+	var ahead *jobView
+	for _, v := range queue {
 		d := v.d
-		q.Order[i] = d
-		d.Position = i + 1
-		if i > 0 && d.Phase != PhaseAdmitted {
-			d.Ahead, d.AheadP = queue[i-1].job.Key, queue[i-1].d.P
+		if d.Phase == PhaseUnschedulable {
+			q.Unschedulable = append(q.Unschedulable, d)
+			continue
 		}
+		q.Order = append(q.Order, d)
+		d.Position = len(q.Order)
+		if ahead != nil && d.Phase != PhaseAdmitted {
+			d.Ahead, d.AheadP = ahead.job.Key, ahead.d.P
+		}
+		ahead = v
 	}
 	for i := range decisions {
 		d := &decisions[i]
-		d.QueueLen = len(queue)
+		d.QueueLen = len(q.Order)
 		if d.Phase == PhaseRunning {
 			d.Reason = runningReason(d)
 		} else {
@@ -223,7 +288,7 @@ func (m Model) AdmitIn(s State, now time.Time, w *Workspace) *Queue {
 	}
 	// Keys are unique by contract; should one repeat, Lookup finds the first in queue
 	// order, then the first running, which does not depend on the input order.
-	for _, list := range [][]*Decision{q.Order, q.Running} {
+	for _, list := range [][]*Decision{q.Order, q.Running, q.Unschedulable} {
 		for _, d := range list {
 			if _, dup := q.byKey[d.Key]; !dup {
 				q.byKey[d.Key] = d
@@ -240,7 +305,8 @@ func (w *Workspace) release() {
 	clear(w.pending[:cap(w.pending)])
 	clear(w.fitPods[:cap(w.fitPods)])
 	clear(w.plans)
-	clear(w.nodes)
+	clear(w.free.nodes)
+	clear(w.reach.nodes)
 }
 
 // viewJob fills a job's counts, terms and eligibility, and reports whether it is running.
@@ -273,6 +339,14 @@ func (m Model) viewJob(v *jobView, coolDown map[string]time.Time, now time.Time,
 	if d.Bound >= d.MinMember {
 		d.Phase = PhaseRunning
 		return true
+	}
+	if placed := d.Bound + d.Held; placed > 0 {
+		v.placed = make([]*Pod, 0, placed)
+		for k := range j.Pods {
+			if p := &j.Pods[k]; p.State == PodBound || p.State == PodHeld {
+				v.placed = append(v.placed, p)
+			}
+		}
 	}
 
 	v.wait = j.Waited(now)
@@ -310,6 +384,64 @@ func (m Model) viewJob(v *jobView, coolDown map[string]time.Time, now time.Time,
 	return false
 }
 
+// reachFit is how far a job's required pods get on the nodes' Capacity: how many fit, and
+// the first that does not (-1 when all do).
+type reachFit struct {
+	placed, first int
+}
+
+// tryReach fits a job's required pods into r, the table of the nodes' Capacity, with the
+// job's own bound and held pods taken where they are, and takes everything back out.
+func tryReach(r *capacity, v *jobView) reachFit {
+	r.begin()
+	for i, p := range v.placed {
+		if at := r.nodeIndex(p.Node); at >= 0 {
+			r.take(at, v.placedDemands[i].needs)
+		}
+	}
+	ps := r.psScratch[:0]
+	for _, name := range v.psNodes {
+		if at := r.nodeIndex(name); at >= 0 {
+			ps = insertSorted(ps, at)
+		}
+	}
+	out := reachFit{first: -1}
+	for i, p := range v.toFit {
+		if r.placeOne(p.Role, v.demands[i], &ps) >= 0 {
+			out.placed++
+		} else if out.first < 0 {
+			out.first = i
+		}
+	}
+	r.psScratch = ps[:0]
+	r.rollback()
+	return out
+}
+
+// neverText says how far a job that can never fit gets ("" when it fits): no nodes at all,
+// the first pod that fits no node by itself, or how many of its pods fit.
+func neverText(r *capacity, v *jobView, f reachFit) string {
+	switch {
+	case f.first < 0:
+		return ""
+	case len(r.nodes) == 0:
+		return "there are no nodes"
+	}
+	if needs := v.demands[f.first].needs; !r.covers(1, needs) {
+		return r.shortage(podLabel(v.toFit[f.first], namespaceOf(v.job.Key)), needs) + " even with no other job's pods on the nodes"
+	}
+	return "only " + strconv.Itoa(f.placed) + " of the " + strconv.Itoa(len(v.toFit)) + " pods it needs fit even with no other job's pods on the nodes"
+}
+
+// namespaceOf is the namespace part of a job key ("" when the key has none).
+func namespaceOf(key string) string {
+	ns, _, found := strings.Cut(key, "/")
+	if !found {
+		return ""
+	}
+	return ns
+}
+
 // place fits a job's required pods into c and returns "" or the first pod that did not
 // fit. With keepPartial it places every pod that fits (a reservation); otherwise it stops
 // at the first that does not, since the caller takes the job back out anyway.
@@ -328,11 +460,7 @@ func place(c *capacity, v *jobView, keepPartial bool) string {
 			continue
 		}
 		if blocker == "" {
-			ns, _, found := strings.Cut(v.job.Key, "/")
-			if !found {
-				ns = ""
-			}
-			blocker = c.shortage(podLabel(p, ns), v.demands[i].needs)
+			blocker = c.shortage(podLabel(p, namespaceOf(v.job.Key)), v.demands[i].needs)
 		}
 		if !keepPartial {
 			break
@@ -370,4 +498,30 @@ func plural(n int, one, many string) string {
 		return one
 	}
 	return many
+}
+
+// Rank is the order in which Admit walks the jobs that are not running, without fitting
+// anything: each decision has the job's counts, Terms, P, Starved, Repair and Position
+// (1-based), and no phase or reason. It serves callers that place jobs themselves (the
+// Volcano enqueue plan) and need only the combined order. No job cools down.
+func (m Model) Rank(jobs []Job, now time.Time) []*Decision {
+	views := make([]jobView, len(jobs))
+	decisions := make([]Decision, len(jobs))
+	var pending []*Pod
+	queue := make([]*jobView, 0, len(jobs))
+	for i := range jobs {
+		v := &views[i]
+		v.job, v.d = &jobs[i], &decisions[i]
+		if !m.viewJob(v, nil, now, &pending) {
+			queue = append(queue, v)
+		}
+	}
+	slices.SortFunc(queue, compareQueue)
+	out := make([]*Decision, len(queue))
+	for i, v := range queue {
+		v.d.Phase, v.d.Blocker, v.d.CoolingDown = "", "", false
+		v.d.Position, v.d.QueueLen = i+1, len(queue)
+		out[i] = v.d
+	}
+	return out
 }

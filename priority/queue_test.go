@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -30,7 +31,7 @@ type row struct {
 
 func rowsOf(q *priority.Queue) []row {
 	var out []row
-	for _, list := range [][]*priority.Decision{q.Order, q.Running} {
+	for _, list := range [][]*priority.Decision{q.Order, q.Running, q.Unschedulable} {
 		for _, d := range list {
 			out = append(out, row{d.Key, d.Phase, d.Position, d.Ahead, d.Blocker, d.Repair, d.Starved, d.CoolingDown})
 		}
@@ -387,13 +388,13 @@ func checkQueueInvariants(t *testing.T, q *priority.Queue, s priority.State) {
 	if q.Len() != len(q.Order) {
 		t.Errorf("Len() = %d, want %d", q.Len(), len(q.Order))
 	}
-	if got, want := len(q.Order)+len(q.Running), len(s.Jobs); got != want {
+	if got, want := len(q.Order)+len(q.Running)+len(q.Unschedulable), len(s.Jobs); got != want {
 		t.Errorf("queue holds %d jobs, state has %d", got, want)
 	}
 	// Keys should be unique; for a repeated key Lookup gives the first in queue order,
 	// then the first running.
 	first := map[string]*priority.Decision{}
-	for _, list := range [][]*priority.Decision{q.Order, q.Running} {
+	for _, list := range [][]*priority.Decision{q.Order, q.Running, q.Unschedulable} {
 		for _, d := range list {
 			if _, ok := first[d.Key]; !ok {
 				first[d.Key] = d
@@ -420,6 +421,14 @@ func checkQueueInvariants(t *testing.T, q *priority.Queue, s priority.State) {
 		}
 		if got, ok := q.Lookup(d.Key); !ok || got != first[d.Key] {
 			t.Errorf("Lookup(%q) = %v, %v; want the running decision", d.Key, got, ok)
+		}
+	}
+	for _, d := range q.Unschedulable {
+		if d.Position != 0 || d.Phase != priority.PhaseUnschedulable || !strings.HasPrefix(d.Blocker, "never fits: ") || d.Reason == "" {
+			t.Errorf("unschedulable %s: position %d, phase %s, blocker %q, reason %q", d.Key, d.Position, d.Phase, d.Blocker, d.Reason)
+		}
+		if got, ok := q.Lookup(d.Key); !ok || got != first[d.Key] {
+			t.Errorf("Lookup(%q) = %v, %v; want the unschedulable decision", d.Key, got, ok)
 		}
 	}
 	if _, ok := q.Lookup("no/such-job"); ok {
@@ -530,6 +539,20 @@ func TestAdmitReasons(t *testing.T) {
 				"ns/s":     "job ns/s has the turn (3rd of 5, P=0.39: user 0.30, job 0.00, wait 0.98, parallelism 0.50); it has waited 40m0s, past the starvation bound of 30m0s",
 				"ns/cool":  "job ns/cool waits for its turn: 4th of 5, behind ns/s (P=0.39); cooling down until 2025-03-01T12:01:00Z after a hold timeout",
 				"ns/gated": "job ns/gated waits for its turn: 5th of 5, behind ns/cool (P=0.19); scheduling gated: 1 pending pod has scheduling gates",
+			},
+		},
+		{
+			name:   "unschedulable: bigger than the cluster, and a pod bigger than any node",
+			policy: priority.PolicyStrict,
+			state: priority.State{Nodes: capNodes(8000, 8000, 8000), Jobs: []priority.Job{
+				mkJob("ns/huge").gang(1, res(4000, gi), 4, res(4000, gi)).obj(),
+				one("ns/wide", 9000).obj(),
+				one("ns/ok", 1000).obj(),
+			}},
+			want: map[string]string{
+				"ns/huge": "job ns/huge can never fit as the cluster is: only 4 of the 5 pods it needs fit even with no other job's pods on the nodes; it takes no turn and sets nothing aside until the nodes, or the pods in no job, change",
+				"ns/wide": "job ns/wide can never fit as the cluster is: worker ns/wide-w-0 needs cpu 9000m on a node; the most free on any node is 8000m even with no other job's pods on the nodes; it takes no turn and sets nothing aside until the nodes, or the pods in no job, change",
+				"ns/ok":   "job ns/ok has the turn (1st of 1, P=0.19: user 0.30, job 0.00, wait 0.00, parallelism 0.50)",
 			},
 		},
 		{
@@ -772,7 +795,7 @@ func TestAdmitOddInputs(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			q := tt.model.Admit(tt.state, t0)
 			checkQueueInvariants(t, q, tt.state)
-			for _, list := range [][]*priority.Decision{q.Order, q.Running} {
+			for _, list := range [][]*priority.Decision{q.Order, q.Running, q.Unschedulable} {
 				for _, d := range list {
 					if _, err := json.Marshal(d); err != nil {
 						t.Errorf("decision %s does not encode: %v", d.Key, err)

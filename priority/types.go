@@ -72,8 +72,14 @@ type Job struct {
 type Node struct {
 	Name string
 	// Free is allocatable minus the requests of every pod bound to or held for the node.
-	Free   Resources
-	Labels map[string]string
+	Free Resources
+	// Capacity is the most the node can ever offer the jobs: allocatable minus the requests
+	// of the pods on it that belong to no job (system pods, daemons, plain pods), which the
+	// queue cannot wait out. Jobs' pods end and free what they use; these need not. A nil
+	// Capacity is not known and counts as unlimited: no job is called unschedulable for
+	// lack of room on such a node.
+	Capacity Resources
+	Labels   map[string]string
 }
 
 // Terms are the four normalised terms of a job's combined priority, each in [0,1].
@@ -149,13 +155,19 @@ const (
 	PhaseAdmitted JobPhase = "Admitted"
 	// PhaseWaiting jobs wait for their turn.
 	PhaseWaiting JobPhase = "Waiting"
+	// PhaseUnschedulable jobs cannot be placed even if every other job's pods were gone
+	// (on the nodes' Capacity): waiting would hold others back for room that cannot come.
+	// They take no turn and set nothing aside, under every policy, until the nodes or the
+	// pods in no job change.
+	PhaseUnschedulable JobPhase = "Unschedulable"
 )
 
 // Decision is the admission decision for one job, with every part needed to explain it.
 type Decision struct {
 	Key   string   `json:"job"`
 	Phase JobPhase `json:"phase"`
-	// Position is the job's 1-based place in the queue of not-running jobs (0 when running).
+	// Position is the job's 1-based place in the queue of jobs that may take a turn (0
+	// when running or unschedulable).
 	Position int     `json:"position"`
 	QueueLen int     `json:"queueLength"`
 	Terms    Terms   `json:"terms"`
