@@ -74,13 +74,15 @@ func run(args []string, stderr io.Writer) error {
 		return fmt.Errorf("building the dynamic API client: %w", err)
 	}
 	metrics := newMetrics()
-	cluster := extender.NewCluster(extender.ClusterOptions{Log: log, Client: client, Dynamic: dyn, Config: cfg, Metrics: metrics})
+	turns := extender.NewTurns(extender.TurnsOptions{Log: log, Nudger: extender.NewAPINudger(client, cfg.BindTimeout.Duration), Metrics: metrics})
+	go turns.Run(ctx, 4)
+	cluster := extender.NewCluster(extender.ClusterOptions{Log: log, Client: client, Dynamic: dyn, Config: cfg, Metrics: metrics, Turns: turns})
 	metrics.WatchInformers(cluster)
 	gate := extender.NewGate(extender.GateOptions{
 		Log: log, View: cluster, Binder: extender.NewAPIBinder(client, cfg.BindTimeout.Duration), Config: cfg.Gate, Metrics: metrics,
 	})
 	cluster.SetHolds(gate)
-	verbs, err := extender.NewSchedulerVerbs(log, cluster, gate)
+	verbs, err := extender.NewSchedulerVerbs(log, cluster, gate, turns)
 	if err != nil {
 		return err
 	}

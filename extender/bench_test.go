@@ -104,7 +104,7 @@ func benchCluster(tb testing.TB, nodes, pods, jobs int) *benchEnv {
 			tb.Fatalf("bench cluster %s: pod %s/%s is in job %q (%t), want %q", key, p.Namespace, p.Name, got, ok, want)
 		}
 	}
-	verbs, err := NewSchedulerVerbs(log, c, gate)
+	verbs, err := NewSchedulerVerbs(log, c, gate, nil)
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -54,7 +54,7 @@ func TestConcurrentVerbsDuringChurn(t *testing.T) {
 	if err := cluster.Start(runCtx); err != nil {
 		t.Fatal(err)
 	}
-	verbs, err := NewSchedulerVerbs(log, cluster, gate)
+	verbs, err := NewSchedulerVerbs(log, cluster, gate, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -32,6 +32,7 @@ type Cluster struct {
 	podGroups  *podGroupSources
 	synced     []cache.InformerSynced
 	holds      HoldSource
+	turns      *Turns
 	metrics    *Metrics
 	now        func() time.Time
 	interval   time.Duration
@@ -42,8 +43,6 @@ type Cluster struct {
 	kick     chan struct{}
 	ready    atomic.Bool
 	index    *viewIndex
-	// events counts every pod and node event the informers delivered, changes or not.
-	events atomic.Uint64
 	// sourceChanges counts namespace and PodGroup events: the jobs' users, sizes and
 	// priorities come from them too, outside the index.
 	sourceChanges atomic.Uint64
@@ -68,6 +67,9 @@ type ClusterOptions struct {
 	Config  Config
 	// Metrics receives the queue gauges; nil means none.
 	Metrics *Metrics
+	// Turns is told of every published snapshot, so that turned-away pods whose job's
+	// turn came are brought back; nil means none.
+	Turns *Turns
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }
@@ -86,6 +88,7 @@ func NewCluster(o ClusterOptions) *Cluster {
 		pods:       podInf.Lister(),
 		namespaces: nsInf.Lister(),
 		metrics:    o.Metrics,
+		turns:      o.Turns,
 		now:        o.Now,
 		interval:   o.Config.Gate.RecomputeInterval.Duration,
 		kick:       make(chan struct{}, 1),
@@ -144,6 +147,7 @@ func (c *Cluster) Start(ctx context.Context) error {
 		return fmt.Errorf("cluster view: informer caches did not sync: %w", ctx.Err())
 	}
 	c.recompute(c.now())
+	c.turns.Seed(c.turnedAway())
 	c.ready.Store(true)
 	c.log.Info("cluster view synced", zap.Int("queue", c.Snapshot().Queue.Len()))
 	go c.loop(ctx)

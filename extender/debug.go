@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -18,7 +19,8 @@ type QueueSource interface {
 	Snapshot() *Snapshot
 }
 
-// queueReport is the JSON of /debug/queue: the queue in order, then the running jobs.
+// queueReport is the JSON of /debug/queue: the queue in order, then the unschedulable jobs,
+// then the running jobs.
 type queueReport struct {
 	Computed time.Time            `json:"computed"`
 	Jobs     []*priority.Decision `json:"jobs"`
@@ -32,7 +34,8 @@ func (s *Server) debugQueue(w http.ResponseWriter, r *http.Request, _ httprouter
 		writeJSON(w, http.StatusServiceUnavailable, errorBody{Error: "no queue computed yet: cluster view not synced"})
 		return
 	}
-	report := queueReport{Computed: snap.Computed, Jobs: append(append([]*priority.Decision{}, snap.Queue.Order...), snap.Queue.Running...)}
+	q := snap.Queue
+	report := queueReport{Computed: snap.Computed, Jobs: slices.Concat(q.Order, q.Unschedulable, q.Running)}
 	switch format := r.URL.Query().Get("format"); format {
 	case "", "json":
 		writeJSON(w, http.StatusOK, report)
@@ -52,7 +55,14 @@ func writeQueueTable(w io.Writer, report queueReport) {
 			queued++
 		}
 	}
-	fmt.Fprintf(w, "queue computed %s: %d queued, %d running\n", report.Computed.UTC().Format(time.RFC3339), queued, len(report.Jobs)-queued)
+	unschedulable := 0
+	for _, d := range report.Jobs {
+		if d.Phase == priority.PhaseUnschedulable {
+			unschedulable++
+		}
+	}
+	fmt.Fprintf(w, "queue computed %s: %d queued, %d unschedulable, %d running\n", report.Computed.UTC().Format(time.RFC3339),
+		queued, unschedulable, len(report.Jobs)-queued-unschedulable)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "POS\tJOB\tPHASE\tP\tUSER\tJOB-PRIO\tWAIT\tPARALLEL\tGANG\tWAITS FOR")
 	for _, d := range report.Jobs {
@@ -68,7 +78,7 @@ func writeQueueTable(w io.Writer, report queueReport) {
 		switch {
 		case d.Phase == priority.PhaseAdmitted && d.Held > 0:
 			blocker = "its gang gathering at bind"
-		case d.Phase != priority.PhaseWaiting:
+		case d.Phase != priority.PhaseWaiting && d.Phase != priority.PhaseUnschedulable:
 			blocker = ""
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%s\t%s\n", pos, d.Key, d.Phase, d.P,

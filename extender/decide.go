@@ -28,13 +28,14 @@ func (c *Cluster) Admit(pod *corev1.Pod) Admission {
 	snap := c.Snapshot()
 	_, d, ok := snap.Job(m.jobKey)
 	if !ok {
-		return Admission{Reason: fmt.Sprintf("job %s is not in the extender's view yet; it is retried shortly", m.jobKey), Retry: RetryAfterBackoff}
+		return Admission{Reason: fmt.Sprintf("job %s is not in the extender's view yet; it is retried shortly", m.jobKey), Job: m.jobKey, Retry: true}
 	}
-	if d.Phase == priority.PhaseWaiting {
-		return Admission{Reason: d.Reason, Queued: true, Retry: retryOf(snap, pod, d),
-			Stale: snap.changes != c.index.changes.Load(), Events: c.events.Load()}
+	if d.Phase == priority.PhaseWaiting || d.Phase == priority.PhaseUnschedulable {
+		_, seen := snap.JobOf(pod.UID, pod.Namespace, pod.Name)
+		return Admission{Reason: d.Reason, Job: m.jobKey, Queued: true, Unschedulable: d.Phase == priority.PhaseUnschedulable,
+			Retry: !seen}
 	}
-	return Admission{OK: true}
+	return Admission{OK: true, Job: m.jobKey}
 }
 
 func (c *Cluster) exempt(namespace string) bool {

@@ -12,8 +12,12 @@ import (
 	"k8s.io/client-go/tools/record"
 )
 
-// ReasonWaitingForTurn is the reason of the Event a pod gets while its job waits.
-const ReasonWaitingForTurn = "WaitingForTurn"
+// The reasons of the Events a pod gets while its job is in the queue: it waits for its
+// turn, or it cannot fit even with no other job's pods on the nodes.
+const (
+	ReasonWaitingForTurn = "WaitingForTurn"
+	ReasonUnschedulable  = "GangUnschedulable"
+)
 
 // EventRecorder is the part of client-go's record.EventRecorder the extender uses.
 type EventRecorder interface {
@@ -31,7 +35,8 @@ func NewAPIEventRecorder(client kubernetes.Interface, component string) (EventRe
 
 // WaitingEvents gives a pod that waits for its job's turn a Normal WaitingForTurn Event
 // whose message is the filter's sentence, at most once per interval per pod: the scheduler
-// retries a waiting pod every second or so, and each retry must not become an Event.
+// retries a waiting pod every second or so, and each retry must not become an Event. A pod
+// of an unschedulable job gets a Warning GangUnschedulable Event instead.
 type WaitingEvents struct {
 	recorder EventRecorder
 	metrics  *Metrics
@@ -45,10 +50,13 @@ func NewWaitingEvents(recorder EventRecorder, interval time.Duration, metrics *M
 }
 
 // NotifyWaiting records the Event unless the pod had one within the interval.
-func (w *WaitingEvents) NotifyWaiting(pod *corev1.Pod, reason string) {
+func (w *WaitingEvents) NotifyWaiting(pod *corev1.Pod, adm Admission) {
 	key := string(pod.UID)
 	if key == "" {
 		key = pod.Namespace + "/" + pod.Name
+	}
+	if adm.Unschedulable { // a change between waiting and unschedulable is news at once
+		key += "\x00unschedulable"
 	}
 	// Add fails while the key is present: the check and the mark are one atomic step.
 	if err := w.sent.Add(key, struct{}{}, gocache.DefaultExpiration); err != nil {
@@ -56,5 +64,9 @@ func (w *WaitingEvents) NotifyWaiting(pod *corev1.Pod, reason string) {
 		return
 	}
 	w.metrics.waitingEvent(true)
-	w.recorder.Eventf(pod, corev1.EventTypeNormal, ReasonWaitingForTurn, "%s", reason)
+	if adm.Unschedulable {
+		w.recorder.Eventf(pod, corev1.EventTypeWarning, ReasonUnschedulable, "%s", adm.Reason)
+		return
+	}
+	w.recorder.Eventf(pod, corev1.EventTypeNormal, ReasonWaitingForTurn, "%s", adm.Reason)
 }

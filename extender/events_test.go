@@ -70,7 +70,7 @@ func TestWaitingEventsAreRateLimitedPerPod(t *testing.T) {
 			m := NewMetrics(prometheus.NewRegistry())
 			w := NewWaitingEvents(rec, time.Hour, m)
 			for _, p := range tt.notify {
-				w.NotifyWaiting(p, reason)
+				w.NotifyWaiting(p, Admission{Reason: reason, Queued: true})
 			}
 			if diff := cmp.Diff(tt.want, rec.events); diff != "" {
 				t.Errorf("events (-want +got):\n%s", diff)
@@ -83,16 +83,32 @@ func TestWaitingEventsAreRateLimitedPerPod(t *testing.T) {
 	}
 }
 
+// TestUnschedulableEvents: a pod of a job that cannot fit gets a Warning GangUnschedulable
+// Event, at once when its job was waiting a moment before, and as rarely as any other.
+func TestUnschedulableEvents(t *testing.T) {
+	rec := &fakeRecorder{}
+	w := NewWaitingEvents(rec, time.Hour, nil)
+	waiting := Admission{Reason: "job ml/b waits for its turn", Queued: true}
+	never := Admission{Reason: "job ml/b can never fit as the cluster is: ...", Queued: true, Unschedulable: true}
+	for _, adm := range []Admission{waiting, never, never, waiting} {
+		w.NotifyWaiting(waitingPod("b-0", "u0"), adm)
+	}
+	want := []string{"ml/b-0 Normal WaitingForTurn: " + waiting.Reason, "ml/b-0 Warning GangUnschedulable: " + never.Reason}
+	if diff := cmp.Diff(want, rec.events); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+}
+
 // TestWaitingEventsAfterTheInterval: once the interval has passed the pod gets its next
 // event (with the sentence of that moment).
 func TestWaitingEventsAfterTheInterval(t *testing.T) {
 	rec := &fakeRecorder{}
 	const interval = 20 * time.Millisecond
 	w := NewWaitingEvents(rec, interval, nil)
-	w.NotifyWaiting(waitingPod("b-0", "u0"), "first")
-	w.NotifyWaiting(waitingPod("b-0", "u0"), "suppressed")
+	w.NotifyWaiting(waitingPod("b-0", "u0"), Admission{Reason: "first"})
+	w.NotifyWaiting(waitingPod("b-0", "u0"), Admission{Reason: "suppressed"})
 	time.Sleep(3 * interval)
-	w.NotifyWaiting(waitingPod("b-0", "u0"), "second")
+	w.NotifyWaiting(waitingPod("b-0", "u0"), Admission{Reason: "second"})
 	want := []string{"ml/b-0 Normal WaitingForTurn: first", "ml/b-0 Normal WaitingForTurn: second"}
 	if diff := cmp.Diff(want, rec.events); diff != "" {
 		t.Errorf("events (-want +got):\n%s", diff)

@@ -35,7 +35,7 @@ func newFuzzServer(f *testing.F) *Server {
 	if err := cluster.Start(ctx); err != nil {
 		f.Fatal(err)
 	}
-	verbs, err := NewSchedulerVerbs(log, cluster, gate)
+	verbs, err := NewSchedulerVerbs(log, cluster, gate, nil)
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -31,6 +31,9 @@ type podRecord struct {
 	terminated bool // succeeded or failed: holds no resources
 	deleting   bool
 	gated      bool
+	// turnedAway: kube-scheduler has tried the pod and failed (PodScheduled False). Not
+	// part of what the queue depends on.
+	turnedAway bool
 	priority   *int32
 	created    time.Time
 	inJob      bool
@@ -96,7 +99,7 @@ func newPodRecord(pod *corev1.Pod, gang GangConfig) *podRecord {
 	r := &podRecord{
 		uid: pod.UID, namespace: pod.Namespace, nsName: pod.Namespace + "/" + pod.Name, node: pod.Spec.NodeName,
 		terminated: podTerminated(pod), deleting: pod.DeletionTimestamp != nil, gated: len(pod.Spec.SchedulingGates) > 0,
-		priority: pod.Spec.Priority, created: pod.CreationTimestamp.Time,
+		priority: pod.Spec.Priority, created: pod.CreationTimestamp.Time, turnedAway: scheduledFalse(pod),
 	}
 	if !r.terminated {
 		r.request = podRequest(pod)
@@ -198,6 +201,16 @@ func (x *viewIndex) intern(req priority.Resources) priority.Resources {
 	}
 	x.requests[string(key)] = req
 	return req
+}
+
+// scheduledFalse reports whether the pod's PodScheduled condition is False.
+func scheduledFalse(pod *corev1.Pod) bool {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodScheduled {
+			return c.Status == corev1.ConditionFalse
+		}
+	}
+	return false
 }
 
 func newNodeRecord(n *corev1.Node) *nodeRecord {
@@ -415,7 +428,6 @@ func (c *Cluster) podEvents() cache.ResourceEventHandlerFuncs {
 }
 
 func (c *Cluster) onPod(obj any, deleted bool) {
-	c.events.Add(1)
 	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = tomb.Obj
 	}
@@ -441,7 +453,6 @@ func (c *Cluster) nodeEvents() cache.ResourceEventHandlerFuncs {
 }
 
 func (c *Cluster) onNode(obj any, deleted bool) {
-	c.events.Add(1)
 	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = tomb.Obj
 	}
@@ -459,7 +470,8 @@ func (c *Cluster) onNode(obj any, deleted bool) {
 }
 
 // trimForCache drops what the view never reads from objects before the informers cache
-// them: managed fields everywhere; of a pod, its status but the phase, and of its spec all
+// them: managed fields everywhere; of a pod, its status but the phase and the status of its
+// PodScheduled condition, and of its spec all
 // but what the view reads (the node, priority, scheduling gates, overhead, and each
 // container's name and resources). At 5000 nodes and 20000 pods they are most of the
 // cache's memory; real training pods carry long env lists, volumes and commands.
@@ -470,7 +482,13 @@ func trimForCache(obj any) (any, error) {
 		m.SetManagedFields(nil)
 	}
 	if pod, ok := obj.(*corev1.Pod); ok {
-		pod.Status = corev1.PodStatus{Phase: pod.Status.Phase}
+		status := corev1.PodStatus{Phase: pod.Status.Phase}
+		for _, c := range pod.Status.Conditions {
+			if c.Type == corev1.PodScheduled {
+				status.Conditions = []corev1.PodCondition{{Type: c.Type, Status: c.Status}}
+			}
+		}
+		pod.Status = status
 		spec := &pod.Spec
 		pod.Spec = corev1.PodSpec{
 			NodeName: spec.NodeName, SchedulerName: spec.SchedulerName, Priority: spec.Priority,

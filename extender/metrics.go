@@ -27,8 +27,16 @@ type Metrics struct {
 	bindFailures  prometheus.Counter
 	waitingEvents *prometheus.CounterVec
 	reloads       *prometheus.CounterVec
+	nudges        *prometheus.CounterVec
 	informers     *informerCollector
 }
+
+// The results counted by cps_extender_turn_nudges_total.
+const (
+	NudgeSent    = "sent"    // the pod's TurnAnnotation was written
+	NudgeSkipped = "skipped" // not needed: back in the filter by itself, bound, gone, or turned away again
+	NudgeFailed  = "failed"  // the write failed (retried a few times)
+)
 
 // The gate outcomes counted by cps_extender_gate_decisions_total.
 const (
@@ -67,11 +75,11 @@ func NewMetrics(reg *prometheus.Registry) *Metrics {
 		}, []string{"verb", "outcome"}),
 		queueJobs: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "cps_extender_queue_jobs",
-			Help: "Jobs in the extender's view by state: waiting, admitted, running.",
+			Help: "Jobs in the extender's view by state: waiting, admitted, running, unschedulable (cannot fit even with no other job's pods).",
 		}, []string{"state"}),
 		queueLength: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "cps_extender_queue_length",
-			Help: "Jobs in the admission queue (admitted or waiting, not running).",
+			Help: "Jobs in the admission queue (admitted or waiting: neither running nor unschedulable).",
 		}),
 		heldBinds: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "cps_extender_held_binds",
@@ -89,12 +97,16 @@ func NewMetrics(reg *prometheus.Registry) *Metrics {
 			Name: "cps_extender_config_reloads_total",
 			Help: "Config file changes seen: applied, or rejected as invalid.",
 		}, []string{"result"}),
+		nudges: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "cps_extender_turn_nudges_total",
+			Help: "Writes of the turn annotation on pods the filter had turned away, once their job's turn came: sent, skipped (not needed), failed.",
+		}, []string{"result"}),
 		informers: &informerCollector{desc: prometheus.NewDesc("cps_extender_informer_synced",
 			"1 when the informer's cache has synced, by informer.", []string{"informer"}, nil)},
 	}
 	reg.MustRegister(m.requests, m.duration, m.decisions, m.queueJobs, m.queueLength, m.heldBinds,
-		m.bindFailures, m.waitingEvents, m.reloads, m.informers)
-	for _, state := range []priority.JobPhase{priority.PhaseWaiting, priority.PhaseAdmitted, priority.PhaseRunning} {
+		m.bindFailures, m.waitingEvents, m.reloads, m.nudges, m.informers)
+	for _, state := range []priority.JobPhase{priority.PhaseWaiting, priority.PhaseAdmitted, priority.PhaseRunning, priority.PhaseUnschedulable} {
 		m.queueJobs.WithLabelValues(phaseLabel(state))
 	}
 	return m
@@ -138,6 +150,13 @@ func (m *Metrics) waitingEvent(sent bool) {
 	m.waitingEvents.WithLabelValues(result).Inc()
 }
 
+func (m *Metrics) turnNudge(result string) {
+	if m == nil {
+		return
+	}
+	m.nudges.WithLabelValues(result).Inc()
+}
+
 func (m *Metrics) configReload(applied bool) {
 	if m == nil {
 		return
@@ -154,7 +173,8 @@ func (m *Metrics) observeQueue(q *priority.Queue, held int) {
 	if m == nil || q == nil {
 		return
 	}
-	counts := map[priority.JobPhase]int{priority.PhaseWaiting: 0, priority.PhaseAdmitted: 0, priority.PhaseRunning: len(q.Running)}
+	counts := map[priority.JobPhase]int{priority.PhaseWaiting: 0, priority.PhaseAdmitted: 0, priority.PhaseRunning: len(q.Running),
+		priority.PhaseUnschedulable: len(q.Unschedulable)}
 	for _, d := range q.Order {
 		counts[d.Phase]++
 	}
@@ -171,6 +191,8 @@ func phaseLabel(p priority.JobPhase) string {
 		return "waiting"
 	case priority.PhaseAdmitted:
 		return "admitted"
+	case priority.PhaseUnschedulable:
+		return "unschedulable"
 	default:
 		return "running"
 	}

@@ -58,18 +58,22 @@ type Admission struct {
 	// Queued is true when the pod's job is in the admission queue and waits for its turn
 	// (false when the view has not seen the job yet).
 	Queued bool
-	// Retry says how kube-scheduler should come back to a pod that may not be placed.
-	Retry Retry
-	// Stale is true when the view has taken in a change the decision was not made on.
-	Stale bool
-	// Events is how many pod and node events the view had received at the decision.
-	Events uint64
+	// Unschedulable is true when the pod's job cannot fit even with no other job's pods on
+	// the nodes: no turn can come until the nodes or the pods in no job change.
+	Unschedulable bool
+	// Job is the pod's job key ("" for a pod in no job).
+	Job string
+	// Retry is true when the view has not seen the pod's job yet: the filter answers with
+	// an error, which kube-scheduler retries after its backoff, instead of turning the pod
+	// away (which parks it until a cluster event). Every other wait ends with the job's
+	// turn, which Turns brings to the pod.
+	Retry bool
 }
 
 // WaitingNotifier tells a pod that waits for its job's turn why, e.g. with an Event on the
 // pod. It must not block: it is called on the filter's path.
 type WaitingNotifier interface {
-	NotifyWaiting(pod *corev1.Pod, reason string)
+	NotifyWaiting(pod *corev1.Pod, adm Admission)
 }
 
 // SchedulerVerbs answers kube-scheduler's filter, prioritize and bind.
@@ -79,18 +83,19 @@ type SchedulerVerbs struct {
 	binder  Binder
 	metrics *Metrics
 	waiting WaitingNotifier
-	parked  *parkedPods
+	turns   *Turns
 	// scratches pools the memory of filter and prioritize calls (see scratch).
 	scratches sync.Pool
 }
 
 // NewSchedulerVerbs builds the kube-scheduler verbs from their dependencies. binder is the
-// gate (or, without a gate, a plain API binder).
-func NewSchedulerVerbs(log *zap.Logger, decider Decider, binder Binder) (*SchedulerVerbs, error) {
+// gate (or, without a gate, a plain API binder); turns, which brings turned-away pods back
+// when their job's turn comes, may be nil (then only cluster events bring them back).
+func NewSchedulerVerbs(log *zap.Logger, decider Decider, binder Binder, turns *Turns) (*SchedulerVerbs, error) {
 	if log == nil || decider == nil || binder == nil {
 		return nil, fmt.Errorf("scheduler verbs: log, decider and binder are all required")
 	}
-	return &SchedulerVerbs{log: log, decider: decider, binder: binder, parked: newParkedPods()}, nil
+	return &SchedulerVerbs{log: log, decider: decider, binder: binder, turns: turns}, nil
 }
 
 // Observe counts the filter's decisions in m and tells waiting pods why through w; either
@@ -162,14 +167,16 @@ func (v *SchedulerVerbs) decideFilter(args *extenderv1.ExtenderArgs, sc *scratch
 	if ok {
 		check = v.decider.NodeCheck(args.Pod)
 		v.metrics.gateDecision(VerbFilter, OutcomeAdmitted)
+		v.turns.Passed(args.Pod)
 	} else {
 		v.metrics.gateDecision(VerbFilter, OutcomeWaiting)
 		if adm.Queued && v.waiting != nil {
-			v.waiting.NotifyWaiting(args.Pod, reason)
+			v.waiting.NotifyWaiting(args.Pod, adm)
 		}
-		if v.parked.retry(args.Pod, adm) {
+		if adm.Retry || v.turns.Parked(args.Pod, adm.Job) {
 			// An error, not a rejection: kube-scheduler retries it after its backoff
-			// instead of parking the pod until the next cluster event (see Retry).
+			// instead of parking the pod until the next cluster event. Either the view
+			// has not seen the job yet, or its turn came since the decision was made.
 			result.Error = reason
 			return answer
 		}

@@ -19,6 +19,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	extenderv1 "k8s.io/kube-scheduler/extender/v1"
+
+	"github.com/cps-extender/cps-extender/priority"
 )
 
 // fakeDecider knows a fixed set of nodes, makes pods named in waiting (queued) or unseen
@@ -28,7 +30,7 @@ type fakeDecider struct {
 	nodes     map[string]bool
 	waiting   map[string]string // pod name -> reason
 	unseen    map[string]string // pod name -> reason
-	next      map[string]string // pod name -> reason, of a job whose wait ends on a timer
+	next      map[string]string // pod name -> reason, of job ns/a, which has the turn by now
 	conflicts map[string]string // "pod/node" -> reason
 	scores    map[string]int64  // node -> score
 }
@@ -37,13 +39,13 @@ func (f *fakeDecider) HasNode(name string) bool { return f.nodes[name] }
 
 func (f *fakeDecider) Admit(pod *corev1.Pod) Admission {
 	if reason, wait := f.waiting[pod.Name]; wait {
-		return Admission{Reason: reason, Queued: true}
+		return Admission{Reason: reason, Queued: true, Job: "default/w"}
 	}
 	if reason, unseen := f.unseen[pod.Name]; unseen {
-		return Admission{Reason: reason, Retry: RetryAfterBackoff}
+		return Admission{Reason: reason, Job: "default/n", Retry: true}
 	}
 	if reason, next := f.next[pod.Name]; next {
-		return Admission{Reason: reason, Queued: true, Retry: RetryAfterBackoff}
+		return Admission{Reason: reason, Queued: true, Job: "ns/a"}
 	}
 	return Admission{OK: true}
 }
@@ -102,6 +104,7 @@ type testServer struct {
 	logs    *observer.ObservedLogs
 	metrics *Metrics
 	waiting *fakeNotifier
+	turns   *Turns
 }
 
 // fakeNotifier records the waiting pods it is told about.
@@ -110,10 +113,10 @@ type fakeNotifier struct {
 	calls []string // "namespace/name: reason"
 }
 
-func (f *fakeNotifier) NotifyWaiting(pod *corev1.Pod, reason string) {
+func (f *fakeNotifier) NotifyWaiting(pod *corev1.Pod, adm Admission) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.calls = append(f.calls, podKey(pod)+": "+reason)
+	f.calls = append(f.calls, podKey(pod)+": "+adm.Reason)
 }
 
 func newTestServer(t *testing.T, ready bool, maxBytes int64) *testServer {
@@ -129,7 +132,10 @@ func newTestServer(t *testing.T, ready bool, maxBytes int64) *testServer {
 		conflicts: map[string]string{"ps1/n2": "node n2 already hosts ps default/a-ps-0 of job default/a (hard PS anti-affinity)"},
 		scores:    map[string]int64{"n1": 10, "n2": 3},
 	}
-	verbs, err := NewSchedulerVerbs(log, decider, binder)
+	// The newest snapshot Turns has seen gives job ns/a the turn.
+	turns := NewTurns(TurnsOptions{Log: log, Nudger: &fakeNudger{}})
+	turns.Published(newFakeJobView(t, []priority.Job{threePodJob()}, bigNodes()).snap)
+	verbs, err := NewSchedulerVerbs(log, decider, binder, turns)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +146,7 @@ func newTestServer(t *testing.T, ready bool, maxBytes int64) *testServer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &testServer{srv: srv, binder: binder, logs: logs, metrics: metrics, waiting: waiting}
+	return &testServer{srv: srv, binder: binder, logs: logs, metrics: metrics, waiting: waiting, turns: turns}
 }
 
 func (ts *testServer) do(method, path, body string) *httptest.ResponseRecorder {
@@ -195,7 +201,7 @@ func TestFilter(t *testing.T) {
 			},
 		},
 		{
-			name: "a pod of a cooling-down job gets an error to retry, and is told why",
+			name: "a pod whose job got the turn since the decision gets an error to retry",
 			body: `{"Pod":{"metadata":{"name":"next","namespace":"default"}},"NodeNames":["n1"]}`,
 			want: extenderv1.ExtenderFilterResult{
 				FailedNodes:                extenderv1.FailedNodesMap{},
@@ -258,6 +264,18 @@ func TestFilter(t *testing.T) {
 			}
 			if diff := cmp.Diff(tt.notified, ts.waiting.calls); diff != "" {
 				t.Errorf("waiting pods told (-want +got):\n%s", diff)
+			}
+			// Only a pod turned away (every node unresolvable) is recorded as parked.
+			var parked []string
+			for _, p := range ts.turns.parked {
+				parked = append(parked, p.String())
+			}
+			var wantParked []string
+			if len(tt.want.FailedAndUnresolvableNodes) > 0 {
+				wantParked = []string{"default/waiter (job default/w)"}
+			}
+			if diff := cmp.Diff(wantParked, parked); diff != "" {
+				t.Errorf("parked pods (-want +got):\n%s", diff)
 			}
 		})
 	}
@@ -440,7 +458,7 @@ func TestNewServerRequiresDependencies(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "Log, Ready, Scheduler, MaxRequestBytes") {
 		t.Errorf("err = %v, want all missing dependencies named", err)
 	}
-	if _, err := NewSchedulerVerbs(nil, nil, nil); err == nil {
+	if _, err := NewSchedulerVerbs(nil, nil, nil, nil); err == nil {
 		t.Error("NewSchedulerVerbs accepted nil dependencies")
 	}
 }

@@ -2,6 +2,7 @@ package extender
 
 import (
 	"maps"
+	"strings"
 	"time"
 
 	"go.uber.org/zap"
@@ -170,6 +171,7 @@ func (c *Cluster) admit(snap *Snapshot, cfg *viewConfig, now, start time.Time, h
 	snap.Queue = cfg.model.AdmitIn(snap.state, now, w)
 	c.admitSpace.Put(w)
 	c.snapshot.Store(snap)
+	c.turns.Published(snap)
 	c.metrics.observeQueue(snap.Queue, held)
 	if ce := c.log.Check(zap.DebugLevel, "queue recomputed"); ce != nil {
 		ce.Write(zap.Int("jobs", len(snap.jobs)), zap.Int("queue", snap.Queue.Len()), zap.Duration("took", time.Since(start)))
@@ -222,6 +224,23 @@ func addMember(job *priority.Job, pod *podRecord, m membership, held map[types.U
 	}
 }
 
+// turnedAway lists the pending pods of jobs in the view that kube-scheduler has turned away
+// (PodScheduled False): before this process started, it may have parked them.
+func (c *Cluster) turnedAway() []parkedPod {
+	idx, err := c.index.records(c.config(), cacheLister{c})
+	if err != nil {
+		return nil
+	}
+	var out []parkedPod
+	for _, pod := range idx.pods {
+		if pod.counted && pod.turnedAway && pod.node == "" {
+			ns, name, _ := strings.Cut(pod.nsName, "/")
+			out = append(out, parkedPod{ref: PodRef{Namespace: ns, Name: name, UID: pod.uid}, job: pod.m.jobKey})
+		}
+	}
+	return out
+}
+
 // userOf names the user of a job: the pod's label, else its namespace's label, else the
 // namespace's name.
 func (c *Cluster) userOf(namespace, fromPod, userLabel string) string {
@@ -237,14 +256,15 @@ func (c *Cluster) userOf(namespace, fromPod, userLabel string) string {
 }
 
 // freeCapacity is every schedulable node's allocatable minus the requests of the pods
-// bound or held there, in name order. A node with nothing on it shares its record's
+// bound or held there (Free), and minus those of the bound pods in no job, which the queue
+// cannot wait out (Capacity), in name order. A node with nothing on it shares its record's
 // allocatable map: nobody writes to a published snapshot's nodes.
 func freeCapacity(idx indexed, held map[types.UID]string) []priority.Node {
 	out := make([]priority.Node, len(idx.schedulable))
 	for i, n := range idx.schedulable {
-		out[i] = priority.Node{Name: idx.names[i], Free: n.allocatable, Labels: n.labels}
+		out[i] = priority.Node{Name: idx.names[i], Free: n.allocatable, Capacity: n.allocatable, Labels: n.labels}
 	}
-	owned := make([]bool, len(out))
+	ownFree, ownCapacity := make([]bool, len(out)), make([]bool, len(out))
 	for _, pod := range idx.pods {
 		if pod.terminated {
 			continue
@@ -257,15 +277,25 @@ func freeCapacity(idx indexed, held map[types.UID]string) []priority.Node {
 		if node == "" || !ok {
 			continue
 		}
-		if !owned[i] {
-			out[i].Free, owned[i] = maps.Clone(out[i].Free), true
-		}
-		for k, v := range pod.request {
-			out[i].Free[k] -= v
-		}
-		if _, ok := out[i].Free["pods"]; ok {
-			out[i].Free["pods"]--
+		subtract(&out[i].Free, &ownFree[i], pod.request)
+		// A pod being deleted is on its way out; a job's pods end with their job.
+		if !pod.counted && !pod.deleting {
+			subtract(&out[i].Capacity, &ownCapacity[i], pod.request)
 		}
 	}
 	return out
+}
+
+// subtract takes one pod's request, and its pod slot, out of *free, copying the map first
+// unless *owned says it is this node's own already.
+func subtract(free *priority.Resources, owned *bool, request priority.Resources) {
+	if !*owned {
+		*free, *owned = maps.Clone(*free), true
+	}
+	for k, v := range request {
+		(*free)[k] -= v
+	}
+	if _, ok := (*free)["pods"]; ok {
+		(*free)["pods"]--
+	}
 }

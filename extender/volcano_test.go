@@ -68,7 +68,7 @@ func buildVolcanoServer(tb testing.TB, log *zap.Logger, now time.Time, maxBytes 
 	if err != nil {
 		tb.Fatal(err)
 	}
-	sched, err := NewSchedulerVerbs(log, &fakeDecider{}, &fakeBinder{})
+	sched, err := NewSchedulerVerbs(log, &fakeDecider{}, &fakeBinder{}, nil)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -1088,7 +1088,7 @@ func TestVolcanoConfig(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		sched, _ := NewSchedulerVerbs(log, &fakeDecider{}, &fakeBinder{})
+		sched, _ := NewSchedulerVerbs(log, &fakeDecider{}, &fakeBinder{}, nil)
 		if _, err := NewServer(ServerOptions{Log: log, URLPrefix: "/scheduler", MaxRequestBytes: 1024, Ready: readyFlag(true), Scheduler: sched, Volcano: v}); err == nil {
 			t.Error("NewServer accepted the same prefix twice")
 		}
@@ -1104,7 +1104,7 @@ func TestVolcanoNotReady(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sched, _ := NewSchedulerVerbs(log, &fakeDecider{}, &fakeBinder{})
+	sched, _ := NewSchedulerVerbs(log, &fakeDecider{}, &fakeBinder{}, nil)
 	srv, err := NewServer(ServerOptions{Log: log, URLPrefix: "/scheduler", MaxRequestBytes: 1024, Ready: readyFlag(false), Scheduler: sched, Volcano: v})
 	if err != nil {
 		t.Fatal(err)

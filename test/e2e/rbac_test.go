@@ -78,6 +78,7 @@ func TestRBACExtenderRole(t *testing.T) {
 			{attr{Verb: "list", Resource: "nodes"}, true},
 			{attr{Verb: "watch", Resource: "namespaces"}, true},
 			{attr{Verb: "create", Resource: "pods", Subresource: "binding", Namespace: "default"}, true},
+			{attr{Verb: "patch", Resource: "pods", Namespace: "default"}, true},
 			{attr{Verb: "create", Resource: "events", Namespace: "default"}, true},
 			{attr{Verb: "patch", Resource: "events", Namespace: "default"}, true},
 			{attr{Verb: "list", Group: "scheduling.volcano.sh", Resource: "podgroups"}, true},
