@@ -130,9 +130,13 @@ type GangConfig struct {
 
 // GateConfig configures the bind rendezvous.
 type GateConfig struct {
-	// HoldTimeout bounds how long held binds wait for their gang; it must stay well below
-	// the scheduler's extender httpTimeout (a forgotten hold must never be bound).
+	// HoldTimeout is how long a gang may go without a new member reaching bind: then it
+	// has failed, every held bind answers an error and the job cools down.
 	HoldTimeout Duration `json:"holdTimeout"`
+	// MaxHold bounds how long one bind request is held; it must stay below the scheduler's
+	// extender httpTimeout (a forgotten hold must never be bound). A request held that long
+	// while its gang still grows answers an error the scheduler retries.
+	MaxHold Duration `json:"maxHold"`
 	// CoolDown is how long a job loses the turn after its first hold timeout; it doubles
 	// with each further timeout, up to MaxCoolDown.
 	CoolDown    Duration `json:"coolDown"`
@@ -210,7 +214,7 @@ func DefaultConfig() Config {
 		URLPrefix:       "/scheduler",
 		MaxRequestBytes: 64 << 20, // full Node objects: ~1.5 MB per 420 nodes
 		ReadTimeout:     Duration{30 * time.Second},
-		WriteTimeout:    Duration{60 * time.Second},
+		WriteTimeout:    Duration{90 * time.Second},
 		ShutdownTimeout: Duration{10 * time.Second},
 		ResyncPeriod:    Duration{0},
 		BindTimeout:     Duration{10 * time.Second},
@@ -231,6 +235,7 @@ func DefaultConfig() Config {
 		},
 		Gate: GateConfig{
 			HoldTimeout:       Duration{20 * time.Second},
+			MaxHold:           Duration{50 * time.Second},
 			CoolDown:          Duration{5 * time.Second},
 			MaxCoolDown:       Duration{2 * time.Minute},
 			RecomputeInterval: Duration{time.Second},
@@ -356,7 +361,7 @@ func (c Config) Validate() []error {
 	for _, d := range []struct {
 		key string
 		v   Duration
-	}{{"gate.holdTimeout", c.Gate.HoldTimeout}, {"gate.coolDown", c.Gate.CoolDown}, {"gate.maxCoolDown", c.Gate.MaxCoolDown}, {"gate.recomputeInterval", c.Gate.RecomputeInterval}} {
+	}{{"gate.holdTimeout", c.Gate.HoldTimeout}, {"gate.maxHold", c.Gate.MaxHold}, {"gate.coolDown", c.Gate.CoolDown}, {"gate.maxCoolDown", c.Gate.MaxCoolDown}, {"gate.recomputeInterval", c.Gate.RecomputeInterval}} {
 		if d.v.Duration <= 0 {
 			bad("%s: %v must be positive", d.key, d.v.Duration)
 		}
@@ -364,8 +369,11 @@ func (c Config) Validate() []error {
 	if c.Gate.MaxCoolDown.Duration < c.Gate.CoolDown.Duration {
 		bad("gate.maxCoolDown: %v is below gate.coolDown %v", c.Gate.MaxCoolDown.Duration, c.Gate.CoolDown.Duration)
 	}
-	if c.Gate.HoldTimeout.Duration >= c.WriteTimeout.Duration {
-		bad("gate.holdTimeout: %v must be below writeTimeout %v, or held binds could never answer", c.Gate.HoldTimeout.Duration, c.WriteTimeout.Duration)
+	if c.Gate.MaxHold.Duration < c.Gate.HoldTimeout.Duration {
+		bad("gate.maxHold: %v is below gate.holdTimeout %v", c.Gate.MaxHold.Duration, c.Gate.HoldTimeout.Duration)
+	}
+	if c.Gate.MaxHold.Duration >= c.WriteTimeout.Duration {
+		bad("gate.maxHold: %v must be below writeTimeout %v, or held binds could never answer", c.Gate.MaxHold.Duration, c.WriteTimeout.Duration)
 	}
 	errs = append(errs, c.Model.PriorityModel().Validate()...)
 	errs = append(errs, c.Affinity.Validate()...)

@@ -95,7 +95,7 @@ func TestValidateListsEveryProblem(t *testing.T) {
 	c.Reload.Interval = Duration{-time.Second}
 	c.TLS = TLSConfig{CertFile: "tls.crt"}
 	got := errStrings(c.Validate())
-	wantPrefixes := []string{"listen:", "urlPrefix:", "maxRequestBytes:", "writeTimeout:", "clientQPS", "gate.holdTimeout:",
+	wantPrefixes := []string{"listen:", "urlPrefix:", "maxRequestBytes:", "writeTimeout:", "clientQPS", "gate.maxHold:",
 		"events.waitingInterval:", "reload.interval:", "tls: certFile \"tls.crt\" and keyFile \"\" must be given both or neither", "log.format:", "log.level:"}
 	if len(got) != len(wantPrefixes) {
 		t.Fatalf("got %d errors %q, want %d", len(got), got, len(wantPrefixes))
@@ -107,6 +107,11 @@ func TestValidateListsEveryProblem(t *testing.T) {
 	}
 	if errs := DefaultConfig().Validate(); len(errs) != 0 {
 		t.Errorf("defaults are invalid: %v", errs)
+	}
+	short := DefaultConfig()
+	short.Gate.MaxHold = Duration{10 * time.Second}
+	if got := errStrings(short.Validate()); len(got) != 1 || !strings.HasPrefix(got[0], "gate.maxHold: 10s is below gate.holdTimeout 20s") {
+		t.Errorf("maxHold below holdTimeout: %q", got)
 	}
 }
 

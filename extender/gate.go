@@ -11,6 +11,7 @@ import (
 	gocache "github.com/patrickmn/go-cache"
 	"go.uber.org/zap"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
 
 	"github.com/cps-extender/cps-extender/priority"
 )
@@ -25,9 +26,19 @@ type JobView interface {
 
 // Gate is the authoritative gang gate in bind. Binds of pods in no job, and of jobs that
 // already run, pass at once. Binds of an admitted job are held until the job's minimum
-// has reached bind or is bound, then all are bound together, PS first. If they do not
-// gather within the hold timeout every held bind answers an error, nothing of the job is
-// bound, and the job cools down (loses the turn) for a time that doubles per failure.
+// has reached bind or is bound, then all are bound together, PS first.
+//
+// The gang gathers as long as it makes progress, so that a gang whose pods reach bind over
+// a long stretch, such as a backlog kube-scheduler reads in its own order, still gathers.
+// When no new member has reached bind for the hold timeout the gang has failed: every held
+// bind answers an error, nothing of the job is bound, and the job cools down (loses the
+// turn) for a time that doubles per failure. One request is held at most maxHold, which
+// must stay below the scheduler's httpTimeout; a request that has waited that long while
+// its gang still grows is answered with an error the scheduler retries (the pod comes back
+// and joins again).
+//
+// Gathered gangs are bound a few at a time (bindLanes), so that one gang's Bindings go out
+// together instead of interleaved with many others' under the client's rate limit.
 //
 // Held binds and cool-downs live in go-cache with TTLs: a restart loses them harmlessly
 // (held requests fail, the scheduler retries).
@@ -37,9 +48,11 @@ type Gate struct {
 	binder      Binder
 	metrics     *Metrics
 	holdTimeout time.Duration
+	maxHold     time.Duration
 	coolDown    time.Duration
 	maxCoolDown time.Duration
-	now         func() time.Time
+	clock       clock.WithDelayedExecution
+	lanes       chan struct{}
 
 	mu         sync.Mutex
 	gatherings *gocache.Cache // job key -> *gathering
@@ -47,22 +60,31 @@ type Gate struct {
 	released   *gocache.Cache // job key -> pod UIDs the gate released: the informer may lag
 }
 
+// bindLanes is how many gathered gangs post their Bindings at once.
+const bindLanes = 2
+
 // gathering is one job's held binds while its gang gathers.
 type gathering struct {
 	job   string
 	min   int
 	start time.Time
 	holds map[types.UID]*hold
-	timer *time.Timer
+	// seen is every pod held in this gathering so far, and lastNew when the last pod not
+	// seen before arrived: the gathering's progress. stall fires a hold timeout after it.
+	seen    map[types.UID]struct{}
+	lastNew time.Time
+	stall   clock.Timer
 }
 
 // hold is one held bind request.
 type hold struct {
-	pod    PodRef
-	node   string
-	role   priority.Role
-	index  int
-	result chan error
+	pod     PodRef
+	node    string
+	role    priority.Role
+	index   int
+	arrived time.Time
+	result  chan error
+	timer   clock.Timer
 }
 
 // coolState counts a job's hold timeouts and when its cool-down ends.
@@ -79,22 +101,23 @@ type GateOptions struct {
 	Config GateConfig
 	// Metrics counts the bind outcomes; nil means none.
 	Metrics *Metrics
-	// Now is the clock; nil means time.Now.
-	Now func() time.Time
+	// Clock times the holds and cool-downs; nil means the real clock.
+	Clock clock.WithDelayedExecution
 }
 
 // NewGate builds the bind gate.
 func NewGate(o GateOptions) *Gate {
-	now := o.Now
-	if now == nil {
-		now = time.Now
+	clk := o.Clock
+	if clk == nil {
+		clk = clock.RealClock{}
 	}
 	hold := o.Config.HoldTimeout.Duration
 	return &Gate{
-		log: o.Log, view: o.View, binder: o.Binder, metrics: o.Metrics, now: now,
-		holdTimeout: hold, coolDown: o.Config.CoolDown.Duration, maxCoolDown: o.Config.MaxCoolDown.Duration,
+		log: o.Log, view: o.View, binder: o.Binder, metrics: o.Metrics, clock: clk, lanes: make(chan struct{}, bindLanes),
+		holdTimeout: hold, maxHold: max(o.Config.MaxHold.Duration, hold),
+		coolDown: o.Config.CoolDown.Duration, maxCoolDown: o.Config.MaxCoolDown.Duration,
 		// The timers do the work; the TTLs are a safety net so nothing outlives a restart's worth.
-		gatherings: gocache.New(2*hold, time.Minute),
+		gatherings: gocache.New(2*(hold+max(o.Config.MaxHold.Duration, hold)), time.Minute),
 		failures:   gocache.New(4*o.Config.MaxCoolDown.Duration, time.Minute),
 		released:   gocache.New(time.Minute, time.Minute),
 	}
@@ -169,14 +192,23 @@ func (e *gateError) Unwrap() error { return e.err }
 // drops the request.
 func (g *Gate) hold(ctx context.Context, job *priority.Job, d *priority.Decision, pod PodRef, node string) error {
 	member := memberOf(job, pod)
-	h := &hold{pod: pod, node: node, role: member.Role, index: member.Index, result: make(chan error, 1)}
+	now := g.clock.Now()
+	h := &hold{pod: pod, node: node, role: member.Role, index: member.Index, arrived: now, result: make(chan error, 1)}
 
 	g.mu.Lock()
 	gat := g.gathering(job.Key, d.MinMember)
 	if old, ok := gat.holds[pod.UID]; ok {
 		// The scheduler retried this pod; the older request is stale.
+		old.timer.Stop()
 		old.result <- &gateError{OutcomeSuperseded, errors.New("superseded by a newer bind request for the same pod")}
 	}
+	if _, seen := gat.seen[pod.UID]; !seen {
+		gat.seen[pod.UID] = struct{}{}
+		gat.lastNew = now
+		gat.stall.Reset(g.holdTimeout)
+	}
+	// In a goroutine of its own: a fake clock runs the callback while it holds its lock.
+	h.timer = g.clock.AfterFunc(g.maxHold, func() { go g.expireHold(gat, h) })
 	gat.holds[pod.UID] = h
 	held := len(gat.holds)
 	gathered := d.Bound+held >= gat.min
@@ -208,6 +240,7 @@ func (g *Gate) hold(ctx context.Context, job *priority.Job, d *priority.Decision
 	g.mu.Lock()
 	current, ok := g.gatherings.Get(job.Key)
 	if ok && current.(*gathering) == gat && gat.holds[pod.UID] == h {
+		h.timer.Stop()
 		delete(gat.holds, pod.UID)
 		g.mu.Unlock()
 		g.view.Trigger()
@@ -217,26 +250,63 @@ func (g *Gate) hold(ctx context.Context, job *priority.Job, d *priority.Decision
 	return <-h.result
 }
 
-// gathering returns the job's open gathering, starting one (and its timeout) if needed.
-// The caller holds g.mu.
+// gathering returns the job's open gathering, starting one if needed. The caller holds
+// g.mu.
 func (g *Gate) gathering(key string, min int) *gathering {
 	if v, ok := g.gatherings.Get(key); ok {
 		return v.(*gathering)
 	}
-	gat := &gathering{job: key, min: min, start: g.now(), holds: map[types.UID]*hold{}}
-	gat.timer = time.AfterFunc(g.holdTimeout, func() { g.expire(gat) })
+	gat := &gathering{job: key, min: min, start: g.clock.Now(), holds: map[types.UID]*hold{}, seen: map[types.UID]struct{}{}}
+	gat.stall = g.clock.AfterFunc(g.holdTimeout, func() { go g.stalled(gat) })
 	g.gatherings.SetDefault(key, gat)
 	return gat
 }
 
-// closeGathering ends a gathering (released or expired). The caller holds g.mu.
+// closeGathering ends a gathering (released or failed). The caller holds g.mu.
 func (g *Gate) closeGathering(gat *gathering) {
-	gat.timer.Stop()
+	gat.stall.Stop()
+	for _, h := range gat.holds {
+		h.timer.Stop()
+	}
 	g.gatherings.Delete(gat.job)
 }
 
-// expire fails every held bind of a gathering that did not complete in time and starts
-// the job's cool-down.
+// stalled fails a gathering that no new member has joined for a hold timeout.
+func (g *Gate) stalled(gat *gathering) {
+	g.mu.Lock()
+	grew := g.clock.Since(gat.lastNew) < g.holdTimeout // the timer fired just before a Reset
+	g.mu.Unlock()
+	if !grew {
+		g.expire(gat)
+	}
+}
+
+// expireHold ends one held request that has waited maxHold. When the gang has made progress
+// since (a pod not held before arrived within a hold timeout), only this request is
+// answered, with an error the scheduler retries; otherwise the gang has failed.
+func (g *Gate) expireHold(gat *gathering, h *hold) {
+	g.mu.Lock()
+	current, ok := g.gatherings.Get(gat.job)
+	if !ok || current.(*gathering) != gat || gat.holds[h.pod.UID] != h {
+		g.mu.Unlock()
+		return
+	}
+	if g.clock.Since(gat.lastNew) >= g.holdTimeout {
+		g.mu.Unlock()
+		g.expire(gat)
+		return
+	}
+	delete(gat.holds, h.pod.UID)
+	held := len(gat.holds)
+	h.result <- &gateError{OutcomeExpired, fmt.Errorf("not bound: held %v while job %s gathered its gang (%d of %d at bind, still growing); the scheduler retries it",
+		g.maxHold, gat.job, held, gat.min)}
+	g.mu.Unlock()
+	g.log.Debug("hold expired while the gang still gathers", zap.String("job", gat.job), zap.Stringer("pod", h.pod), zap.Int("held", held), zap.Int("min", gat.min))
+	g.view.Trigger()
+}
+
+// expire fails every held bind of a gathering that made no progress for a hold timeout
+// and starts the job's cool-down.
 func (g *Gate) expire(gat *gathering) {
 	g.mu.Lock()
 	current, ok := g.gatherings.Get(gat.job)
@@ -254,9 +324,9 @@ func (g *Gate) expire(gat *gathering) {
 	if wait > g.maxCoolDown || wait <= 0 {
 		wait = g.maxCoolDown
 	}
-	cs.until = g.now().Add(wait)
+	cs.until = g.clock.Now().Add(wait)
 	g.failures.SetDefault(gat.job, cs)
-	err := &gateError{OutcomeTimeout, fmt.Errorf("job %s did not gather its gang within %v (%d of %d reached bind): nothing of it was bound; it loses the turn for %v",
+	err := &gateError{OutcomeTimeout, fmt.Errorf("job %s did not gather its gang within %v of its last new member (%d of %d reached bind): nothing of it was bound; it loses the turn for %v",
 		gat.job, g.holdTimeout, len(gat.holds), gat.min, wait)}
 	for _, h := range gat.holds {
 		h.result <- err
@@ -267,8 +337,11 @@ func (g *Gate) expire(gat *gathering) {
 }
 
 // release binds a gathered gang: parameter servers and chiefs first, in parallel, then
-// everyone else in parallel. If a first-wave bind fails, the rest are not bound.
+// everyone else in parallel. If a first-wave bind fails, the rest are not bound. It waits
+// for one of the bind lanes first.
 func (g *Gate) release(gat *gathering) {
+	g.lanes <- struct{}{}
+	defer func() { <-g.lanes }()
 	holds := make([]*hold, 0, len(gat.holds))
 	for _, h := range gat.holds {
 		holds = append(holds, h)
@@ -343,7 +416,7 @@ func (g *Gate) Held() map[types.UID]string {
 
 // CoolDowns maps each cooling job to the end of its cool-down.
 func (g *Gate) CoolDowns() map[string]time.Time {
-	now := g.now()
+	now := g.clock.Now()
 	out := map[string]time.Time{}
 	for key, item := range g.failures.Items() {
 		if cs := item.Object.(*coolState); cs.until.After(now) {

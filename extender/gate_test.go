@@ -2,6 +2,7 @@ package extender
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"go.uber.org/zap"
 	"k8s.io/apimachinery/pkg/types"
+	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/cps-extender/cps-extender/priority"
 )
@@ -65,9 +67,24 @@ func ref(name string) PodRef {
 }
 
 func newTestGate(view JobView, binder Binder, hold time.Duration) *Gate {
-	return NewGate(GateOptions{Log: zap.NewNop(), View: view, Binder: binder, Config: GateConfig{
+	g, _ := newClockedGate(view, binder, hold)
+	return g
+}
+
+// newClockedGate is a gate on a fake clock: its holds end only when the test steps it.
+func newClockedGate(view JobView, binder Binder, hold time.Duration) (*Gate, *testingclock.FakeClock) {
+	clk := testingclock.NewFakeClock(time.Unix(1_700_000_000, 0))
+	return NewGate(GateOptions{Log: zap.NewNop(), View: view, Binder: binder, Clock: clk, Config: GateConfig{
 		HoldTimeout: Duration{hold}, CoolDown: Duration{time.Minute}, MaxCoolDown: Duration{4 * time.Minute},
-	}})
+	}}), clk
+}
+
+// startBinds sends one bind per pod, each from its own goroutine, and returns a function
+// that waits for their answers: the errors by pod name.
+func startBinds(g *Gate, pods ...string) func() map[string]string {
+	done := make(chan map[string]string, 1)
+	go func() { done <- bindConcurrently(context.Background(), g, pods...) }()
+	return func() map[string]string { return <-done }
 }
 
 // bindConcurrently sends one bind per pod, each from its own goroutine (as the scheduler's
@@ -120,20 +137,177 @@ func TestGateBindsAGatheredGangPSFirst(t *testing.T) {
 func TestGateHoldTimeoutBindsNothing(t *testing.T) {
 	view := newFakeJobView(t, []priority.Job{threePodJob()}, bigNodes())
 	binder := &fakeBinder{}
-	g := newTestGate(view, binder, 50*time.Millisecond)
-	errs := bindConcurrently(context.Background(), g, "a-w-1", "a-ps-0")
-	for pod, e := range errs {
-		if !strings.Contains(e, "job ns/a did not gather its gang within 50ms (2 of 3 reached bind): nothing of it was bound") {
+	g, clk := newClockedGate(view, binder, 20*time.Second)
+	answers := startBinds(g, "a-w-1", "a-ps-0")
+	waitHeld(t, g, 2)
+	clk.Step(20 * time.Second)
+	for pod, e := range answers() {
+		if !strings.Contains(e, "job ns/a did not gather its gang within 20s of its last new member (2 of 3 reached bind): nothing of it was bound; it loses the turn for 1m0s") {
 			t.Errorf("%s: error %q, want a hold timeout", pod, e)
 		}
 	}
 	if len(binder.binds) != 0 {
 		t.Errorf("a timed-out gang was partly bound: %v", binder.binds)
 	}
-	until, cooling := g.CoolDowns()["ns/a"]
-	if !cooling || until.Before(time.Now().Add(50*time.Second)) {
-		t.Errorf("cool-downs %v: want ns/a cooling for about a minute", g.CoolDowns())
+	if until, cooling := g.CoolDowns()["ns/a"]; !cooling || !until.Equal(clk.Now().Add(time.Minute)) {
+		t.Errorf("cool-downs %v: want ns/a cooling for a minute from now", g.CoolDowns())
 	}
+}
+
+// fourPodGate is a gate on a fake clock with a 20 s hold timeout and a 50 s maxHold, over
+// job ns/a: a PS and three workers, all needed.
+func fourPodGate(t *testing.T) (*Gate, *testingclock.FakeClock, *fakeBinder) {
+	t.Helper()
+	job := threePodJob()
+	job.MinMember = 4
+	job.Pods = append(job.Pods, gangPod("a-w-2", priority.RoleWorker, 2, priority.PodPending, ""))
+	view := newFakeJobView(t, []priority.Job{job}, bigNodes())
+	clk := testingclock.NewFakeClock(time.Unix(1_700_000_000, 0))
+	binder := &fakeBinder{}
+	g := NewGate(GateOptions{Log: zap.NewNop(), View: view, Binder: binder, Clock: clk, Config: GateConfig{
+		HoldTimeout: Duration{20 * time.Second}, MaxHold: Duration{50 * time.Second},
+		CoolDown: Duration{time.Minute}, MaxCoolDown: Duration{4 * time.Minute},
+	}})
+	return g, clk, binder
+}
+
+// TestGateKeepsAGrowingGangGathering: a gang whose members reach bind over more than a
+// hold timeout still gathers while new members keep arriving. A request held maxHold is
+// answered with an error the scheduler retries; the job does not cool down, and the
+// retried pod joins again.
+func TestGateKeepsAGrowingGangGathering(t *testing.T) {
+	g, clk, binder := fourPodGate(t)
+	first := startBinds(g, "a-ps-0")
+	waitHeld(t, g, 1)
+	clk.Step(15 * time.Second)
+	second := startBinds(g, "a-w-0")
+	waitHeld(t, g, 2)
+	clk.Step(19 * time.Second)
+	third := startBinds(g, "a-w-1")
+	waitHeld(t, g, 3)
+	clk.Step(16 * time.Second) // a-ps-0 has waited 50 s; the last new member came 16 s ago
+	if e := first()["a-ps-0"]; !strings.Contains(e, "held 50s while job ns/a gathered its gang (2 of 4 at bind, still growing); the scheduler retries it") {
+		t.Fatalf("a-ps-0: %q, want an error to retry", e)
+	}
+	if _, cooling := g.CoolDowns()["ns/a"]; cooling {
+		t.Fatal("the job cools down although its gang still grows")
+	}
+	// The retried PS comes back and the last worker arrives: the gang is complete.
+	for pod, e := range bindConcurrently(context.Background(), g, "a-ps-0", "a-w-2") {
+		if e != "" {
+			t.Errorf("%s: %s", pod, e)
+		}
+	}
+	for _, answers := range []func() map[string]string{second, third} {
+		for pod, e := range answers() {
+			if e != "" {
+				t.Errorf("%s: %s", pod, e)
+			}
+		}
+	}
+	if len(binder.binds) != 4 || binder.binds[0] != "ns/a-ps-0->n1" {
+		t.Errorf("binds %v: want the whole gang, PS first", binder.binds)
+	}
+}
+
+// TestGateFailsAGangThatStopsGrowing: a pod that comes back after an expired hold is no
+// progress: once no new member has reached bind for a hold timeout the gang fails, every
+// held bind answers so, and the job cools down.
+func TestGateFailsAGangThatStopsGrowing(t *testing.T) {
+	g, clk, binder := fourPodGate(t)
+	first := startBinds(g, "a-ps-0")
+	waitHeld(t, g, 1)
+	clk.Step(15 * time.Second)
+	workers := startBinds(g, "a-w-0")
+	waitHeld(t, g, 2)
+	clk.Step(19 * time.Second)
+	last := startBinds(g, "a-w-1") // the last new member, at 34 s
+	waitHeld(t, g, 3)
+	clk.Step(16 * time.Second) // a-ps-0 has waited 50 s
+	if e := first()["a-ps-0"]; !strings.Contains(e, "the scheduler retries it") {
+		t.Fatalf("a-ps-0: %q, want an error to retry", e)
+	}
+	again := startBinds(g, "a-ps-0") // back, but not new
+	waitHeld(t, g, 3)
+	clk.Step(4 * time.Second) // 20 s since a-w-1: the gang has failed
+	for _, answers := range []func() map[string]string{workers, last, again} {
+		for pod, e := range answers() {
+			if !strings.Contains(e, "did not gather its gang within 20s of its last new member (3 of 4 reached bind)") {
+				t.Errorf("%s: %q, want the gang's failure", pod, e)
+			}
+		}
+	}
+	if _, cooling := g.CoolDowns()["ns/a"]; !cooling || len(binder.binds) != 0 {
+		t.Errorf("cool-downs %v, binds %v: want ns/a cooling and nothing bound", g.CoolDowns(), binder.binds)
+	}
+}
+
+// TestGateBindsGangsAFewAtATime: gathered gangs post their Bindings in at most bindLanes
+// at once, so that one gang's Bindings are not spread among many others'.
+func TestGateBindsGangsAFewAtATime(t *testing.T) {
+	var jobs []priority.Job
+	var pods []string
+	for i := range 4 {
+		key := fmt.Sprintf("j%d", i)
+		jobs = append(jobs, priority.Job{Key: "ns/" + key, Created: time.Unix(1_600_000_000, 0), Pods: []priority.Pod{
+			gangPod(key+"-w-0", priority.RoleWorker, 0, priority.PodPending, ""),
+			gangPod(key+"-w-1", priority.RoleWorker, 1, priority.PodPending, ""),
+		}})
+		pods = append(pods, key+"-w-0", key+"-w-1")
+	}
+	view := newFakeJobView(t, jobs, bigNodes())
+	binder := &slowBinder{release: make(chan struct{})}
+	g := newTestGate(view, binder, time.Minute)
+	answers := startBinds(g, pods...)
+	deadline := time.Now().Add(10 * time.Second)
+	for binder.posting() < 2*bindLanes && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(50 * time.Millisecond) // time for a third gang to start posting, if it could
+	if got := binder.gangsPosting(); got != bindLanes {
+		t.Errorf("%d gangs post at once, want %d", got, bindLanes)
+	}
+	close(binder.release)
+	for pod, e := range answers() {
+		if e != "" {
+			t.Errorf("%s: %s", pod, e)
+		}
+	}
+}
+
+// slowBinder holds every Binding until release is closed, and tells which jobs post.
+type slowBinder struct {
+	mu      sync.Mutex
+	active  map[string]int // job name -> Bindings under way
+	release chan struct{}
+}
+
+func (b *slowBinder) Bind(_ context.Context, pod PodRef, _ string) error {
+	job := pod.Name[:strings.Index(pod.Name, "-")]
+	b.mu.Lock()
+	if b.active == nil {
+		b.active = map[string]int{}
+	}
+	b.active[job]++
+	b.mu.Unlock()
+	<-b.release
+	return nil
+}
+
+func (b *slowBinder) posting() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	n := 0
+	for _, v := range b.active {
+		n += v
+	}
+	return n
+}
+
+func (b *slowBinder) gangsPosting() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.active)
 }
 
 func TestGateDropsCancelledHolds(t *testing.T) {
@@ -247,7 +421,7 @@ func TestGateGatesAJobCreatedAnew(t *testing.T) {
 	job := threePodJob()
 	view := newFakeJobView(t, []priority.Job{job}, bigNodes())
 	binder := &fakeBinder{}
-	g := newTestGate(view, binder, 50*time.Millisecond)
+	g, clk := newClockedGate(view, binder, 20*time.Second)
 	bindConcurrently(context.Background(), g, "a-ps-0", "a-w-0", "a-w-1")
 
 	again := threePodJob()
@@ -255,8 +429,13 @@ func TestGateGatesAJobCreatedAnew(t *testing.T) {
 		again.Pods[i].UID += "-new"
 	}
 	view.snap = newFakeJobView(t, []priority.Job{again}, bigNodes()).snap
-	err := g.Bind(context.Background(), PodRef{Namespace: "ns", Name: "a-ps-0", UID: "uid-a-ps-0-new"}, "n1")
-	if err == nil || !strings.Contains(err.Error(), "did not gather") {
+	answer := make(chan error, 1)
+	go func() {
+		answer <- g.Bind(context.Background(), PodRef{Namespace: "ns", Name: "a-ps-0", UID: "uid-a-ps-0-new"}, "n1")
+	}()
+	waitHeld(t, g, 1)
+	clk.Step(20 * time.Second)
+	if err := <-answer; err == nil || !strings.Contains(err.Error(), "did not gather") {
 		t.Errorf("a lone pod of the new job answered %v, want a hold timeout", err)
 	}
 	if len(binder.binds) != 3 {

@@ -47,7 +47,8 @@ const (
 	OutcomePassed     = "passed"     // bound at once: no job, or the job already runs
 	OutcomeGathered   = "gathered"   // held, then bound with its gang
 	OutcomeRefused    = "refused"    // the job does not have the turn
-	OutcomeTimeout    = "timeout"    // held, and the gang did not gather in time
+	OutcomeTimeout    = "timeout"    // held, and the gang failed: no new member for a hold timeout
+	OutcomeExpired    = "expired"    // held a hold timeout while the gang still grew: the scheduler retries it
 	OutcomeCancelled  = "cancelled"  // held, and the scheduler dropped the request
 	OutcomeSuperseded = "superseded" // held, and a newer bind of the same pod replaced it
 	OutcomeFailed     = "failed"     // the Binding failed (or its PS did)
@@ -71,7 +72,7 @@ func NewMetrics(reg *prometheus.Registry) *Metrics {
 		}, []string{"verb"}),
 		decisions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "cps_extender_gate_decisions_total",
-			Help: "Gate decisions: filter admitted/waiting; bind passed/gathered/refused/timeout/cancelled/superseded/failed.",
+			Help: "Gate decisions: filter admitted/waiting; bind passed/gathered/refused/timeout/expired/cancelled/superseded/failed.",
 		}, []string{"verb", "outcome"}),
 		queueJobs: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "cps_extender_queue_jobs",

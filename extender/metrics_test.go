@@ -11,6 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
+	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/cps-extender/cps-extender/priority"
 )
@@ -138,23 +139,35 @@ func TestGateCountsOutcomes(t *testing.T) {
 	}}
 	tests := []struct {
 		name string
-		run  func(g *Gate)
+		run  func(g *Gate, clk *testingclock.FakeClock)
 		want []string
 	}{
-		{"a pod in no job and an elastic pod pass", func(g *Gate) {
+		{"a pod in no job and an elastic pod pass", func(g *Gate, clk *testingclock.FakeClock) {
 			_ = g.Bind(context.Background(), ref("plain"), "n1")
 			_ = g.Bind(context.Background(), ref("run-1"), "n1")
 		}, []string{`cps_extender_gate_decisions_total{outcome="passed",verb="bind"} 2`}},
-		{"a waiting job is refused", func(g *Gate) {
+		{"a waiting job is refused", func(g *Gate, clk *testingclock.FakeClock) {
 			_ = g.Bind(context.Background(), ref("big-0"), "n1")
 		}, []string{`cps_extender_gate_decisions_total{outcome="refused",verb="bind"} 1`}},
-		{"a gathered gang", func(g *Gate) {
+		{"a gathered gang", func(g *Gate, clk *testingclock.FakeClock) {
 			bindConcurrently(context.Background(), g, "a-ps-0", "a-w-0", "a-w-1")
 		}, []string{`cps_extender_gate_decisions_total{outcome="gathered",verb="bind"} 3`, `cps_extender_bind_failures_total 0`}},
-		{"a hold timeout", func(g *Gate) {
-			bindConcurrently(context.Background(), g, "a-ps-0", "a-w-0")
+		{"a hold timeout", func(g *Gate, clk *testingclock.FakeClock) {
+			answers := startBinds(g, "a-ps-0", "a-w-0")
+			waitHeld(t, g, 2)
+			clk.Step(20 * time.Second)
+			answers()
 		}, []string{`cps_extender_gate_decisions_total{outcome="timeout",verb="bind"} 2`}},
-		{"a cancelled hold", func(g *Gate) {
+		{"a hold that expires while the gang grows", func(g *Gate, clk *testingclock.FakeClock) {
+			first := startBinds(g, "a-ps-0")
+			waitHeld(t, g, 1)
+			clk.Step(10 * time.Second)
+			startBinds(g, "a-w-0")
+			waitHeld(t, g, 2)
+			clk.Step(10 * time.Second)
+			first()
+		}, []string{`cps_extender_gate_decisions_total{outcome="expired",verb="bind"} 1`}},
+		{"a cancelled hold", func(g *Gate, clk *testingclock.FakeClock) {
 			ctx, cancel := context.WithCancel(context.Background())
 			done := make(chan struct{})
 			go func() { _ = g.Bind(ctx, ref("a-w-0"), "n1"); close(done) }()
@@ -162,7 +175,7 @@ func TestGateCountsOutcomes(t *testing.T) {
 			cancel()
 			<-done
 		}, []string{`cps_extender_gate_decisions_total{outcome="cancelled",verb="bind"} 1`}},
-		{"a failed Binding", func(g *Gate) {
+		{"a failed Binding", func(g *Gate, clk *testingclock.FakeClock) {
 			_ = g.Bind(context.Background(), ref("broken"), "n1")
 		}, []string{`cps_extender_gate_decisions_total{outcome="failed",verb="bind"} 1`, `cps_extender_bind_failures_total 1`}},
 	}
@@ -170,14 +183,11 @@ func TestGateCountsOutcomes(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			view := newFakeJobView(t, []priority.Job{running, tooBig, threePodJob()}, bigNodes())
 			m := NewMetrics(prometheus.NewRegistry())
-			hold := time.Minute
-			if strings.Contains(tt.name, "timeout") {
-				hold = 20 * time.Millisecond
-			}
-			g := NewGate(GateOptions{Log: zap.NewNop(), View: view, Metrics: m,
+			clk := testingclock.NewFakeClock(time.Unix(1_700_000_000, 0))
+			g := NewGate(GateOptions{Log: zap.NewNop(), View: view, Metrics: m, Clock: clk,
 				Binder: &fakeBinder{fail: map[string]error{"broken": errors.New("boom")}},
-				Config: GateConfig{HoldTimeout: Duration{hold}, CoolDown: Duration{time.Minute}, MaxCoolDown: Duration{time.Minute}}})
-			tt.run(g)
+				Config: GateConfig{HoldTimeout: Duration{20 * time.Second}, CoolDown: Duration{time.Minute}, MaxCoolDown: Duration{time.Minute}}})
+			tt.run(g, clk)
 			wantSamples(t, scrape(t, m), tt.want...)
 		})
 	}
