@@ -74,7 +74,8 @@ func run(args []string, stderr io.Writer) error {
 		return fmt.Errorf("building the dynamic API client: %w", err)
 	}
 	metrics := newMetrics()
-	turns := extender.NewTurns(extender.TurnsOptions{Log: log, Nudger: extender.NewAPINudger(client, cfg.BindTimeout.Duration), Metrics: metrics})
+	turns := extender.NewTurns(extender.TurnsOptions{Log: log, Nudger: extender.NewAPINudger(client, cfg.BindTimeout.Duration), Metrics: metrics,
+		Delay: 200 * time.Millisecond})
 	go turns.Run(ctx, 4)
 	cluster := extender.NewCluster(extender.ClusterOptions{Log: log, Client: client, Dynamic: dyn, Config: cfg, Metrics: metrics, Turns: turns})
 	metrics.WatchInformers(cluster)

@@ -79,8 +79,9 @@ type Turns struct {
 	nudger  PodNudger
 	metrics *Metrics
 	clock   clock.WithTicker
-	// minInterval is the least time between two nudges of one pod.
-	minInterval time.Duration
+	// minInterval is the least time between two nudges of one pod; delay how long after
+	// the turn a pod is nudged.
+	minInterval, delay time.Duration
 
 	mu      sync.Mutex
 	current *Snapshot                         // the newest published snapshot
@@ -112,6 +113,10 @@ type TurnsOptions struct {
 	// MinInterval is the least time between two nudges of one pod (default 1 s): a job
 	// whose turn comes and goes cannot make a pod a write hotspot.
 	MinInterval time.Duration
+	// Delay is how long after its job's turn a pod is nudged (0: at once). When the turn
+	// came with a cluster event kube-scheduler requeues the pod by itself; a pod the filter
+	// lets through meanwhile needs no nudge.
+	Delay time.Duration
 }
 
 // NewTurns builds Turns; Run starts its workers.
@@ -124,7 +129,7 @@ func NewTurns(o TurnsOptions) *Turns {
 	}
 	limiter := workqueue.NewTypedItemExponentialFailureRateLimiter[PodRef](100*time.Millisecond, 10*time.Second)
 	return &Turns{
-		log: o.Log, nudger: o.Nudger, metrics: o.Metrics, clock: o.Clock, minInterval: o.MinInterval,
+		log: o.Log, nudger: o.Nudger, metrics: o.Metrics, clock: o.Clock, minInterval: o.MinInterval, delay: o.Delay,
 		parked: map[types.UID]parkedPod{}, byJob: map[string]map[types.UID]struct{}{}, nudged: map[types.UID]time.Time{},
 		queued: map[types.UID]bool{},
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(limiter, workqueue.TypedRateLimitingQueueConfig[PodRef]{
@@ -250,7 +255,11 @@ func (t *Turns) release(snap *Snapshot) {
 			ce.Write(zap.String("job", job), zap.Int("pods", len(pods)))
 		}
 		for uid := range pods {
-			t.queue.Add(t.parked[uid].ref)
+			if t.delay > 0 {
+				t.queue.AddAfter(t.parked[uid].ref, t.delay)
+			} else {
+				t.queue.Add(t.parked[uid].ref)
+			}
 			t.queued[uid] = true
 			delete(t.parked, uid)
 		}

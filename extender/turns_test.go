@@ -237,3 +237,25 @@ func TestNilTurns(t *testing.T) {
 	tu.Published(nil)
 	tu.Seed(nil)
 }
+
+// TestTurnsDelay: with a delay, a pod the filter lets through before it passes (kube-scheduler
+// requeued it by itself) is not nudged; one still parked is, once the delay has passed.
+func TestTurnsDelay(t *testing.T) {
+	waiting, turn := turnsSnapshots(t)
+	clk := testingclock.NewFakeClock(time.Unix(1_700_000_000, 0))
+	n := &fakeNudger{}
+	tu := NewTurns(TurnsOptions{Log: zap.NewNop(), Nudger: n, Clock: clk, Delay: 200 * time.Millisecond})
+	tu.Published(waiting)
+	tu.Parked(turnsPod("a-ps-0"), "ns/a")
+	tu.Parked(turnsPod("a-w-0"), "ns/a")
+	tu.Published(turn)
+	if tu.queue.Len() != 0 {
+		t.Fatal("queued before the delay")
+	}
+	tu.Passed(turnsPod("a-w-0"))
+	clk.Step(200 * time.Millisecond)
+	drain(t, tu, 2)
+	if diff := cmp.Diff([]string{"a-ps-0"}, n.calls()); diff != "" {
+		t.Errorf("nudged (-want +got):\n%s", diff)
+	}
+}

@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -25,6 +26,23 @@ func (e *env) holdTimeouts() int {
 		e.t.Fatal(err)
 	}
 	return strings.Count(string(out), `"msg":"hold timeout"`)
+}
+
+// nudges is how many turn nudges the extender has written (cps_extender_turn_nudges_total
+// with result sent).
+func (e *env) nudges() int {
+	e.t.Helper()
+	const prefix = `cps_extender_turn_nudges_total{result="sent"} `
+	for _, line := range strings.Split(e.extenderBody("/metrics"), "\n") {
+		if v, ok := strings.CutPrefix(line, prefix); ok {
+			n, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				e.t.Fatalf("%s: %v", line, err)
+			}
+			return int(n)
+		}
+	}
+	return 0
 }
 
 // lastBound is when the last pod of j was bound, as rec saw it.
@@ -155,8 +173,10 @@ func TestLateGangMembers(t *testing.T) {
 				e.createPods(p)
 				lastCreated = time.Now()
 			}
+			nudged := e.nudges()
 			e.waitJobBound(job, 30*time.Second)
 			took := lastBound(t, rec, job).Sub(lastCreated)
+			t.Logf("nudges for this gang's turn: %d (its early pods, parked while it was incomplete)", e.nudges()-nudged)
 			t.Logf("pods %v apart: bound %v after the last pod was created", gap, took.Round(time.Millisecond))
 			if took > 5*time.Second {
 				t.Errorf("bound %v after the last pod; want within 5s", took.Round(time.Millisecond))
@@ -210,7 +230,9 @@ func TestStarvedTurnWithoutEvent(t *testing.T) {
 		return err == nil && q["default/head"].Position == 1 && strings.Contains(q["default/old"].Blocker, "strict order"),
 			fmt.Errorf("head %+v, old %+v (%v)", q["default/head"], q["default/old"], err)
 	})
+	nudged := e.nudges()
 	e.waitJobBound(old, bound+60*time.Second)
+	t.Logf("nudges for the starved job's turn: %d", e.nudges()-nudged)
 	turn := oldCreated.Add(bound)
 	took := lastBound(t, rec, old).Sub(turn)
 	t.Logf("the starved job was bound %v after its turn came (starvation bound %v)", took.Round(time.Millisecond), bound)
@@ -253,4 +275,35 @@ func (e *env) deleteNode(name string) {
 		_, err := e.cp.Client.CoreV1().Nodes().Get(e.t.Context(), name, metav1.GetOptions{})
 		return err != nil, nil
 	})
+}
+
+// TestBacklogAtStart: gangs already pending when kube-scheduler starts reach it in its
+// informer's order, each gang's pods spread over the whole backlog. All are bound whole,
+// with no hold timeout. (make load's TestBacklogAtStart runs 2880+ pods against plain
+// kube-scheduler; this is the same with fewer pods, on the race-built extender.)
+func TestBacklogAtStart(t *testing.T) {
+	e := newEnv(t, framework.Nodes("node", 30, "32", "128Gi")...)
+	var jobs []jobSpec
+	for i := range 50 {
+		jobs = append(jobs, jobSpec{name: fmt.Sprintf("backlog-%02d", i), ps: 1, workers: 15, cpu: "1"})
+	}
+	e.createJobs(jobs...)
+	rec := e.recordBindings("default")
+	e.startExtender("")
+	e.startScheduler(true)
+	started := time.Now()
+	for _, j := range jobs {
+		e.waitJobBound(j, 5*time.Minute)
+	}
+	var last time.Time
+	for _, j := range jobs {
+		if at := lastBound(t, rec, j); at.After(last) {
+			last = at
+		}
+	}
+	t.Logf("%d gangs of 16 bound %v after kube-scheduler started", len(jobs), last.Sub(started).Round(time.Millisecond))
+	checkWhole(t, rec, jobs...)
+	if n := e.holdTimeouts(); n != 0 {
+		t.Errorf("%d hold timeouts", n)
+	}
 }
