@@ -157,4 +157,3 @@ func shippedSchedulerConfig(t *testing.T, cp *framework.ControlPlane, extenderUR
 	}
 	return []byte(cfg)
 }
-
