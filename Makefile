@@ -54,7 +54,7 @@ LOAD_PODS_PER_JOB ?= 5
 LOAD_CONCURRENCY ?= 1 4
 LOAD_REQUESTS ?= 2000
 .PHONY: load
-load: controlplane ## Load test: LOAD_NODES kwok nodes + LOAD_JOBS x LOAD_PODS_PER_JOB pending pods, curl replay (test/load/run.sh), RSS; then the end-to-end throughput run.
+load: controlplane ## Load test: LOAD_NODES kwok nodes + LOAD_JOBS x LOAD_PODS_PER_JOB pending pods, curl replay (test/load/run.sh), RSS; then throughput, a backlog at scheduler start and 10k waiting pods.
 	CPS_CONTROLPLANE_BIN=$$(test/tools/build-controlplane.sh | tail -n1) \
 	  LOAD_NODES=$(LOAD_NODES) LOAD_JOBS=$(LOAD_JOBS) LOAD_PODS_PER_JOB=$(LOAD_PODS_PER_JOB) \
 	  LOAD_CONCURRENCY='$(LOAD_CONCURRENCY)' LOAD_REQUESTS=$(LOAD_REQUESTS) \

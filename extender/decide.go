@@ -32,8 +32,8 @@ func (c *Cluster) Admit(pod *corev1.Pod) Admission {
 	}
 	if d.Phase == priority.PhaseWaiting || d.Phase == priority.PhaseUnschedulable {
 		_, seen := snap.JobOf(pod.UID, pod.Namespace, pod.Name)
-		return Admission{Reason: d.Reason, Job: m.jobKey, Queued: true, Unschedulable: d.Phase == priority.PhaseUnschedulable,
-			Retry: !seen}
+		return Admission{Reason: d.Wait, Explain: d.Reason, Job: m.jobKey, Queued: true,
+			Unschedulable: d.Phase == priority.PhaseUnschedulable, Retry: !seen}
 	}
 	return Admission{OK: true, Job: m.jobKey}
 }

@@ -34,7 +34,8 @@ func NewAPIEventRecorder(client kubernetes.Interface, component string) (EventRe
 }
 
 // WaitingEvents gives a pod that waits for its job's turn a Normal WaitingForTurn Event
-// whose message is the filter's sentence, at most once per interval per pod: the scheduler
+// whose message is the job's whole reason (its place in the queue, its P, what it waits
+// for), at most once per interval per pod: the scheduler
 // retries a waiting pod every second or so, and each retry must not become an Event. A pod
 // of an unschedulable job gets a Warning GangUnschedulable Event instead.
 type WaitingEvents struct {
@@ -64,9 +65,13 @@ func (w *WaitingEvents) NotifyWaiting(pod *corev1.Pod, adm Admission) {
 		return
 	}
 	w.metrics.waitingEvent(true)
+	msg := adm.Explain
+	if msg == "" {
+		msg = adm.Reason
+	}
 	if adm.Unschedulable {
-		w.recorder.Eventf(pod, corev1.EventTypeWarning, ReasonUnschedulable, "%s", adm.Reason)
+		w.recorder.Eventf(pod, corev1.EventTypeWarning, ReasonUnschedulable, "%s", msg)
 		return
 	}
-	w.recorder.Eventf(pod, corev1.EventTypeNormal, ReasonWaitingForTurn, "%s", adm.Reason)
+	w.recorder.Eventf(pod, corev1.EventTypeNormal, ReasonWaitingForTurn, "%s", msg)
 }

@@ -53,8 +53,12 @@ type Decider interface {
 // Admission is whether a pod may be placed now.
 type Admission struct {
 	OK bool
-	// Reason says why not: the sentence the filter answers for every node.
+	// Reason says why not: the sentence the filter answers for every node. For a job in
+	// the queue it is the decision's Wait, which reads the same until the wait changes.
 	Reason string
+	// Explain is the decision's whole Reason, with the job's place in the queue and its
+	// P, for the Event on the pod ("" when there is none).
+	Explain string
 	// Queued is true when the pod's job is in the admission queue and waits for its turn
 	// (false when the view has not seen the job yet).
 	Queued bool

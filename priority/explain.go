@@ -132,6 +132,50 @@ func (m Model) queuedReason(v *jobView) string {
 	return b.String()
 }
 
+// waitSentence is Decision.Wait: what a waiting job waits for, in words that change only
+// when the wait changes.
+//
+//	job ns/b waits for its turn: it does not fit yet: its 3 pods need cpu 4500m in all
+//	job ns/c waits for its turn: strict order, ns/b goes first
+//	job ns/h can never fit as the cluster is: only 8 of the 10 pods it needs fit ...
+func waitSentence(v *jobView) string {
+	d := v.d
+	var b strings.Builder
+	b.Grow(128)
+	b.WriteString("job ")
+	b.WriteString(d.Key)
+	switch v.kind {
+	case waitNeverFits:
+		b.WriteString(" can never fit as the cluster is: ")
+		b.WriteString(v.never)
+		return b.String()
+	case waitNone:
+		return ""
+	}
+	b.WriteString(" waits for its turn: ")
+	switch v.kind {
+	case waitNoFit:
+		b.WriteString("it does not fit yet: ")
+		b.WriteString(v.need)
+	case waitReserving:
+		b.WriteString("it does not fit yet: ")
+		b.WriteString(v.need)
+		b.WriteString("; what fits of it is set aside meanwhile")
+	case waitStrictBehind:
+		b.WriteString("strict order, ")
+		b.WriteString(v.blocking.job.Key)
+		b.WriteString(" goes first")
+	case waitBesideReserve:
+		b.WriteString("it does not fit beside the reservation of ")
+		b.WriteString(v.blocking.job.Key)
+		b.WriteString(": ")
+		b.WriteString(v.need)
+	default:
+		b.WriteString(d.Blocker)
+	}
+	return b.String()
+}
+
 // writeFixed2 writes x with two decimals, as the reasons show terms and P. Values in
 // [0,1], the usual case, are written with integer arithmetic, which is several times
 // cheaper than the general float formatting and gives the same digits.

@@ -536,14 +536,45 @@ func (c *capacity) shortage(who string, needs []dimNeed) string {
 				" on a node; the most free on any node is " + formatQuantity(name, max(most, 0))
 		}
 	}
+	return c.needs(who, needs) + " on one node; no node has all of it free"
+}
+
+// needs says what a pod asks of one node, every resource: "worker ns/a-w-0 needs cpu
+// 4000m, memory 8Gi".
+func (c *capacity) needs(who string, needs []dimNeed) string {
 	// The pod slot is left out unless it is all the pod needs: every pod takes one, and
 	// naming it in "cpu, memory, pods" would only blur which resources clash.
 	if len(needs) > 1 {
 		needs = needs[:len(needs)-1]
 	}
+	return who + " needs " + c.amounts(needs)
+}
+
+// total says what pods ask for in all: "3 pods need cpu 4500m, memory 3Gi in all". It
+// does not depend on what is free, so it reads the same while the cluster changes around
+// a waiting job.
+func (c *capacity) total(pods []demand) string {
+	sum := make([]int64, len(c.names))
+	for _, p := range pods {
+		for _, n := range p.needs {
+			sum[n.dim] += n.amount
+		}
+	}
+	var needs []dimNeed
+	for d, v := range sum[:len(sum)-1] { // every pod takes a slot: the count says it
+		if v > 0 {
+			needs = append(needs, dimNeed{d, v})
+		}
+	}
+	if len(pods) == 1 {
+		return "its pod needs " + c.amounts(needs)
+	}
+	return "its " + strconv.Itoa(len(pods)) + " pods need " + c.amounts(needs) + " in all"
+}
+
+// amounts writes resource amounts as users read them: "cpu 4000m, memory 8Gi".
+func (c *capacity) amounts(needs []dimNeed) string {
 	var b strings.Builder
-	b.WriteString(who)
-	b.WriteString(" needs ")
 	for i, n := range needs {
 		if i > 0 {
 			b.WriteString(", ")
@@ -553,7 +584,6 @@ func (c *capacity) shortage(who string, needs []dimNeed) string {
 		b.WriteByte(' ')
 		b.WriteString(formatQuantity(name, n.amount))
 	}
-	b.WriteString(" on one node; no node has all of it free")
 	return b.String()
 }
 

@@ -78,7 +78,10 @@ type jobView struct {
 	placed        []*Pod
 	placedDemands []demand
 	// never says, for a job that can never fit, how far it gets (see neverFits).
-	never    string
+	never string
+	// need is what the job's pods to fit ask for in all (see capacity.total): a job that
+	// does not fit says so in words that do not depend on which pod failed where.
+	need     string
 	kind     waitKind
 	blocking *jobView // the strict head or the reserving job this one waits on
 }
@@ -283,7 +286,7 @@ func (m Model) AdmitIn(s State, now time.Time, w *Workspace) *Queue {
 		if d.Phase == PhaseRunning {
 			d.Reason = runningReason(d)
 		} else {
-			d.Reason = m.queuedReason(&views[i])
+			d.Reason, d.Wait = m.queuedReason(&views[i]), waitSentence(&views[i])
 		}
 	}
 	// Keys are unique by contract; should one repeat, Lookup finds the first in queue
@@ -443,8 +446,9 @@ func namespaceOf(key string) string {
 }
 
 // place fits a job's required pods into c and returns "" or the first pod that did not
-// fit. With keepPartial it places every pod that fits (a reservation); otherwise it stops
-// at the first that does not, since the caller takes the job back out anyway.
+// fit, and sets v.need. With keepPartial it places every pod that fits (a reservation);
+// otherwise it stops at the first that does not, since the caller takes the job back out
+// anyway.
 func place(c *capacity, v *jobView, keepPartial bool) string {
 	v.plan = v.plan[:0]
 	ps := c.psScratch[:0]
@@ -460,7 +464,7 @@ func place(c *capacity, v *jobView, keepPartial bool) string {
 			continue
 		}
 		if blocker == "" {
-			blocker = c.shortage(podLabel(p, namespaceOf(v.job.Key)), v.demands[i].needs)
+			blocker, v.need = c.shortage(podLabel(p, namespaceOf(v.job.Key)), v.demands[i].needs), c.total(v.demands)
 		}
 		if !keepPartial {
 			break

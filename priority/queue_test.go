@@ -923,3 +923,58 @@ func TestAdmitInSharedMapsEvolvingState(t *testing.T) {
 		}
 	}
 }
+
+// TestAdmitWaitSentences: the filter's sentence names what a job waits for and nothing that
+// moves while it waits: ten minutes later (every P has changed) and with a job ahead of it
+// gone, it reads the same, though the whole Reason does not.
+func TestAdmitWaitSentences(t *testing.T) {
+	jobs := func() []priority.Job {
+		return []priority.Job{
+			mkJob("ns/a").prio(1000000).gang(0, nil, 1, res(1000, gi)).obj(),
+			mkJob("ns/b").prio(800000).gang(1, res(1500, gi), 2, res(1500, gi)).obj(), // does not fit
+			mkJob("ns/c").prio(700000).gang(0, nil, 1, res(1500, gi)).obj(),
+			mkJob("ns/inc").prio(600000).min(3).gang(0, nil, 1, res(100, gi)).obj(),
+			mkJob("ns/never").prio(500000).gang(0, nil, 1, res(9000, gi)).obj(),
+		}
+	}
+	nodes := capNodes(3000, 3000, 1000)
+	tests := []struct {
+		policy priority.Policy
+		want   map[string]string
+	}{
+		{priority.PolicyStrict, map[string]string{
+			"ns/b":     "job ns/b waits for its turn: it does not fit yet: its 3 pods need cpu 4500m, memory 3Gi in all",
+			"ns/c":     "job ns/c waits for its turn: strict order, ns/b goes first",
+			"ns/inc":   "job ns/inc waits for its turn: gang incomplete: 1 of 3 pods exist",
+			"ns/never": "job ns/never can never fit as the cluster is: worker ns/never-w-0 needs cpu 9000m on a node; the most free on any node is 3000m even with no other job's pods on the nodes",
+		}},
+		{priority.PolicyReserve, map[string]string{
+			"ns/b": "job ns/b waits for its turn: it does not fit yet: its 3 pods need cpu 4500m, memory 3Gi in all; what fits of it is set aside meanwhile",
+			"ns/c": "job ns/c waits for its turn: it does not fit beside the reservation of ns/b: its pod needs cpu 1500m, memory 1Gi",
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(string(tt.policy), func(t *testing.T) {
+			m := priority.DefaultModel()
+			m.Policy = tt.policy
+			now := m.Admit(priority.State{Nodes: nodes, Jobs: jobs()}, t0)
+			later := m.Admit(priority.State{Nodes: nodes, Jobs: jobs()[1:]}, t0.Add(10*time.Minute)) // ns/a is gone
+			for key, want := range tt.want {
+				d, _ := now.Lookup(key)
+				l, _ := later.Lookup(key)
+				if d.Wait != want {
+					t.Errorf("%s: Wait %q, want %q", key, d.Wait, want)
+				}
+				if l.Wait != d.Wait {
+					t.Errorf("%s: Wait changed to %q ten minutes later", key, l.Wait)
+				}
+				if d.Phase != priority.PhaseUnschedulable && l.Reason == d.Reason {
+					t.Errorf("%s: the Reason did not change either (%q): the test shows nothing", key, d.Reason)
+				}
+			}
+			if d, _ := now.Lookup("ns/a"); d.Wait != "" {
+				t.Errorf("admitted ns/a has a Wait %q", d.Wait)
+			}
+		})
+	}
+}

@@ -189,8 +189,15 @@ type Decision struct {
 	// CoolingDown is true while the job sits out a cool-down after a hold timeout: a wait
 	// that ends on a timer, not with any change in the cluster.
 	CoolingDown bool `json:"coolingDown,omitempty"`
-	// Reason is the one-sentence explanation the filter answers and events repeat.
+	// Reason is the one-sentence explanation that explain, /debug/queue and Events show.
 	Reason string `json:"reason"`
+	// Wait is, for a job that waits or is unschedulable, the sentence the filter answers:
+	// what it waits for, with no position, no P and no free amounts, so that it reads the
+	// same until the wait itself changes. kube-scheduler writes the filter's answer into
+	// the pod's status when it changes, and that write wakes the parked pod again: a
+	// sentence that changed with every move of the queue kept thousands of waiting pods
+	// cycling through the scheduler.
+	Wait string `json:"wait,omitempty"`
 	// Plan is, for an admitted job, where the fit put each of its required pending pods
 	// (pod UID -> node). Affinity scores treat planned pods as placed, so that the pods of
 	// a gang agree on where to go before any of their binds has reached the extender.

@@ -450,6 +450,7 @@ type queueJob struct {
 	P        float64 `json:"p"`
 	Starved  bool    `json:"starved"`
 	Reason   string  `json:"reason"`
+	Wait     string  `json:"wait"`
 	Blocker  string  `json:"blocker"`
 }
 

@@ -33,8 +33,9 @@ reload:
 
 // TestExplainEventsMetricsAndReload runs two waiting jobs behind a running one and checks,
 // on the real control plane: /debug/queue names each waiting job's position and sentence;
-// each waiting pod gets one WaitingForTurn Event with the filter's sentence however often
-// the scheduler retries it; /metrics shows the queue and the filter decisions; `cps-extender
+// the pod's FailedScheduling events quote the filter's sentence (what it waits for, no
+// position or P); each waiting pod gets one WaitingForTurn Event with the whole reason
+// however often the scheduler retries it; /metrics shows the queue and the filter decisions; `cps-extender
 // explain` prints the table; an invalid config file is rejected and a valid weight change
 // reorders the queue.
 func TestExplainEventsMetricsAndReload(t *testing.T) {
@@ -97,14 +98,19 @@ func TestExplainEventsMetricsAndReload(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		// The event carries the sentence of the filter call that sent it, which may predate
-		// y's last pods ("gang incomplete: 2 of 4"): it must be one the filter answered, as
-		// kube-scheduler's FailedScheduling events for the pod quote them.
+		// kube-scheduler's FailedScheduling events quote the filter's sentence, which names
+		// what y waits for and nothing that moves while it waits.
+		yWait := q["default/y"].Wait
 		answered := false
 		for _, msg := range e.failedSchedulingMessages("default", "y-ps-0") {
-			answered = answered || strings.Contains(msg, ev.Message)
+			answered = answered || strings.Contains(msg, yWait)
 		}
-		if !answered || !strings.HasPrefix(ev.Message, "job default/y waits for its turn: 2nd of 2, behind default/x") ||
+		if !answered || yWait != "job default/y waits for its turn: it does not fit beside the reservation of default/x: its 4 pods need cpu 8000m in all" {
+			t.Errorf("y's filter sentence %q, FailedScheduling %q: want the sentence without position or P, quoted by kube-scheduler",
+				yWait, e.failedSchedulingMessages("default", "y-ps-0"))
+		}
+		// The Event carries the whole reason of when it was sent: y's place in the queue.
+		if !strings.HasPrefix(ev.Message, "job default/y waits for its turn: 2nd of 2, behind default/x") ||
 			ev.Type != corev1.EventTypeNormal || ev.Source.Component != "cps-extender" ||
 			ev.InvolvedObject.Kind != "Pod" || ev.InvolvedObject.UID != types.UID(pod.UID) {
 			t.Errorf("event %q (%s from %q on %s %s): want a sentence the filter answered for y-ps-0 (now %q), Normal, from cps-extender, on the pod",
