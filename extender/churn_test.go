@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -19,6 +20,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	extenderv1 "k8s.io/kube-scheduler/extender/v1"
 
+	"github.com/cps-extender/cps-extender/priority"
 	loadfixture "github.com/cps-extender/cps-extender/test/load/fixture"
 )
 
@@ -270,9 +272,23 @@ func TestTrimForCacheKeepsWhatTheViewReads(t *testing.T) {
 	full.Spec.Overhead = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")}
 	full.Spec.InitContainers = []corev1.Container{{Name: "init", Image: "busybox", Command: []string{"sh"},
 		Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("3")}}}}
+	always := corev1.ContainerRestartPolicyAlways
+	full.Spec.InitContainers = append(full.Spec.InitContainers, corev1.Container{Name: "sidecar", Image: "proxy", RestartPolicy: &always,
+		Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}})
+	full.Spec.Resources = &corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("8Gi")}}
+	full.Spec.NodeSelector = map[string]string{"pool": "a"}
+	full.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
+		RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+			MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "zone", Operator: corev1.NodeSelectorOpIn, Values: []string{"z1"}}},
+		}}},
+		PreferredDuringSchedulingIgnoredDuringExecution: []corev1.PreferredSchedulingTerm{{Weight: 1}},
+	}, PodAntiAffinity: &corev1.PodAntiAffinity{}}
+	full.Spec.Tolerations = []corev1.Toleration{{Key: "nvidia.com/gpu", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}}
 	full.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "A", Value: "b"}}
 	full.Spec.Volumes = []corev1.Volume{{Name: "data"}}
-	full.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "c"}}
+	full.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: full.Spec.Containers[0].Name, Image: "trainer",
+		AllocatedResources: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("5")}}}
+	full.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Message: "long"}, {Type: corev1.PodReady}}
 	want := newPodRecord(full, cfg)
 	obj, err := trimForCache(full.DeepCopy())
 	if err != nil {
@@ -280,10 +296,17 @@ func TestTrimForCacheKeepsWhatTheViewReads(t *testing.T) {
 	}
 	trimmed := obj.(*corev1.Pod)
 	got := newPodRecord(trimmed, cfg)
-	if !samePodRecord(want, got) || got.counted != want.counted {
+	if !samePodRecord(want, got) || got.counted != want.counted || got.turnedAway != want.turnedAway || !want.turnedAway {
 		t.Errorf("trimmed record %+v, want %+v", got, want)
 	}
-	if trimmed.Spec.Volumes != nil || trimmed.Spec.Containers[0].Env != nil || trimmed.Spec.InitContainers[0].Image != "" || trimmed.Status.ContainerStatuses != nil {
+	// Every field above counts: the resize in progress (5 CPU allocated) plus the sidecar
+	// (1), the overhead (100m), pod-level memory.
+	if diff := cmp.Diff(priority.Resources{"cpu": 6100, "memory": 8 << 30}, got.request); diff != "" {
+		t.Errorf("request of the trimmed pod (-want +got):\n%s", diff)
+	}
+	if trimmed.Spec.Volumes != nil || trimmed.Spec.Containers[0].Env != nil || trimmed.Spec.InitContainers[0].Image != "" ||
+		trimmed.Status.ContainerStatuses[0].Image != "" || trimmed.Spec.Affinity.PodAntiAffinity != nil ||
+		trimmed.Spec.Affinity.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution != nil || len(trimmed.Status.Conditions) != 1 {
 		t.Errorf("trimmed pod still carries what the view never reads: %+v", trimmed)
 	}
 }

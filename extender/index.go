@@ -38,6 +38,8 @@ type podRecord struct {
 	created    time.Time
 	inJob      bool
 	m          membership // the pod-only part (podMembership); valid when inJob
+	// constraints limit the nodes the pod may use; nil when it has none.
+	constraints *podConstraints
 	// counted: in a job, not terminated, not being deleted, not in an exempt namespace;
 	// such a pod is in the queue's view of its job.
 	counted bool
@@ -54,12 +56,16 @@ type jobPods struct {
 	pods []*podRecord
 }
 
-// nodeRecord is one node's allocatable and labels, parsed once per node event.
+// nodeRecord is one node's allocatable, labels and taints, parsed once per node event.
 type nodeRecord struct {
 	name          string
 	labels        map[string]string
 	allocatable   priority.Resources
 	unschedulable bool
+	// taints are the node's, and the not-ready taint when it is not Ready (nodeTaints).
+	taints []corev1.Taint
+	// stub is the node as much as node affinity reads of it: name and labels.
+	stub *corev1.Node
 }
 
 // viewIndex keeps the pod and node records current from informer events, so a recompute
@@ -71,8 +77,12 @@ type viewIndex struct {
 	nodes map[string]*nodeRecord
 	// requests holds one map per distinct pod request or node allocatable: the pods of a
 	// job mostly ask for the same and nodes come in a few kinds, and priority.Admit works
-	// a shared map out once.
-	requests map[string]priority.Resources
+	// a shared map out once. constraints does the same for pods' node constraints.
+	requests    map[string]priority.Resources
+	constraints map[string]*podConstraints
+	// sets caches the node set of each constraints key over schedulable; nil after a node
+	// change until the next recompute.
+	sets map[string]*priority.NodeSet
 	// schedulable is the schedulable nodes by name and nodeAt their positions; nil after a
 	// node change until the next recompute. Published snapshots share them: never written.
 	schedulable []*nodeRecord
@@ -103,6 +113,9 @@ func newPodRecord(pod *corev1.Pod, gang GangConfig) *podRecord {
 	}
 	if !r.terminated {
 		r.request = podRequest(pod)
+	}
+	if key := constraintsKey(pod); key != "" {
+		r.constraints = newPodConstraints(key, pod)
 	}
 	r.m, r.inJob = gang.podMembership(pod)
 	r.counted = r.inJob && !r.terminated && !r.deleting && !slices.Contains(gang.ExemptNamespaces, pod.Namespace)
@@ -158,11 +171,21 @@ func (x *viewIndex) replace(old, r *podRecord) {
 	x.group(r)
 }
 
-// newPodRecord is newPodRecord with the request interned. x.mu is held.
+// newPodRecord is newPodRecord with the request and the constraints interned. x.mu is held.
 func (x *viewIndex) newPodRecord(pod *corev1.Pod, gang GangConfig) *podRecord {
 	r := newPodRecord(pod, gang)
 	if r.request != nil {
 		r.request = x.intern(r.request)
+	}
+	if c := r.constraints; c != nil {
+		if shared, ok := x.constraints[c.key]; ok {
+			r.constraints = shared
+		} else {
+			if x.constraints == nil || len(x.constraints) >= maxInternedRequests {
+				x.constraints = map[string]*podConstraints{}
+			}
+			x.constraints[c.key] = c
+		}
 	}
 	return r
 }
@@ -216,7 +239,8 @@ func scheduledFalse(pod *corev1.Pod) bool {
 func newNodeRecord(n *corev1.Node) *nodeRecord {
 	alloc := priority.Resources{}
 	addList(alloc, n.Status.Allocatable)
-	return &nodeRecord{name: n.Name, labels: n.Labels, allocatable: alloc, unschedulable: n.Spec.Unschedulable}
+	return &nodeRecord{name: n.Name, labels: n.Labels, allocatable: alloc, unschedulable: n.Spec.Unschedulable,
+		taints: nodeTaints(n), stub: &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.Name, Labels: n.Labels}}}
 }
 
 // setPod records an added or updated pod. It reports whether anything the queue depends on
@@ -249,7 +273,11 @@ func (x *viewIndex) setPod(pod *corev1.Pod, cfg *viewConfig) bool {
 func samePodRecord(a, b *podRecord) bool {
 	return (a.uid == b.uid && a.nsName == b.nsName && a.node == b.node && a.terminated == b.terminated &&
 		a.deleting == b.deleting && a.gated == b.gated && samePriority(a.priority, b.priority) && a.created.Equal(b.created) &&
-		a.inJob == b.inJob && a.m == b.m && maps.Equal(a.request, b.request))
+		a.inJob == b.inJob && a.m == b.m && maps.Equal(a.request, b.request) && sameConstraints(a.constraints, b.constraints))
+}
+
+func sameConstraints(a, b *podConstraints) bool {
+	return a == b || (a != nil && b != nil && a.key == b.key)
 }
 
 func samePriority(a, b *int32) bool { return a == b || (a != nil && b != nil && *a == *b) }
@@ -271,19 +299,20 @@ func (x *viewIndex) deletePod(pod *corev1.Pod) {
 	}
 }
 
-// setNode records an added or updated node and reports whether its allocatable, labels or
-// schedulability changed: kubelet and kwok heartbeats update only the status conditions,
-// thousands of nodes every few seconds, and those need no recompute.
+// setNode records an added or updated node and reports whether its allocatable, labels,
+// taints or schedulability changed (Ready counts as a taint): kubelet and kwok heartbeats
+// update only the status conditions' times, thousands of nodes every few seconds, and
+// those need no recompute.
 func (x *viewIndex) setNode(n *corev1.Node) bool {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	r := x.newNodeRecord(n)
 	if old := x.nodes[n.Name]; old != nil && old.unschedulable == r.unschedulable &&
-		maps.Equal(old.allocatable, r.allocatable) && maps.Equal(old.labels, r.labels) {
+		maps.Equal(old.allocatable, r.allocatable) && maps.Equal(old.labels, r.labels) && sameTaints(old.taints, r.taints) {
 		return false
 	}
 	x.nodes[n.Name] = r
-	x.schedulable, x.nodeAt = nil, nil
+	x.schedulable, x.nodeAt, x.sets = nil, nil, nil
 	x.changes.Add(1)
 	return true
 }
@@ -292,7 +321,7 @@ func (x *viewIndex) deleteNode(n *corev1.Node) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	delete(x.nodes, n.Name)
-	x.schedulable, x.nodeAt = nil, nil
+	x.schedulable, x.nodeAt, x.sets = nil, nil, nil
 	x.changes.Add(1)
 }
 
@@ -335,6 +364,8 @@ type indexed struct {
 	changes     uint64
 	// jobs is every job's counted pods, copied: the index goes on changing its own.
 	jobs []jobPods
+	// sets is the node set of each pending counted pod's constraints (nil: every node).
+	sets map[*podConstraints]*priority.NodeSet
 }
 
 // records returns every pod record and the schedulable nodes. The first time, and when cfg
@@ -376,13 +407,36 @@ func (x *viewIndex) records(cfg *viewConfig, list objectLister) (indexed, error)
 	}
 	jobs := make([]jobPods, 0, len(x.jobs))
 	backing := make([]*podRecord, 0, x.grouped) // one array for every job's pods
+	sets := map[*podConstraints]*priority.NodeSet{}
+	if x.sets == nil {
+		x.sets = map[string]*priority.NodeSet{}
+	}
 	for _, g := range x.jobs {
 		start := len(backing)
 		backing = append(backing, g.pods...)
 		jobs = append(jobs, jobPods{key: g.key, pods: backing[start:len(backing):len(backing)]})
+		for _, p := range g.pods {
+			c := p.constraints
+			if c == nil || p.node != "" {
+				c = nil
+			}
+			if _, done := sets[c]; done {
+				continue
+			}
+			key := ""
+			if c != nil {
+				key = c.key
+			}
+			set, cached := x.sets[key]
+			if !cached {
+				set = nodeSetOf(orNone(c), x.schedulable, x.schedNames)
+				x.sets[key] = set
+			}
+			sets[c] = set
+		}
 	}
 	return indexed{pods: pods, schedulable: x.schedulable, names: x.schedNames, nodeAt: x.nodeAt, topology: x.topology, membership: x.membership,
-		changes: x.changes.Load(), jobs: jobs}, nil
+		changes: x.changes.Load(), jobs: jobs, sets: sets}, nil
 }
 
 func (x *viewIndex) rebuild(cfg *viewConfig, list objectLister) error {
@@ -405,11 +459,22 @@ func (x *viewIndex) rebuild(cfg *viewConfig, list objectLister) error {
 	for _, n := range nodes {
 		x.nodes[n.Name] = x.newNodeRecord(n)
 	}
-	x.schedulable, x.nodeAt = nil, nil
+	x.schedulable, x.nodeAt, x.sets = nil, nil, nil
 	x.cfg = cfg
 	x.membership++
 	x.changes.Add(1)
 	return nil
+}
+
+// noConstraints are those of a pod with no selector, affinity or tolerations: it may use
+// every node without a taint.
+var noConstraints = &podConstraints{}
+
+func orNone(c *podConstraints) *podConstraints {
+	if c == nil {
+		return noConstraints
+	}
+	return c
 }
 
 // cacheLister lists the cluster's informer caches.
@@ -482,21 +547,42 @@ func trimForCache(obj any) (any, error) {
 		m.SetManagedFields(nil)
 	}
 	if pod, ok := obj.(*corev1.Pod); ok {
-		status := corev1.PodStatus{Phase: pod.Status.Phase}
+		// What podRequest reads of a resize in progress stays, and PodScheduled.
+		status := corev1.PodStatus{Phase: pod.Status.Phase, Resources: pod.Status.Resources, AllocatedResources: pod.Status.AllocatedResources,
+			ContainerStatuses: containerStatusResources(pod.Status.ContainerStatuses), InitContainerStatuses: containerStatusResources(pod.Status.InitContainerStatuses)}
 		for _, c := range pod.Status.Conditions {
-			if c.Type == corev1.PodScheduled {
-				status.Conditions = []corev1.PodCondition{{Type: c.Type, Status: c.Status}}
+			if c.Type == corev1.PodScheduled || c.Type == corev1.PodResizePending {
+				status.Conditions = append(status.Conditions, corev1.PodCondition{Type: c.Type, Status: c.Status, Reason: c.Reason})
 			}
 		}
 		pod.Status = status
 		spec := &pod.Spec
+		var affinity *corev1.Affinity
+		if spec.Affinity != nil && spec.Affinity.NodeAffinity != nil && spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
+			affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
+				RequiredDuringSchedulingIgnoredDuringExecution: spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution,
+			}}
+		}
 		pod.Spec = corev1.PodSpec{
 			NodeName: spec.NodeName, SchedulerName: spec.SchedulerName, Priority: spec.Priority,
-			SchedulingGates: spec.SchedulingGates, Overhead: spec.Overhead,
+			SchedulingGates: spec.SchedulingGates, Overhead: spec.Overhead, Resources: spec.Resources,
+			NodeSelector: spec.NodeSelector, Affinity: affinity, Tolerations: spec.Tolerations,
 			Containers: containerResources(spec.Containers), InitContainers: containerResources(spec.InitContainers),
 		}
 	}
 	return obj, nil
+}
+
+// containerStatusResources keeps each container status's name and resources.
+func containerStatusResources(cs []corev1.ContainerStatus) []corev1.ContainerStatus {
+	if cs == nil {
+		return nil
+	}
+	out := make([]corev1.ContainerStatus, len(cs))
+	for i := range cs {
+		out[i] = corev1.ContainerStatus{Name: cs[i].Name, Resources: cs[i].Resources, AllocatedResources: cs[i].AllocatedResources}
+	}
+	return out
 }
 
 // containerResources keeps each container's name, resources and restart policy.

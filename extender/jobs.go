@@ -6,6 +6,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	resourcehelper "k8s.io/component-helpers/resource"
 
 	"github.com/cps-extender/cps-extender/priority"
 )
@@ -174,24 +175,19 @@ func isTrue(s string) bool {
 	return strings.EqualFold(s, "true") || s == "1" || strings.EqualFold(s, "yes")
 }
 
-// podRequest is the pod's effective request as the scheduler counts it: the larger of the
-// sum of its containers and its largest init container, plus the pod overhead. CPU is in
-// millicores, everything else in its base unit.
+// requestOptions are the options kube-scheduler v1.37 counts a pod's requests with, for
+// the pod it places and for the pods on a node alike (framework PodInfo.CalculateResource,
+// with its default features: in-place resize and pod-level resources on).
+var requestOptions = resourcehelper.PodResourcesOptions{UseStatusResources: true, InPlacePodLevelResourcesVerticalScalingEnabled: true}
+
+// podRequest is the pod's effective request as kube-scheduler counts it
+// (component-helpers resource.PodRequests): its containers, sidecars (restartable init
+// containers) added, the largest init container's need, pod-level requests where set, the
+// pod overhead, and a resize in progress. CPU is in millicores, everything else in its
+// base unit.
 func podRequest(pod *corev1.Pod) priority.Resources {
 	req := priority.Resources{}
-	for i := range pod.Spec.Containers {
-		addList(req, pod.Spec.Containers[i].Resources.Requests)
-	}
-	for i := range pod.Spec.InitContainers {
-		init := priority.Resources{}
-		addList(init, pod.Spec.InitContainers[i].Resources.Requests)
-		for k, v := range init {
-			if v > req[k] {
-				req[k] = v
-			}
-		}
-	}
-	addList(req, pod.Spec.Overhead)
+	addList(req, resourcehelper.PodRequests(pod, requestOptions))
 	return req
 }
 

@@ -137,7 +137,7 @@ func (c *Cluster) recompute(now time.Time) {
 			if k == 0 {
 				job.Created = m.created
 			}
-			addMember(job, pod, m, held)
+			addMember(job, pod, m, held, idx.sets)
 			if m.hardPSAntiAffinity {
 				snap.hardPS[g.key] = true
 			}
@@ -199,11 +199,14 @@ func (g *groupMemo) complete(pod *podRecord) membership {
 	return m.withGroupPart(part)
 }
 
-// addMember adds one pod to its job's view.
-func addMember(job *priority.Job, pod *podRecord, m membership, held map[types.UID]string) {
+// addMember adds one pod to its job's view; sets gives a pending pod the nodes it may use.
+func addMember(job *priority.Job, pod *podRecord, m membership, held map[types.UID]string, sets map[*podConstraints]*priority.NodeSet) {
 	p := priority.Pod{
 		UID: string(pod.uid), Name: pod.nsName, Role: m.role, Index: m.index,
 		Request: pod.request, Gated: pod.gated,
+	}
+	if pod.node == "" {
+		p.Nodes = sets[pod.constraints]
 	}
 	switch node, isHeld := held[pod.uid]; {
 	case pod.node != "":

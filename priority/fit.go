@@ -24,7 +24,8 @@ type FitResult struct {
 // Fit simulates placing pods on the nodes' free capacity, node by node and for every
 // resource the pods request (cpu, memory, extended resources) plus one "pods" slot on
 // nodes that list "pods"; it never adds capacity up across nodes, since a gang that fits
-// in total but not node by node would take the turn and never gather. Pods are placed in
+// in total but not node by node would take the turn and never gather. A pod goes only to
+// a node of its Nodes (every node when nil). Pods are placed in
 // SortPods order. A PS goes to the first node (by name) that fits and hosts no other PS of
 // this placement, else to the first that fits; a worker goes to the first node hosting one
 // of its PS that fits, else to the first that fits; other pods go to the first that fits.
@@ -46,7 +47,7 @@ func Fit(nodes []Node, pods []Pod) FitResult {
 		if at < 0 {
 			if res.OK {
 				res.OK = false
-				res.Blocker = c.shortage(podLabel(p, ""), demands[i].needs)
+				res.Blocker = c.shortage(podLabel(p, ""), demands[i])
 			}
 			continue
 		}
@@ -65,10 +66,12 @@ type dimNeed struct {
 // int64 range so that subtracting and adding back can never overflow.
 const unlimited = math.MaxInt64 / 4
 
-// demand is what one pod needs, sorted by dimension with the pod slot last. Pods with
-// equal needs share a shape, so the search for one can start where the last one left off.
+// demand is what one pod needs, sorted by dimension with the pod slot last, and the nodes
+// it may use (nil: any). Pods with equal needs and the same nodes share a shape, so the
+// search for one can start where the last one left off.
 type demand struct {
 	needs []dimNeed
+	set   *NodeSet
 	shape int
 }
 
@@ -108,16 +111,21 @@ func (ds *dimSet) demands(pods []*Pod) []demand {
 	}
 	backing := make([]dimNeed, 0, total)
 	out := make([]demand, len(pods))
-	// Pods that share one request map (a caller may intern equal requests) share one
-	// demand: sameAs[i] is the first pod with pod i's map, or i.
+	// Pods that share one request map (a caller may intern equal requests) and one node
+	// set share one demand: sameAs[i] is the first pod with pod i's map and set, or i.
 	sameAs := make([]int32, len(pods))
-	firstWith := make(map[unsafe.Pointer]int32)
+	type requestAndSet struct {
+		request unsafe.Pointer
+		set     *NodeSet
+	}
+	firstWith := make(map[requestAndSet]int32)
 	// Provisional dimension numbers in order of first sight; renumbered below into the
 	// display order once every name is known.
 	for i, p := range pods {
 		sameAs[i] = int32(i)
+		out[i].set = p.Nodes
 		if p.Request != nil {
-			at := reflect.ValueOf(p.Request).UnsafePointer()
+			at := requestAndSet{reflect.ValueOf(p.Request).UnsafePointer(), p.Nodes}
 			if j, ok := firstWith[at]; ok {
 				sameAs[i] = j
 				continue
@@ -146,6 +154,7 @@ func (ds *dimSet) demands(pods []*Pod) []demand {
 	podsDim := len(ds.names) - 1
 
 	shapes := map[string]int{}
+	setIDs := map[*NodeSet]uint64{}
 	var key []byte
 	for i := range out {
 		if j := sameAs[i]; int(j) != i {
@@ -161,11 +170,21 @@ func (ds *dimSet) demands(pods []*Pod) []demand {
 		needs[len(needs)-1] = dimNeed{podsDim, 1}
 
 		// A gang's workers usually ask for the same: compare with the pod before first.
-		if i > 0 && slices.Equal(needs, out[i-1].needs) {
+		if i > 0 && out[i].set == out[i-1].set && slices.Equal(needs, out[i-1].needs) {
 			out[i].shape = out[i-1].shape
 			continue
 		}
 		key = key[:0]
+		if set := out[i].set; set != nil {
+			id, ok := setIDs[set]
+			if !ok {
+				id = uint64(len(setIDs) + 1)
+				setIDs[set] = id
+			}
+			key = binary.AppendUvarint(key, id)
+		} else {
+			key = append(key, 0)
+		}
 		for _, n := range req {
 			key = binary.AppendUvarint(key, uint64(n.dim))
 			key = binary.AppendVarint(key, n.amount)
@@ -217,6 +236,9 @@ type capacity struct {
 	cursor []int
 
 	byName map[string]int // node index by name, built on first use
+
+	// sets holds, for each node set some pod is limited to, the nodes of the set.
+	sets map[*NodeSet]*nodeMask
 
 	// psScratch is the backing array of place's set of PS nodes, reused job after job.
 	psScratch []int
@@ -347,6 +369,36 @@ func fillCapacity(nodes []Node, order []int32, names []string, ds *dimSet, a *ca
 	return c
 }
 
+// nodeMask is one node set in a capacity table's node order.
+type nodeMask struct {
+	in   []bool  // by node index
+	list []int32 // the indexes in, ascending
+}
+
+// maskOf returns a node set's mask in c's node order, worked out on first use.
+func (c *capacity) maskOf(set *NodeSet) *nodeMask {
+	if m, ok := c.sets[set]; ok {
+		return m
+	}
+	m := &nodeMask{in: make([]bool, len(c.nodes))}
+	for i, name := range c.nodes {
+		if set.Has(name) {
+			m.in[i] = true
+			m.list = append(m.list, int32(i))
+		}
+	}
+	if c.sets == nil {
+		c.sets = map[*NodeSet]*nodeMask{}
+	}
+	c.sets[set] = m
+	return m
+}
+
+// usable reports whether a pod of demand d may use node n.
+func (c *capacity) usable(n int, d demand) bool {
+	return d.set == nil || c.maskOf(d.set).in[n]
+}
+
 // nodeIndex finds a node by name (-1 when absent).
 func (c *capacity) nodeIndex(name string) int {
 	if c.byName == nil {
@@ -382,7 +434,7 @@ func (c *capacity) fits(node int, needs []dimNeed) bool {
 // firstFit returns the first node that fits d, or -1, and moves d's cursor there.
 func (c *capacity) firstFit(d demand) int {
 	from := c.cursor[d.shape]
-	at := c.firstFitFrom(d.needs, from)
+	at := c.firstFitFrom(d, from)
 	to := at
 	if at < 0 {
 		to = len(c.nodes)
@@ -396,10 +448,23 @@ func (c *capacity) firstFit(d demand) int {
 	return at
 }
 
-// firstFitFrom returns the first node at or after from that fits needs, or -1.
-func (c *capacity) firstFitFrom(needs []dimNeed, from int) int {
+// firstFitFrom returns the first node at or after from that d may use and that fits it,
+// or -1. A pod limited to some nodes walks their list from the shape's cursor: each node
+// it passes is one the cursor will not look at again.
+func (c *capacity) firstFitFrom(d demand, from int) int {
 	from = max(from, 0)
 	if from >= len(c.nodes) {
+		return -1
+	}
+	needs := d.needs
+	if d.set != nil {
+		list := c.maskOf(d.set).list
+		i, _ := slices.BinarySearch(list, int32(from))
+		for ; i < len(list); i++ {
+			if c.fits(int(list[i]), needs) {
+				return int(list[i])
+			}
+		}
 		return -1
 	}
 	// Nodes fill front to back, so the node a shape's cursor points at usually still fits.
@@ -481,14 +546,14 @@ func (c *capacity) placeOne(role Role, d demand, ps *[]int) int {
 		at = first
 		// Spread: skip nodes that already host a PS of this job, unless only they fit.
 		for at >= 0 && containsSorted(*ps, at) {
-			at = c.firstFitFrom(d.needs, at+1)
+			at = c.firstFitFrom(d, at+1)
 		}
 		if at < 0 {
 			at = first
 		}
 	case RoleWorker:
 		for _, n := range *ps {
-			if c.fits(n, d.needs) {
+			if c.usable(n, d) && c.fits(n, d.needs) {
 				at = n
 				break
 			}
@@ -522,21 +587,56 @@ func insertSorted(s []int, v int) []int {
 	return slices.Insert(s, i, v)
 }
 
-// shortage explains why a pod fits on no node: the first resource no node has enough of
-// with the most any node has free, or, when each resource alone is somewhere, that no
-// single node has them all.
-func (c *capacity) shortage(who string, needs []dimNeed) string {
+// shortage explains why a pod fits on no node it may use: the first resource no such node
+// has enough of with the most any has free, or, when each resource alone is somewhere,
+// that no single node has them all.
+func (c *capacity) shortage(who string, d demand) string {
+	needs := d.needs
 	if len(c.nodes) == 0 {
 		return who + " cannot be placed: there are no nodes"
 	}
-	for _, n := range needs {
-		if most := c.tree[c.r+n.dim]; most < n.amount {
-			name := c.names[n.dim]
-			return who + " needs " + name + " " + formatQuantity(name, n.amount) +
-				" on a node; the most free on any node is " + formatQuantity(name, max(most, 0))
+	most := c.tree[c.r : 2*c.r] // the root: the most free on any node, per resource
+	nodes := "any node"
+	if d.set != nil {
+		list := c.maskOf(d.set).list
+		if len(list) == 0 {
+			return who + " cannot be placed: it may use none of the nodes (it may use " + d.set.Why + ")"
+		}
+		nodes = d.set.Why
+		most = make([]int64, c.r)
+		for i := range most {
+			most[i] = math.MinInt64
+		}
+		for _, n := range list {
+			for i, v := range c.tree[(c.size+int(n))*c.r : (c.size+int(n)+1)*c.r] {
+				most[i] = max(most[i], v)
+			}
 		}
 	}
+	for _, n := range needs {
+		if m := most[n.dim]; m < n.amount {
+			name := c.names[n.dim]
+			return who + " needs " + name + " " + formatQuantity(name, n.amount) +
+				" on a node; the most free on " + nodes + " is " + formatQuantity(name, max(m, 0))
+		}
+	}
+	if d.set != nil {
+		return c.needs(who, needs) + " on one node; none of " + nodes + " has all of it free"
+	}
 	return c.needs(who, needs) + " on one node; no node has all of it free"
+}
+
+// anyUsable reports whether some node d may use could hold d by itself (on c as it is).
+func (c *capacity) anyUsable(d demand) bool {
+	if d.set == nil {
+		return c.covers(1, d.needs)
+	}
+	for _, n := range c.maskOf(d.set).list {
+		if c.fits(int(n), d.needs) {
+			return true
+		}
+	}
+	return false
 }
 
 // needs says what a pod asks of one node, every resource: "worker ns/a-w-0 needs cpu
@@ -550,10 +650,17 @@ func (c *capacity) needs(who string, needs []dimNeed) string {
 	return who + " needs " + c.amounts(needs)
 }
 
-// total says what pods ask for in all: "3 pods need cpu 4500m, memory 3Gi in all". It
-// does not depend on what is free, so it reads the same while the cluster changes around
-// a waiting job.
+// total says what pods ask for in all: "3 pods need cpu 4500m, memory 3Gi in all", and
+// the nodes they may use when that is not every node. It does not depend on what is free,
+// so it reads the same while the cluster changes around a waiting job.
 func (c *capacity) total(pods []demand) string {
+	on := ""
+	for _, p := range pods {
+		if p.set != nil {
+			on = ", on " + p.set.Why
+			break
+		}
+	}
 	sum := make([]int64, len(c.names))
 	for _, p := range pods {
 		for _, n := range p.needs {
@@ -567,9 +674,9 @@ func (c *capacity) total(pods []demand) string {
 		}
 	}
 	if len(pods) == 1 {
-		return "its pod needs " + c.amounts(needs)
+		return "its pod needs " + c.amounts(needs) + on
 	}
-	return "its " + strconv.Itoa(len(pods)) + " pods need " + c.amounts(needs) + " in all"
+	return "its " + strconv.Itoa(len(pods)) + " pods need " + c.amounts(needs) + " in all" + on
 }
 
 // amounts writes resource amounts as users read them: "cpu 4000m, memory 8Gi".

@@ -430,10 +430,14 @@ func neverText(r *capacity, v *jobView, f reachFit) string {
 	case len(r.nodes) == 0:
 		return "there are no nodes"
 	}
-	if needs := v.demands[f.first].needs; !r.covers(1, needs) {
-		return r.shortage(podLabel(v.toFit[f.first], namespaceOf(v.job.Key)), needs) + " even with no other job's pods on the nodes"
+	if d := v.demands[f.first]; !r.anyUsable(d) {
+		return r.shortage(podLabel(v.toFit[f.first], namespaceOf(v.job.Key)), d) + " even with no other job's pods on the nodes"
 	}
-	return "only " + strconv.Itoa(f.placed) + " of the " + strconv.Itoa(len(v.toFit)) + " pods it needs fit even with no other job's pods on the nodes"
+	fit := "only " + strconv.Itoa(f.placed) + " of the " + strconv.Itoa(len(v.toFit)) + " pods it needs fit"
+	if set := v.demands[f.first].set; set != nil {
+		return fit + " on " + set.Why + " even with no other job's pods on them"
+	}
+	return fit + " even with no other job's pods on the nodes"
 }
 
 // namespaceOf is the namespace part of a job key ("" when the key has none).
@@ -464,7 +468,7 @@ func place(c *capacity, v *jobView, keepPartial bool) string {
 			continue
 		}
 		if blocker == "" {
-			blocker, v.need = c.shortage(podLabel(p, namespaceOf(v.job.Key)), v.demands[i].needs), c.total(v.demands)
+			blocker, v.need = c.shortage(podLabel(p, namespaceOf(v.job.Key)), v.demands[i]), c.total(v.demands)
 		}
 		if !keepPartial {
 			break

@@ -50,6 +50,44 @@ type Pod struct {
 	Node string
 	// Gated is true while the pod has scheduling gates: the scheduler will not try it yet.
 	Gated bool
+	// Nodes are the nodes the pod may use (its node selector, required node affinity and
+	// tolerations leave out the others); nil means every node. Pods with the same
+	// constraints should share one set: the model works out each distinct set once.
+	Nodes *NodeSet
+}
+
+// NodeSet is a set of nodes, by name, that a pod may use, with words that say which.
+type NodeSet struct {
+	// Why names the nodes for sentences, as a noun phrase: "the 2 of 4 nodes without a
+	// taint it does not tolerate (nvidia.com/gpu=present:NoSchedule)".
+	Why   string
+	names map[string]struct{}
+}
+
+// NewNodeSet returns the set of the named nodes, described by why.
+func NewNodeSet(why string, names []string) *NodeSet {
+	s := &NodeSet{Why: why, names: make(map[string]struct{}, len(names))}
+	for _, n := range names {
+		s.names[n] = struct{}{}
+	}
+	return s
+}
+
+// Has reports whether the set holds the node; a nil set holds every node.
+func (s *NodeSet) Has(name string) bool {
+	if s == nil {
+		return true
+	}
+	_, ok := s.names[name]
+	return ok
+}
+
+// Len is how many nodes the set holds (-1 for a nil set: every node).
+func (s *NodeSet) Len() int {
+	if s == nil {
+		return -1
+	}
+	return len(s.names)
 }
 
 // Job is a gang of pods that is useful only when at least MinMember of them run together.

@@ -206,6 +206,10 @@ type podSpec struct {
 	priority  string // PriorityClass name
 	scheduler string // default: cps-scheduler
 	selector  map[string]string
+	// tolerations are the pod's; sidecarCPU, when set, adds a sidecar (a restartable init
+	// container) asking for that much cpu.
+	tolerations []corev1.Toleration
+	sidecarCPU  string
 }
 
 func (p podSpec) pod() *corev1.Pod {
@@ -221,18 +225,27 @@ func (p podSpec) pod() *corev1.Pod {
 	if cpu == "" {
 		cpu = "1"
 	}
-	return &corev1.Pod{
+	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: p.name, Namespace: ns, Labels: p.labels, Annotations: p.annots},
 		Spec: corev1.PodSpec{
 			SchedulerName:     sched,
 			PriorityClassName: p.priority,
 			NodeSelector:      p.selector,
+			Tolerations:       p.tolerations,
 			Containers: []corev1.Container{{
 				Name: "main", Image: "fake",
 				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}},
 			}},
 		},
 	}
+	if p.sidecarCPU != "" {
+		always := corev1.ContainerRestartPolicyAlways
+		pod.Spec.InitContainers = []corev1.Container{{
+			Name: "sidecar", Image: "fake", RestartPolicy: &always,
+			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(p.sidecarCPU)}},
+		}}
+	}
+	return pod
 }
 
 // jobSpec is a PS/worker job labelled with the project's own labels.
@@ -246,6 +259,10 @@ type jobSpec struct {
 	user      string
 	priority  string
 	urgent    bool
+	// selector, tolerations and sidecarCPU are every pod's (see podSpec).
+	selector    map[string]string
+	tolerations []corev1.Toleration
+	sidecarCPU  string
 }
 
 // pods lists the job's pods, PS first.
@@ -266,7 +283,8 @@ func (j jobSpec) pods() []podSpec {
 		if j.urgent {
 			labels["cps-extender.io/urgent"] = "true"
 		}
-		out = append(out, podSpec{name: fmt.Sprintf("%s-%s-%d", j.name, role, i), namespace: j.namespace, cpu: j.cpu, labels: labels, priority: j.priority})
+		out = append(out, podSpec{name: fmt.Sprintf("%s-%s-%d", j.name, role, i), namespace: j.namespace, cpu: j.cpu, labels: labels, priority: j.priority,
+			selector: j.selector, tolerations: j.tolerations, sidecarCPU: j.sidecarCPU})
 	}
 	for i := 0; i < j.ps; i++ {
 		add("ps", i)

@@ -90,9 +90,13 @@ func TestWriteTokenFile(t *testing.T) {
 func TestNodeSpecNode(t *testing.T) {
 	spec := Nodes("n", 2, "4", "8Gi")[1]
 	spec.Labels = map[string]string{"zone": "z1"}
+	spec.Taints = []corev1.Taint{{Key: "gpu", Effect: corev1.TaintEffectNoSchedule}}
 	node := spec.node()
 	if node.Name != "n-1" {
 		t.Errorf("name %q, want n-1", node.Name)
+	}
+	if diff := cmp.Diff(spec.Taints, node.Spec.Taints); diff != "" {
+		t.Errorf("taints (-want +got):\n%s", diff)
 	}
 	wantLabels := map[string]string{
 		"kubernetes.io/hostname": "n-1", "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64", "zone": "z1",

@@ -31,6 +31,8 @@ type NodeSpec struct {
 	Capacity corev1.ResourceList
 	// Labels are added to the node's labels.
 	Labels map[string]string
+	// Taints are the node's taints.
+	Taints []corev1.Taint
 }
 
 // Nodes returns n node specs named prefix-0 .. prefix-(n-1), each with the given cpu and memory
@@ -68,6 +70,7 @@ func (spec NodeSpec) node() *corev1.Node {
 			Labels:      labels,
 			Annotations: map[string]string{KwokNodeAnnotation: KwokNodeAnnotationValue},
 		},
+		Spec: corev1.NodeSpec{Taints: spec.Taints},
 		Status: corev1.NodeStatus{
 			Capacity:    capacity,
 			Allocatable: capacity.DeepCopy(),
