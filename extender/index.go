@@ -237,9 +237,7 @@ func scheduledFalse(pod *corev1.Pod) bool {
 }
 
 func newNodeRecord(n *corev1.Node) *nodeRecord {
-	alloc := priority.Resources{}
-	addList(alloc, n.Status.Allocatable)
-	return &nodeRecord{name: n.Name, labels: n.Labels, allocatable: alloc, unschedulable: n.Spec.Unschedulable,
+	return &nodeRecord{name: n.Name, labels: n.Labels, allocatable: resourcesOf(n.Status.Allocatable), unschedulable: n.Spec.Unschedulable,
 		taints: nodeTaints(n), stub: &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.Name, Labels: n.Labels}}}
 }
 

@@ -186,19 +186,21 @@ var requestOptions = resourcehelper.PodResourcesOptions{UseStatusResources: true
 // pod overhead, and a resize in progress. CPU is in millicores, everything else in its
 // base unit.
 func podRequest(pod *corev1.Pod) priority.Resources {
-	req := priority.Resources{}
-	addList(req, resourcehelper.PodRequests(pod, requestOptions))
-	return req
+	return resourcesOf(resourcehelper.PodRequests(pod, requestOptions))
 }
 
-func addList(dst priority.Resources, list corev1.ResourceList) {
+// resourcesOf is a resource list in the model's units: cpu in millicores, everything else
+// in its base unit (rounded up, as Quantity.Value does).
+func resourcesOf(list corev1.ResourceList) priority.Resources {
+	out := make(priority.Resources, len(list))
 	for name, q := range list {
 		if name == corev1.ResourceCPU {
-			dst[string(name)] += q.MilliValue()
+			out[string(name)] = q.MilliValue()
 		} else {
-			dst[string(name)] += q.Value()
+			out[string(name)] = q.Value()
 		}
 	}
+	return out
 }
 
 // podTerminated reports whether a pod no longer holds resources.
