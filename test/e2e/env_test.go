@@ -210,6 +210,10 @@ type podSpec struct {
 	// container) asking for that much cpu.
 	tolerations []corev1.Toleration
 	sidecarCPU  string
+	// affinityTo, when set, gives the pod a required pod affinity (same node) to pods with
+	// these labels: a constraint kube-scheduler enforces and the admission fit does not
+	// model.
+	affinityTo map[string]string
 }
 
 func (p podSpec) pod() *corev1.Pod {
@@ -237,6 +241,13 @@ func (p podSpec) pod() *corev1.Pod {
 				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}},
 			}},
 		},
+	}
+	if p.affinityTo != nil {
+		pod.Spec.Affinity = &corev1.Affinity{PodAffinity: &corev1.PodAffinity{
+			RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
+				LabelSelector: &metav1.LabelSelector{MatchLabels: p.affinityTo}, TopologyKey: "kubernetes.io/hostname",
+			}},
+		}}
 	}
 	if p.sidecarCPU != "" {
 		always := corev1.ContainerRestartPolicyAlways

@@ -13,7 +13,6 @@ import (
 
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/cps-extender/cps-extender/test/e2e/framework"
 )
@@ -291,8 +290,8 @@ func TestBystandersAreNotGated(t *testing.T) {
 }
 
 // TestHoldTimeoutLeavesNothingBound: a job whose gang cannot gather (one member cannot be
-// placed by the scheduler) is never partially bound; after the hold timeout it loses the
-// turn and the next job runs.
+// placed by the scheduler, for a reason the admission fit does not model) is never
+// partially bound; after the hold timeout it loses the turn and the next job runs.
 func TestHoldTimeoutLeavesNothingBound(t *testing.T) {
 	e := newEnv(t, framework.Nodes("node", 2, "4", "8Gi")...)
 	e.startExtender("gate:\n  holdTimeout: 3s\n  coolDown: 60s\nmodel:\n  userTiers: {alice: gold}\n")
@@ -301,7 +300,9 @@ func TestHoldTimeoutLeavesNothingBound(t *testing.T) {
 	stuck := jobSpec{name: "stuck", user: "alice", workers: 3, cpu: "2"}
 	next := jobSpec{name: "next", user: "carol", workers: 2, cpu: "4"}
 	pods := stuck.pods()
-	pods[2].selector = map[string]string{"no-such-label": "x"} // the scheduler never places it
+	// Required pod affinity to pods that do not exist: the scheduler never places it, and
+	// the fit, which does not model inter-pod affinity, admits the job.
+	pods[2].affinityTo = map[string]string{"cps-e2e/anchor": "true"}
 	e.createPods(pods...)
 	e.createJobs(next)
 	e.waitJobBound(next, 90*time.Second)
@@ -316,23 +317,23 @@ func TestHoldTimeoutLeavesNothingBound(t *testing.T) {
 // TestCoolDownEndsWithoutAnEvent: a gang that times out at bind cools down. A change that
 // makes it placeable arrives during the cool-down, so kube-scheduler retries the job's
 // pods at once and the extender turns them away (cooling down); the cool-down then ends
-// with no cluster event to wake them. The filter's answer must bring them back (a retry
-// after the scheduler's backoff), not kube-scheduler's flush of parked pods minutes later.
+// with no cluster event to wake them. Turns must bring them back when the job's turn comes
+// again, not kube-scheduler's flush of parked pods minutes later.
 func TestCoolDownEndsWithoutAnEvent(t *testing.T) {
 	e := newEnv(t, framework.Nodes("node", 2, "4", "8Gi")...)
 	e.startExtender("gate:\n  holdTimeout: 3s\n  coolDown: 8s\n")
 	e.startScheduler(true)
 	job := jobSpec{name: "late", workers: 3, cpu: "1"}
 	pods := job.pods()
-	pods[2].selector = map[string]string{"cps-e2e/ready": "true"} // no node has it yet
+	// Required pod affinity to an anchor pod that does not exist yet (which the admission
+	// fit does not model): kube-scheduler cannot place it.
+	pods[2].affinityTo = map[string]string{"cps-e2e/anchor": "true"}
 	e.createPods(pods...)
 	e.waitFailedScheduling("default", pods[0].name, "did not gather its gang within 3s")
 
-	patch := []byte(`{"metadata":{"labels":{"cps-e2e/ready":"true"}}}`)
-	if _, err := e.cp.Client.CoreV1().Nodes().Patch(context.Background(), "node-0", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	// The label requeued the pod while the job still cooled down: the case under test.
+	e.createPods(podSpec{name: "anchor", labels: map[string]string{"cps-e2e/anchor": "true"}})
+	// The anchor's binding requeued the pod while the job still cooled down: the case under
+	// test.
 	e.waitFailedScheduling("default", pods[2].name, "cooling down")
 	e.waitJobBound(job, 60*time.Second)
 }
