@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/cps-extender/cps-extender/extender/config"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"go.uber.org/zap"
@@ -27,6 +29,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/cps-extender/cps-extender/extender"
+	"github.com/cps-extender/cps-extender/extender/metrics"
 )
 
 func main() {
@@ -73,14 +76,14 @@ func run(args []string, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("building the dynamic API client: %w", err)
 	}
-	metrics := newMetrics()
-	turns := extender.NewTurns(extender.TurnsOptions{Log: log, Nudger: extender.NewAPINudger(client, cfg.BindTimeout.Duration), Metrics: metrics,
+	meters := newMetrics()
+	turns := extender.NewTurns(extender.TurnsOptions{Log: log, Nudger: extender.NewAPINudger(client, cfg.BindTimeout.Duration), Metrics: meters,
 		Delay: 200 * time.Millisecond})
 	go turns.Run(ctx, 4)
-	cluster := extender.NewCluster(extender.ClusterOptions{Log: log, Client: client, Dynamic: dyn, Config: cfg, Metrics: metrics, Turns: turns})
-	metrics.WatchInformers(cluster)
+	cluster := extender.NewCluster(extender.ClusterOptions{Log: log, Client: client, Dynamic: dyn, Config: cfg, Metrics: meters, Turns: turns})
+	meters.WatchInformers(cluster)
 	gate := extender.NewGate(extender.GateOptions{
-		Log: log, View: cluster, Binder: extender.NewAPIBinder(client, cfg.BindTimeout.Duration), Config: cfg.Gate, Metrics: metrics,
+		Log: log, View: cluster, Binder: extender.NewAPIBinder(client, cfg.BindTimeout.Duration), Config: cfg.Gate, Metrics: meters,
 	})
 	cluster.SetHolds(gate)
 	verbs, err := extender.NewSchedulerVerbs(log, cluster, gate, turns)
@@ -91,16 +94,16 @@ func run(args []string, stderr io.Writer) error {
 	if interval := cfg.Events.WaitingInterval.Duration; interval > 0 {
 		recorder, stopEvents := extender.NewAPIEventRecorder(client, "cps-extender")
 		defer stopEvents()
-		waiting = extender.NewWaitingEvents(recorder, interval, metrics)
+		waiting = extender.NewWaitingEvents(recorder, interval, meters)
 	}
-	verbs.Observe(metrics, waiting)
+	verbs.Observe(meters, waiting)
 	volcano, err := extender.NewVolcanoVerbs(log, cfg.Volcano, cfg.Model.PriorityModel(), cfg.Affinity, cfg.Gang, time.Now)
 	if err != nil {
 		return err
 	}
 	handler, err := extender.NewServer(extender.ServerOptions{
 		Log: log, URLPrefix: cfg.URLPrefix, MaxRequestBytes: cfg.MaxRequestBytes, Ready: cluster, Scheduler: verbs, Queue: cluster,
-		Volcano: volcano, Metrics: metrics,
+		Volcano: volcano, Metrics: meters,
 	})
 	if err != nil {
 		return err
@@ -120,9 +123,9 @@ func run(args []string, stderr io.Writer) error {
 		srv.TLSConfig = certs.TLSConfig()
 	}
 	if interval := cfg.Reload.Interval.Duration; src.path != "" && interval > 0 {
-		reloader := extender.NewConfigReloader(extender.ConfigReloaderOptions{
+		reloader := config.NewConfigReloader(config.ConfigReloaderOptions{
 			Log: log, Path: src.path, Current: cfg, Overlay: src.overlay,
-			Receivers: []extender.ModelReceiver{cluster, volcano}, Metrics: metrics,
+			Receivers: []config.ModelReceiver{cluster, volcano}, Metrics: meters,
 		})
 		go reloader.Run(ctx, interval)
 	}
@@ -173,12 +176,12 @@ func run(args []string, stderr io.Writer) error {
 // override it (applied again over a reloaded file).
 type configSource struct {
 	path    string
-	overlay func(extender.Config) extender.Config
+	overlay func(config.Config) config.Config
 }
 
 // loadConfig reads the config file and applies the flags over it, then validates the
 // result, reporting every problem at once.
-func loadConfig(args []string, stderr io.Writer) (extender.Config, configSource, error) {
+func loadConfig(args []string, stderr io.Writer) (config.Config, configSource, error) {
 	fs := flag.NewFlagSet("cps-extender", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	configPath := fs.String("config", "", "path of the YAML config file (optional; defaults apply); its model and affinity sections are reloaded when it changes")
@@ -188,14 +191,14 @@ func loadConfig(args []string, stderr io.Writer) (extender.Config, configSource,
 	logFormat := fs.String("log-format", "", "json (production, the default) or console (overrides the config file)")
 	logLevel := fs.String("log-level", "", "debug, info, warn or error (overrides the config file)")
 	if err := fs.Parse(args); err != nil {
-		return extender.Config{}, configSource{}, err
+		return config.Config{}, configSource{}, err
 	}
 	if fs.NArg() > 0 {
-		return extender.Config{}, configSource{}, fmt.Errorf("unexpected arguments: %v (subcommands: explain)", fs.Args())
+		return config.Config{}, configSource{}, fmt.Errorf("unexpected arguments: %v (subcommands: explain)", fs.Args())
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	overlay := func(cfg extender.Config) extender.Config {
+	overlay := func(cfg config.Config) config.Config {
 		if set["kubeconfig"] {
 			cfg.Kubeconfig = *kubeconfig
 		}
@@ -213,7 +216,7 @@ func loadConfig(args []string, stderr io.Writer) (extender.Config, configSource,
 		}
 		return cfg
 	}
-	cfg, errs := extender.LoadConfig(*configPath)
+	cfg, errs := config.LoadConfig(*configPath)
 	cfg = overlay(cfg)
 	src := configSource{path: *configPath, overlay: overlay}
 	if errs = append(errs, cfg.Validate()...); len(errs) > 0 {
@@ -224,10 +227,10 @@ func loadConfig(args []string, stderr io.Writer) (extender.Config, configSource,
 
 // newMetrics builds the extender's metrics on a private registry, with the Go runtime and
 // process collectors.
-func newMetrics() *extender.Metrics {
+func newMetrics() *metrics.Metrics {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	return extender.NewMetrics(reg)
+	return metrics.New(reg)
 }
 
 func restConfig(kubeconfig string) (*rest.Config, error) {
@@ -245,7 +248,7 @@ func restConfig(kubeconfig string) (*rest.Config, error) {
 	return cfg, nil
 }
 
-func newLogger(c extender.LogConfig) (*zap.Logger, error) {
+func newLogger(c config.LogConfig) (*zap.Logger, error) {
 	var zc zap.Config
 	if c.Format == "console" {
 		zc = zap.NewDevelopmentConfig()

@@ -14,12 +14,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cps-extender/cps-extender/extender/config"
+
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
-
-	"github.com/cps-extender/cps-extender/extender"
 )
 
 const (
@@ -52,9 +52,9 @@ func TestExtenderConfigLoads(t *testing.T) {
 	}
 }
 
-func loadExtenderConfig(t *testing.T) extender.Config {
+func loadExtenderConfig(t *testing.T) config.Config {
 	t.Helper()
-	cfg, errs := extender.LoadConfig(extenderConfig)
+	cfg, errs := config.LoadConfig(extenderConfig)
 	errs = append(errs, cfg.Validate()...)
 	for _, err := range errs {
 		t.Errorf("%s: %v", extenderConfig, err)

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"unsafe"
 
+	"github.com/cps-extender/cps-extender/extender/wire"
 	extenderv1 "k8s.io/kube-scheduler/extender/v1"
 )
 
@@ -69,9 +70,9 @@ func readBody(w http.ResponseWriter, r *http.Request, maxBytes int64, sc *scratc
 	if _, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, maxBytes)); err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			return tooLarge(tooBig.Limit)
+			return wire.TooLarge(tooBig.Limit)
 		}
-		return badRequest("reading the request body: %v", err)
+		return wire.BadRequest("reading the request body: %v", err)
 	}
 	return nil
 }
@@ -289,7 +290,7 @@ func stringEnd(b []byte, i int) (int, bool) {
 
 // decodeJSONBytes decodes one JSON value from body into v, with decodeJSON's errors.
 func decodeJSONBytes(body []byte, v any) error {
-	return decodeFrom(bytes.NewReader(body), v)
+	return wire.DecodeFrom(bytes.NewReader(body), v)
 }
 
 // grown returns buf with length n, reusing its array when it is large enough. The elements

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cps-extender/cps-extender/extender/config"
+
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes/fake"
@@ -73,7 +75,7 @@ func benchCluster(tb testing.TB, nodes, pods, jobs int) *benchEnv {
 	e.waiting, e.running = waiting[1], running[1]
 	e.pods = append(append(e.pods, waiting...), running...)
 
-	cfg := DefaultConfig()
+	cfg := config.DefaultConfig()
 	log := zap.NewNop()
 	c := NewCluster(ClusterOptions{Log: log, Client: fake.NewClientset(), Config: cfg})
 	gate := NewGate(GateOptions{Log: log, View: c, Binder: noopBinder{}, Config: cfg.Gate})

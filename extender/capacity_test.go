@@ -4,6 +4,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cps-extender/cps-extender/extender/config"
+
 	"github.com/google/go-cmp/cmp"
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
@@ -51,7 +53,7 @@ func TestFreeAndCapacity(t *testing.T) {
 		deleting, done,
 	}
 	holds := &fixedHolds{held: map[types.UID]string{"uid-job-w-1": "n2"}, coolDowns: map[string]time.Time{}}
-	c := NewCluster(ClusterOptions{Log: zap.NewNop(), Client: fake.NewClientset(), Config: DefaultConfig()})
+	c := NewCluster(ClusterOptions{Log: zap.NewNop(), Client: fake.NewClientset(), Config: config.DefaultConfig()})
 	c.SetHolds(holds)
 	fillStores(t, c, []*corev1.Node{node("n1"), node("n2")}, pods)
 	c.recompute(time.Unix(1_700_000_000, 0))

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cps-extender/cps-extender/extender/config"
+
 	"github.com/google/go-cmp/cmp"
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
@@ -45,8 +47,8 @@ func TestConcurrentVerbsDuringChurn(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	cfg := DefaultConfig()
-	cfg.Gate.RecomputeInterval = Duration{20 * time.Millisecond}
+	cfg := config.DefaultConfig()
+	cfg.Gate.RecomputeInterval = metav1.Duration{Duration: 20 * time.Millisecond}
 	log := zap.NewNop()
 	cluster := NewCluster(ClusterOptions{Log: log, Client: client, Config: cfg})
 	gate := NewGate(GateOptions{Log: log, View: cluster, Binder: noopBinder{}, Config: cfg.Gate})
@@ -210,7 +212,7 @@ func checkAnswer(verb string, body []byte, names []string, existed map[string]bo
 // Heartbeats and status-only updates must not cost a recompute; real changes must.
 func TestIndexChangesThatNeedARecompute(t *testing.T) {
 	x := newViewIndex()
-	cfg := &viewConfig{gang: DefaultConfig().Gang}
+	cfg := &viewConfig{gang: config.DefaultConfig().Gang}
 	x.cfg = cfg
 	node := loadfixture.Nodes(loadfixture.Spec{Nodes: 1})[0]
 	pod := loadfixture.Pods(loadfixture.Spec{Jobs: 1, PodsPerJob: 1})[0]
@@ -265,7 +267,7 @@ func TestIndexChangesThatNeedARecompute(t *testing.T) {
 // same record as the whole pod (request, membership, node, gates, priority...), and loses
 // its env, volumes, commands and statuses.
 func TestTrimForCacheKeepsWhatTheViewReads(t *testing.T) {
-	cfg := DefaultConfig().Gang
+	cfg := config.DefaultConfig().Gang
 	full := loadfixture.Pods(loadfixture.Spec{Jobs: 1, PodsPerJob: 2})[1]
 	full.Spec.NodeName = "node-1"
 	full.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: "wait"}}

@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cps-extender/cps-extender/extender/config"
+
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/dynamic"
@@ -16,6 +18,7 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/cps-extender/cps-extender/extender/metrics"
 	"github.com/cps-extender/cps-extender/priority"
 )
 
@@ -33,7 +36,7 @@ type Cluster struct {
 	synced     []cache.InformerSynced
 	holds      HoldSource
 	turns      *Turns
-	metrics    *Metrics
+	metrics    *metrics.Metrics
 	now        func() time.Time
 	interval   time.Duration
 	informers  atomic.Pointer[map[string]cache.InformerSynced] // by name, for the metrics
@@ -54,7 +57,7 @@ type Cluster struct {
 // viewConfig is the part of the configuration the view computes with; it can be swapped
 // while running.
 type viewConfig struct {
-	gang     GangConfig
+	gang     config.GangConfig
 	model    priority.Model
 	affinity priority.Affinity
 }
@@ -64,9 +67,9 @@ type ClusterOptions struct {
 	Log     *zap.Logger
 	Client  kubernetes.Interface
 	Dynamic dynamic.Interface // nil: no PodGroup sources
-	Config  Config
+	Config  config.Config
 	// Metrics receives the queue gauges; nil means none.
-	Metrics *Metrics
+	Metrics *metrics.Metrics
 	// Turns is told of every published snapshot, so that turned-away pods whose job's
 	// turn came are brought back; nil means none.
 	Turns *Turns
@@ -234,4 +237,11 @@ func (c *Cluster) NodeLabels(name string) map[string]string {
 // podGroup looks a PodGroup up in its source's informer.
 func (c *Cluster) podGroup(source, namespace, name string) (PodGroupInfo, bool) {
 	return c.podGroups.lookup(source, namespace, name)
+}
+
+// SetModel swaps the model and affinity the view computes with, and recomputes the queue.
+func (c *Cluster) SetModel(model priority.Model, affinity priority.Affinity) {
+	old := c.cfg.Load()
+	c.cfg.Store(&viewConfig{gang: old.gang, model: model, affinity: affinity})
+	c.Trigger()
 }

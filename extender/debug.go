@@ -11,6 +11,7 @@ import (
 
 	"github.com/julienschmidt/httprouter"
 
+	"github.com/cps-extender/cps-extender/extender/wire"
 	"github.com/cps-extender/cps-extender/priority"
 )
 
@@ -31,19 +32,19 @@ type queueReport struct {
 func (s *Server) debugQueue(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
 	snap := s.queue.Snapshot()
 	if snap == nil {
-		writeJSON(w, http.StatusServiceUnavailable, errorBody{Error: "no queue computed yet: cluster view not synced"})
+		wire.WriteJSON(w, http.StatusServiceUnavailable, wire.ErrorBody{Error: "no queue computed yet: cluster view not synced"})
 		return
 	}
 	q := snap.Queue
 	report := queueReport{Computed: snap.Computed, Jobs: slices.Concat(q.Order, q.Unschedulable, q.Running)}
 	switch format := r.URL.Query().Get("format"); format {
 	case "", "json":
-		writeJSON(w, http.StatusOK, report)
+		wire.WriteJSON(w, http.StatusOK, report)
 	case "table":
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		writeQueueTable(w, report)
 	default:
-		writeJSON(w, http.StatusBadRequest, errorBody{Error: fmt.Sprintf("unknown format %q: want json or table", format)})
+		wire.WriteJSON(w, http.StatusBadRequest, wire.ErrorBody{Error: fmt.Sprintf("unknown format %q: want json or table", format)})
 	}
 }
 

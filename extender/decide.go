@@ -21,7 +21,7 @@ func (c *Cluster) Admit(pod *corev1.Pod) Admission {
 	if c.exempt(pod.Namespace) {
 		return Admission{OK: true}
 	}
-	m, inJob := cfg.gang.membershipOf(pod, c.podGroup)
+	m, inJob := membershipOf(cfg.gang, pod, c.podGroup)
 	if !inJob {
 		return Admission{OK: true}
 	}
@@ -51,7 +51,7 @@ func (c *Cluster) exempt(namespace string) bool {
 func (c *Cluster) jobMember(snap *Snapshot, pod *corev1.Pod) (*priority.Job, priority.Pod, bool) {
 	key, ok := snap.JobOf(pod.UID, pod.Namespace, pod.Name)
 	if !ok {
-		m, inJob := c.config().gang.membershipOf(pod, c.podGroup)
+		m, inJob := membershipOf(c.config().gang, pod, c.podGroup)
 		if !inJob {
 			return nil, priority.Pod{}, false
 		}
@@ -63,7 +63,7 @@ func (c *Cluster) jobMember(snap *Snapshot, pod *corev1.Pod) (*priority.Job, pri
 	}
 	member := memberOf(job, PodRef{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID})
 	if member.UID == "" {
-		m, _ := c.config().gang.membershipOf(pod, c.podGroup)
+		m, _ := membershipOf(c.config().gang, pod, c.podGroup)
 		member = priority.Pod{UID: string(pod.UID), Name: pod.Namespace + "/" + pod.Name, Role: m.role, Index: m.index, Request: podRequest(pod)}
 	}
 	return job, member, true
@@ -146,7 +146,7 @@ func (c *Cluster) JobOfPod(ctx context.Context, ref PodRef) (string, bool, error
 	if c.exempt(pod.Namespace) {
 		return "", false, nil
 	}
-	m, inJob := c.config().gang.membershipOf(pod, c.podGroup)
+	m, inJob := membershipOf(c.config().gang, pod, c.podGroup)
 	return m.jobKey, inJob, nil
 }
 

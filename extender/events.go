@@ -3,6 +3,7 @@ package extender
 import (
 	"time"
 
+	"github.com/cps-extender/cps-extender/extender/metrics"
 	gocache "github.com/patrickmn/go-cache"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -40,13 +41,13 @@ func NewAPIEventRecorder(client kubernetes.Interface, component string) (EventRe
 // of an unschedulable job gets a Warning GangUnschedulable Event instead.
 type WaitingEvents struct {
 	recorder EventRecorder
-	metrics  *Metrics
+	metrics  *metrics.Metrics
 	sent     *gocache.Cache // pod UID (or namespace/name) -> struct{}, for interval
 }
 
 // NewWaitingEvents builds the notifier; interval is the least time between two Events on
 // the same pod.
-func NewWaitingEvents(recorder EventRecorder, interval time.Duration, metrics *Metrics) *WaitingEvents {
+func NewWaitingEvents(recorder EventRecorder, interval time.Duration, metrics *metrics.Metrics) *WaitingEvents {
 	return &WaitingEvents{recorder: recorder, metrics: metrics, sent: gocache.New(interval, 2*interval)}
 }
 
@@ -61,10 +62,10 @@ func (w *WaitingEvents) NotifyWaiting(pod *corev1.Pod, adm Admission) {
 	}
 	// Add fails while the key is present: the check and the mark are one atomic step.
 	if err := w.sent.Add(key, struct{}{}, gocache.DefaultExpiration); err != nil {
-		w.metrics.waitingEvent(false)
+		w.metrics.WaitingEvent(false)
 		return
 	}
-	w.metrics.waitingEvent(true)
+	w.metrics.WaitingEvent(true)
 	msg := adm.Explain
 	if msg == "" {
 		msg = adm.Reason

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cps-extender/cps-extender/extender/metrics"
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
@@ -67,7 +68,7 @@ func TestWaitingEventsAreRateLimitedPerPod(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			rec := &fakeRecorder{}
-			m := NewMetrics(prometheus.NewRegistry())
+			m := metrics.New(prometheus.NewRegistry())
 			w := NewWaitingEvents(rec, time.Hour, m)
 			for _, p := range tt.notify {
 				w.NotifyWaiting(p, Admission{Reason: reason, Queued: true})

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cps-extender/cps-extender/extender/config"
+
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -24,8 +26,8 @@ func newFuzzServer(f *testing.F) *Server {
 		&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "a-ps-0", Namespace: "default", UID: "u1",
 			Labels: map[string]string{"cps-extender.io/job": "a", "cps-extender.io/role": "ps", "cps-extender.io/min-member": "2"}}},
 	)
-	cfg := DefaultConfig()
-	cfg.Gate.HoldTimeout = Duration{10 * time.Millisecond}
+	cfg := config.DefaultConfig()
+	cfg.Gate.HoldTimeout = metav1.Duration{Duration: 10 * time.Millisecond}
 	log := zap.NewNop()
 	cluster := NewCluster(ClusterOptions{Log: log, Client: client, Config: cfg})
 	gate := NewGate(GateOptions{Log: log, View: cluster, Binder: &fakeBinder{}, Config: cfg.Gate})

@@ -8,11 +8,14 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cps-extender/cps-extender/extender/config"
+
 	gocache "github.com/patrickmn/go-cache"
 	"go.uber.org/zap"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 
+	"github.com/cps-extender/cps-extender/extender/metrics"
 	"github.com/cps-extender/cps-extender/priority"
 )
 
@@ -46,7 +49,7 @@ type Gate struct {
 	log         *zap.Logger
 	view        JobView
 	binder      Binder
-	metrics     *Metrics
+	metrics     *metrics.Metrics
 	holdTimeout time.Duration
 	maxHold     time.Duration
 	coolDown    time.Duration
@@ -98,9 +101,9 @@ type GateOptions struct {
 	Log    *zap.Logger
 	View   JobView
 	Binder Binder
-	Config GateConfig
+	Config config.GateConfig
 	// Metrics counts the bind outcomes; nil means none.
-	Metrics *Metrics
+	Metrics *metrics.Metrics
 	// Clock times the holds and cool-downs; nil means the real clock.
 	Clock clock.WithDelayedExecution
 }
@@ -126,7 +129,7 @@ func NewGate(o GateOptions) *Gate {
 // Bind binds the pod to node, holding it while its gang gathers (see Gate).
 func (g *Gate) Bind(ctx context.Context, pod PodRef, node string) error {
 	outcome, err := g.bind(ctx, pod, node)
-	g.metrics.gateDecision(VerbBind, outcome)
+	g.metrics.GateDecision(VerbBind, outcome)
 	return err
 }
 
@@ -134,46 +137,46 @@ func (g *Gate) Bind(ctx context.Context, pod PodRef, node string) error {
 func (g *Gate) bind(ctx context.Context, pod PodRef, node string) (string, error) {
 	key, inJob, err := g.view.JobOfPod(ctx, pod)
 	if err != nil {
-		return OutcomeRefused, err
+		return metrics.OutcomeRefused, err
 	}
 	if !inJob {
 		return g.bindNow(ctx, pod, node)
 	}
 	job, decision, ok := g.view.Snapshot().Job(key)
 	if !ok {
-		return OutcomeRefused, fmt.Errorf("not bound: job %s is not in the extender's view yet; the scheduler retries", key)
+		return metrics.OutcomeRefused, fmt.Errorf("not bound: job %s is not in the extender's view yet; the scheduler retries", key)
 	}
 	if decision.Phase == priority.PhaseRunning || g.releasedEnough(job, decision) {
 		return g.bindNow(ctx, pod, node)
 	}
 	if decision.Phase != priority.PhaseAdmitted {
-		return OutcomeRefused, fmt.Errorf("not bound: %s", decision.Reason)
+		return metrics.OutcomeRefused, fmt.Errorf("not bound: %s", decision.Reason)
 	}
 	err = g.hold(ctx, job, decision, pod, node)
 	var ge *gateError
 	switch {
 	case err == nil:
-		return OutcomeGathered, nil
+		return metrics.OutcomeGathered, nil
 	case errors.As(err, &ge):
 		return ge.outcome, err
 	default:
-		return OutcomeFailed, err
+		return metrics.OutcomeFailed, err
 	}
 }
 
 // bindNow binds a pod that needs no gathering.
 func (g *Gate) bindNow(ctx context.Context, pod PodRef, node string) (string, error) {
 	if err := g.post(context.WithoutCancel(ctx), pod, node); err != nil {
-		return OutcomeFailed, err
+		return metrics.OutcomeFailed, err
 	}
-	return OutcomePassed, nil
+	return metrics.OutcomePassed, nil
 }
 
 // post creates one Binding, counting failures.
 func (g *Gate) post(ctx context.Context, pod PodRef, node string) error {
 	err := g.binder.Bind(ctx, pod, node)
 	if err != nil {
-		g.metrics.bindFailed()
+		g.metrics.BindFailed()
 	}
 	return err
 }
@@ -200,7 +203,7 @@ func (g *Gate) hold(ctx context.Context, job *priority.Job, d *priority.Decision
 	if old, ok := gat.holds[pod.UID]; ok {
 		// The scheduler retried this pod; the older request is stale.
 		old.timer.Stop()
-		old.result <- &gateError{OutcomeSuperseded, errors.New("superseded by a newer bind request for the same pod")}
+		old.result <- &gateError{metrics.OutcomeSuperseded, errors.New("superseded by a newer bind request for the same pod")}
 	}
 	if _, seen := gat.seen[pod.UID]; !seen {
 		gat.seen[pod.UID] = struct{}{}
@@ -244,7 +247,7 @@ func (g *Gate) hold(ctx context.Context, job *priority.Job, d *priority.Decision
 		delete(gat.holds, pod.UID)
 		g.mu.Unlock()
 		g.view.Trigger()
-		return &gateError{OutcomeCancelled, fmt.Errorf("bind request for %s cancelled while its gang gathered: %w", pod, ctx.Err())}
+		return &gateError{metrics.OutcomeCancelled, fmt.Errorf("bind request for %s cancelled while its gang gathered: %w", pod, ctx.Err())}
 	}
 	g.mu.Unlock()
 	return <-h.result
@@ -298,7 +301,7 @@ func (g *Gate) expireHold(gat *gathering, h *hold) {
 	}
 	delete(gat.holds, h.pod.UID)
 	held := len(gat.holds)
-	h.result <- &gateError{OutcomeExpired, fmt.Errorf("not bound: held %v while job %s gathered its gang (%d of %d at bind, still growing); the scheduler retries it",
+	h.result <- &gateError{metrics.OutcomeExpired, fmt.Errorf("not bound: held %v while job %s gathered its gang (%d of %d at bind, still growing); the scheduler retries it",
 		g.maxHold, gat.job, held, gat.min)}
 	g.mu.Unlock()
 	g.log.Debug("hold expired while the gang still gathers", zap.String("job", gat.job), zap.Stringer("pod", h.pod), zap.Int("held", held), zap.Int("min", gat.min))
@@ -326,7 +329,7 @@ func (g *Gate) expire(gat *gathering) {
 	}
 	cs.until = g.clock.Now().Add(wait)
 	g.failures.SetDefault(gat.job, cs)
-	err := &gateError{OutcomeTimeout, fmt.Errorf("job %s did not gather its gang within %v of its last new member (%d of %d reached bind): nothing of it was bound; it loses the turn for %v",
+	err := &gateError{metrics.OutcomeTimeout, fmt.Errorf("job %s did not gather its gang within %v of its last new member (%d of %d reached bind): nothing of it was bound; it loses the turn for %v",
 		gat.job, g.holdTimeout, len(gat.holds), gat.min, wait)}
 	for _, h := range gat.holds {
 		h.result <- err

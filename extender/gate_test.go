@@ -8,8 +8,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cps-extender/cps-extender/extender/config"
+
 	"github.com/google/go-cmp/cmp"
 	"go.uber.org/zap"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	testingclock "k8s.io/utils/clock/testing"
 
@@ -74,8 +77,8 @@ func newTestGate(view JobView, binder Binder, hold time.Duration) *Gate {
 // newClockedGate is a gate on a fake clock: its holds end only when the test steps it.
 func newClockedGate(view JobView, binder Binder, hold time.Duration) (*Gate, *testingclock.FakeClock) {
 	clk := testingclock.NewFakeClock(time.Unix(1_700_000_000, 0))
-	return NewGate(GateOptions{Log: zap.NewNop(), View: view, Binder: binder, Clock: clk, Config: GateConfig{
-		HoldTimeout: Duration{hold}, CoolDown: Duration{time.Minute}, MaxCoolDown: Duration{4 * time.Minute},
+	return NewGate(GateOptions{Log: zap.NewNop(), View: view, Binder: binder, Clock: clk, Config: config.GateConfig{
+		HoldTimeout: metav1.Duration{Duration: hold}, CoolDown: metav1.Duration{Duration: time.Minute}, MaxCoolDown: metav1.Duration{Duration: 4 * time.Minute},
 	}}), clk
 }
 
@@ -164,9 +167,9 @@ func fourPodGate(t *testing.T) (*Gate, *testingclock.FakeClock, *fakeBinder) {
 	view := newFakeJobView(t, []priority.Job{job}, bigNodes())
 	clk := testingclock.NewFakeClock(time.Unix(1_700_000_000, 0))
 	binder := &fakeBinder{}
-	g := NewGate(GateOptions{Log: zap.NewNop(), View: view, Binder: binder, Clock: clk, Config: GateConfig{
-		HoldTimeout: Duration{20 * time.Second}, MaxHold: Duration{50 * time.Second},
-		CoolDown: Duration{time.Minute}, MaxCoolDown: Duration{4 * time.Minute},
+	g := NewGate(GateOptions{Log: zap.NewNop(), View: view, Binder: binder, Clock: clk, Config: config.GateConfig{
+		HoldTimeout: metav1.Duration{Duration: 20 * time.Second}, MaxHold: metav1.Duration{Duration: 50 * time.Second},
+		CoolDown: metav1.Duration{Duration: time.Minute}, MaxCoolDown: metav1.Duration{Duration: 4 * time.Minute},
 	}})
 	return g, clk, binder
 }

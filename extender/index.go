@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cps-extender/cps-extender/extender/config"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -105,7 +107,7 @@ func newViewIndex() *viewIndex {
 	return &viewIndex{pods: map[types.UID]*podRecord{}, nodes: map[string]*nodeRecord{}, jobs: map[string]*jobPods{}}
 }
 
-func newPodRecord(pod *corev1.Pod, gang GangConfig) *podRecord {
+func newPodRecord(pod *corev1.Pod, gang config.GangConfig) *podRecord {
 	r := &podRecord{
 		uid: pod.UID, namespace: pod.Namespace, nsName: pod.Namespace + "/" + pod.Name, node: pod.Spec.NodeName,
 		terminated: podTerminated(pod), deleting: pod.DeletionTimestamp != nil, gated: len(pod.Spec.SchedulingGates) > 0,
@@ -117,7 +119,7 @@ func newPodRecord(pod *corev1.Pod, gang GangConfig) *podRecord {
 	if key := constraintsKey(pod); key != "" {
 		r.constraints = newPodConstraints(key, pod)
 	}
-	r.m, r.inJob = gang.podMembership(pod)
+	r.m, r.inJob = podMembership(gang, pod)
 	r.counted = r.inJob && !r.terminated && !r.deleting && !slices.Contains(gang.ExemptNamespaces, pod.Namespace)
 	return r
 }
@@ -172,7 +174,7 @@ func (x *viewIndex) replace(old, r *podRecord) {
 }
 
 // newPodRecord is newPodRecord with the request and the constraints interned. x.mu is held.
-func (x *viewIndex) newPodRecord(pod *corev1.Pod, gang GangConfig) *podRecord {
+func (x *viewIndex) newPodRecord(pod *corev1.Pod, gang config.GangConfig) *podRecord {
 	r := newPodRecord(pod, gang)
 	if r.request != nil {
 		r.request = x.intern(r.request)

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cps-extender/cps-extender/extender/config"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -17,7 +19,7 @@ import (
 // that the index's per-job groups hold exactly the counted pods, each at its slot.
 func TestIndexJobGroupsFollowEvents(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
-	cfg := &viewConfig{gang: DefaultConfig().Gang}
+	cfg := &viewConfig{gang: config.DefaultConfig().Gang}
 	x := newViewIndex()
 	x.cfg = cfg
 	pods := loadfixture.Pods(loadfixture.Spec{Jobs: 6, PodsPerJob: 4})

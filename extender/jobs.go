@@ -5,6 +5,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cps-extender/cps-extender/extender/config"
+
 	corev1 "k8s.io/api/core/v1"
 	resourcehelper "k8s.io/component-helpers/resource"
 
@@ -76,8 +78,8 @@ type membership struct {
 
 // membershipOf tells which job a pod belongs to, checking the sources in order: Volcano
 // PodGroups, coscheduling PodGroups, Kubeflow labels, the project's own labels.
-func (g GangConfig) membershipOf(pod *corev1.Pod, groups PodGroupLookup) (membership, bool) {
-	m, ok := g.podMembership(pod)
+func membershipOf(g config.GangConfig, pod *corev1.Pod, groups PodGroupLookup) (membership, bool) {
+	m, ok := podMembership(g, pod)
 	if !ok {
 		return m, false
 	}
@@ -87,7 +89,7 @@ func (g GangConfig) membershipOf(pod *corev1.Pod, groups PodGroupLookup) (member
 // podMembership is what the pod alone says about its job: everything but the PodGroup's
 // minimum, creation and hints (withGroup adds those). It depends only on the pod and the
 // config, so the cluster view computes it once per pod event.
-func (g GangConfig) podMembership(pod *corev1.Pod) (membership, bool) {
+func podMembership(g config.GangConfig, pod *corev1.Pod) (membership, bool) {
 	m := membership{index: -1}
 	labels, annotations := pod.Labels, pod.Annotations
 	var group string

@@ -4,6 +4,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cps-extender/cps-extender/extender/config"
+
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
@@ -24,12 +26,12 @@ func TestMembershipOf(t *testing.T) {
 		}
 		return PodGroupInfo{}, false
 	}
-	g := DefaultConfig().Gang
+	g := config.DefaultConfig().Gang
 	tests := []struct {
 		name   string
 		labels map[string]string
 		annots map[string]string
-		gang   func(*GangConfig)
+		gang   func(*config.GangConfig)
 		want   membership
 		inJob  bool
 	}{
@@ -67,7 +69,7 @@ func TestMembershipOf(t *testing.T) {
 		{
 			name:   "a switched-off source is not consulted",
 			annots: map[string]string{volcanoGroupAnnotation: "vj"},
-			gang:   func(g *GangConfig) { g.Volcano = false },
+			gang:   func(g *config.GangConfig) { g.Volcano = false },
 			want:   membership{index: -1},
 		},
 		{
@@ -82,7 +84,7 @@ func TestMembershipOf(t *testing.T) {
 				tt.gang(&cfg)
 			}
 			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", Labels: tt.labels, Annotations: tt.annots}}
-			got, inJob := cfg.membershipOf(pod, groups)
+			got, inJob := membershipOf(cfg, pod, groups)
 			if inJob != tt.inJob {
 				t.Fatalf("inJob = %v, want %v", inJob, tt.inJob)
 			}

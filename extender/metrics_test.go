@@ -9,15 +9,19 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cps-extender/cps-extender/extender/config"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	testingclock "k8s.io/utils/clock/testing"
 
+	"github.com/cps-extender/cps-extender/extender/metrics"
 	"github.com/cps-extender/cps-extender/priority"
 )
 
 // scrape answers GET /metrics of the metrics' registry, in the text format.
-func scrape(t *testing.T, m *Metrics) string {
+func scrape(t *testing.T, m *metrics.Metrics) string {
 	t.Helper()
 	rec := httptest.NewRecorder()
 	m.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
@@ -101,8 +105,8 @@ func TestMetricsQueueGaugesAndInformers(t *testing.T) {
 		{UID: "uid-big-0", Name: "ns/big-0", Role: priority.RoleWorker, Request: priority.Resources{"cpu": 90000}},
 	}}
 	view := newFakeJobView(t, []priority.Job{running, tooBig, threePodJob()}, bigNodes())
-	m := NewMetrics(prometheus.NewRegistry())
-	m.observeQueue(view.snap.Queue, 2)
+	m := metrics.New(prometheus.NewRegistry())
+	m.ObserveQueue(view.snap.Queue, 2)
 	m.WatchInformers(fakeInformers{"pods": true, "nodes": true, "volcano-podgroups": false})
 	wantSamples(t, scrape(t, m),
 		`cps_extender_queue_jobs{state="running"} 1`,
@@ -117,13 +121,13 @@ func TestMetricsQueueGaugesAndInformers(t *testing.T) {
 }
 
 func TestMetricsAreNilSafe(t *testing.T) {
-	var m *Metrics
-	m.observeRequest("filter", 200, time.Millisecond)
-	m.gateDecision(VerbBind, OutcomePassed)
-	m.bindFailed()
-	m.waitingEvent(true)
-	m.configReload(true)
-	m.observeQueue(&priority.Queue{}, 0)
+	var m *metrics.Metrics
+	m.ObserveRequest("filter", 200, time.Millisecond)
+	m.GateDecision(VerbBind, metrics.OutcomePassed)
+	m.BindFailed()
+	m.WaitingEvent(true)
+	m.ConfigReload(true)
+	m.ObserveQueue(&priority.Queue{}, 0)
 	m.WatchInformers(fakeInformers{})
 }
 
@@ -182,11 +186,11 @@ func TestGateCountsOutcomes(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			view := newFakeJobView(t, []priority.Job{running, tooBig, threePodJob()}, bigNodes())
-			m := NewMetrics(prometheus.NewRegistry())
+			m := metrics.New(prometheus.NewRegistry())
 			clk := testingclock.NewFakeClock(time.Unix(1_700_000_000, 0))
 			g := NewGate(GateOptions{Log: zap.NewNop(), View: view, Metrics: m, Clock: clk,
 				Binder: &fakeBinder{fail: map[string]error{"broken": errors.New("boom")}},
-				Config: GateConfig{HoldTimeout: Duration{20 * time.Second}, CoolDown: Duration{time.Minute}, MaxCoolDown: Duration{time.Minute}}})
+				Config: config.GateConfig{HoldTimeout: metav1.Duration{Duration: 20 * time.Second}, CoolDown: metav1.Duration{Duration: time.Minute}, MaxCoolDown: metav1.Duration{Duration: time.Minute}}})
 			tt.run(g, clk)
 			wantSamples(t, scrape(t, m), tt.want...)
 		})

@@ -3,6 +3,8 @@ package extender
 import (
 	"context"
 
+	"github.com/cps-extender/cps-extender/extender/config"
+
 	"go.uber.org/zap"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -29,7 +31,7 @@ type podGroupSources struct {
 	indexers map[string]cache.Indexer
 }
 
-func newPodGroupSources(log *zap.Logger, client kubernetes.Interface, dyn dynamic.Interface, g GangConfig, h cache.ResourceEventHandler) *podGroupSources {
+func newPodGroupSources(log *zap.Logger, client kubernetes.Interface, dyn dynamic.Interface, g config.GangConfig, h cache.ResourceEventHandler) *podGroupSources {
 	s := &podGroupSources{log: log, client: client, handler: h, wanted: map[string]schema.GroupVersionResource{}, indexers: map[string]cache.Indexer{}}
 	if dyn == nil {
 		return s

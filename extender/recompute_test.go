@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cps-extender/cps-extender/extender/config"
+
 	"github.com/google/go-cmp/cmp"
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
@@ -36,7 +38,7 @@ func recomputeCluster(t *testing.T, holds *fixedHolds, t0 time.Time) *Cluster {
 			p.Spec.NodeName = nodes[i].Name
 		}
 	}
-	c := NewCluster(ClusterOptions{Log: zap.NewNop(), Client: fake.NewClientset(), Config: DefaultConfig()})
+	c := NewCluster(ClusterOptions{Log: zap.NewNop(), Client: fake.NewClientset(), Config: config.DefaultConfig()})
 	c.SetHolds(holds)
 	fillStores(t, c, nodes, pods)
 	return c

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cps-extender/cps-extender/extender/metrics"
+	"github.com/cps-extender/cps-extender/extender/wire"
 	"github.com/julienschmidt/httprouter"
 	"go.uber.org/zap"
 )
@@ -33,7 +35,7 @@ type Server struct {
 	ready    ReadyChecker
 	sched    *SchedulerVerbs
 	queue    QueueSource
-	metrics  *Metrics
+	metrics  *metrics.Metrics
 	router   *httprouter.Router
 }
 
@@ -49,7 +51,7 @@ type ServerOptions struct {
 	// Volcano serves Volcano's extender verbs under its own prefix; nil leaves them out.
 	Volcano *VolcanoVerbs
 	// Metrics counts requests and serves /metrics; nil leaves them out.
-	Metrics *Metrics
+	Metrics *metrics.Metrics
 }
 
 // NewServer builds the HTTP handler of the extender.
@@ -98,12 +100,12 @@ func NewServer(o ServerOptions) (*Server, error) {
 	}
 	r.NotFound = http.HandlerFunc(s.notFound)
 	r.MethodNotAllowed = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		writeJSON(w, http.StatusMethodNotAllowed, errorBody{Error: fmt.Sprintf("method %s is not allowed on %s", req.Method, req.URL.Path)})
+		wire.WriteJSON(w, http.StatusMethodNotAllowed, wire.ErrorBody{Error: fmt.Sprintf("method %s is not allowed on %s", req.Method, req.URL.Path)})
 	})
 	r.PanicHandler = func(w http.ResponseWriter, req *http.Request, v any) {
 		// A panic is a bug of ours; answer 500 instead of dropping the connection.
 		s.log.Error("handler panicked", zap.String("path", req.URL.Path), zap.Any("panic", v), zap.Stack("stack"))
-		writeJSON(w, http.StatusInternalServerError, errorBody{Error: "internal error"})
+		wire.WriteJSON(w, http.StatusInternalServerError, wire.ErrorBody{Error: "internal error"})
 	}
 	s.router = r
 	return s, nil
@@ -119,7 +121,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.router.ServeHTTP(rec, r.WithContext(context.WithValue(r.Context(), requestInfoKey{}, info)))
 	took := time.Since(start)
 	if info.verb != "" {
-		s.metrics.observeRequest(info.verb, rec.status, took)
+		s.metrics.ObserveRequest(info.verb, rec.status, took)
 	}
 	level := zap.DebugLevel
 	if rec.status >= http.StatusBadRequest && info.verb != "" {
@@ -140,7 +142,7 @@ func (s *Server) handle(verb string, fn func(w http.ResponseWriter, r *http.Requ
 	return func(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
 		noteVerb(r.Context(), verb)
 		if !s.ready.Ready() {
-			writeJSON(w, http.StatusServiceUnavailable, errorBody{Error: "extender is not ready: cluster view not synced yet"})
+			wire.WriteJSON(w, http.StatusServiceUnavailable, wire.ErrorBody{Error: "extender is not ready: cluster view not synced yet"})
 			return
 		}
 		fn(w, r, s.maxBytes)
@@ -160,19 +162,19 @@ func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {
 	if verb, ok := strings.CutPrefix(r.URL.Path, s.prefix+"/"); ok && !strings.Contains(verb, "/") {
 		msg = fmt.Sprintf("unknown verb %q: known verbs are %s, %s, %s, %s", verb, VerbFilter, VerbPrioritize, VerbBind, VerbPreempt)
 	}
-	writeJSON(w, http.StatusNotFound, errorBody{Error: msg})
+	wire.WriteJSON(w, http.StatusNotFound, wire.ErrorBody{Error: msg})
 }
 
 func (s *Server) healthz(w http.ResponseWriter, _ *http.Request, _ httprouter.Params) {
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	wire.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 }
 
 func (s *Server) readyz(w http.ResponseWriter, _ *http.Request, _ httprouter.Params) {
 	if !s.ready.Ready() {
-		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "cluster view not synced"})
+		wire.WriteJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "cluster view not synced"})
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	wire.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 }
 
 // requestInfo collects what a handler decided, for the access log and the metrics.

@@ -4,6 +4,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cps-extender/cps-extender/extender/config"
+
 	"go.uber.org/zap"
 	"k8s.io/client-go/kubernetes/fake"
 
@@ -25,7 +27,7 @@ func TestScoreThroughTheNodeIndexMatchesLabels(t *testing.T) {
 	pods[7].Spec.NodeName = nodes[40].Name
 	pods[8].Spec.NodeName = nodes[3].Name // on the unschedulable node
 
-	cfg := DefaultConfig()
+	cfg := config.DefaultConfig()
 	cfg.Affinity.Topology = []string{loadfixture.RackLabel, loadfixture.ZoneLabel}
 	c := NewCluster(ClusterOptions{Log: zap.NewNop(), Client: fake.NewClientset(), Config: cfg})
 	fillStores(t, c, nodes, pods)
@@ -79,7 +81,7 @@ func TestScoreThroughTheNodeIndexMatchesLabels(t *testing.T) {
 func TestHasNode(t *testing.T) {
 	nodes := loadfixture.Nodes(loadfixture.Spec{Nodes: 4})
 	nodes[1].Spec.Unschedulable = true
-	c := NewCluster(ClusterOptions{Log: zap.NewNop(), Client: fake.NewClientset(), Config: DefaultConfig()})
+	c := NewCluster(ClusterOptions{Log: zap.NewNop(), Client: fake.NewClientset(), Config: config.DefaultConfig()})
 	fillStores(t, c, nodes[:3], nil)
 	c.recompute(time.Now())
 	fillStores(t, c, nodes[3:], nil) // newer than the snapshot

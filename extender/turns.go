@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 
+	"github.com/cps-extender/cps-extender/extender/metrics"
 	"github.com/cps-extender/cps-extender/priority"
 )
 
@@ -77,7 +78,7 @@ func (n *APINudger) Nudge(ctx context.Context, pod PodRef, at time.Time) error {
 type Turns struct {
 	log     *zap.Logger
 	nudger  PodNudger
-	metrics *Metrics
+	metrics *metrics.Metrics
 	clock   clock.WithTicker
 	// minInterval is the least time between two nudges of one pod; delay how long after
 	// the turn a pod is nudged.
@@ -107,7 +108,7 @@ type TurnsOptions struct {
 	Log    *zap.Logger
 	Nudger PodNudger
 	// Metrics counts the nudges; nil means none.
-	Metrics *Metrics
+	Metrics *metrics.Metrics
 	// Clock is the clock; nil means the real one.
 	Clock clock.WithTicker
 	// MinInterval is the least time between two nudges of one pod (default 1 s): a job
@@ -308,7 +309,7 @@ func (t *Turns) next(ctx context.Context) bool {
 		// Back in the filter by itself, turned away again since (its next turn will
 		// queue it anew), or no longer waiting for a node: nothing to bring back.
 		t.queue.Forget(ref)
-		t.metrics.turnNudge(NudgeSkipped)
+		t.metrics.TurnNudge(metrics.NudgeSkipped)
 		return true
 	}
 	now := t.clock.Now()
@@ -328,21 +329,21 @@ func (t *Turns) next(ctx context.Context) bool {
 		t.pruneNudged(now)
 		t.mu.Unlock()
 		t.sent.Add(1)
-		t.metrics.turnNudge(NudgeSent)
+		t.metrics.TurnNudge(metrics.NudgeSent)
 		t.log.Debug("nudged", zap.Stringer("pod", ref))
 	case apierrors.IsNotFound(err) || apierrors.IsConflict(err) || apierrors.IsInvalid(err) || errors.Is(err, context.Canceled):
 		// Gone, or another pod of that name: nothing to bring back.
 		t.queue.Forget(ref)
-		t.metrics.turnNudge(NudgeSkipped)
+		t.metrics.TurnNudge(metrics.NudgeSkipped)
 	case t.queue.NumRequeues(ref) < maxNudgeRetries:
 		t.mu.Lock()
 		t.queued[ref.UID] = true
 		t.mu.Unlock()
 		t.queue.AddRateLimited(ref)
-		t.metrics.turnNudge(NudgeFailed)
+		t.metrics.TurnNudge(metrics.NudgeFailed)
 	default:
 		t.queue.Forget(ref)
-		t.metrics.turnNudge(NudgeFailed)
+		t.metrics.TurnNudge(metrics.NudgeFailed)
 		t.log.Warn("nudging a pod whose turn came failed; it comes back with the next cluster event",
 			zap.Stringer("pod", ref), zap.Error(err))
 	}

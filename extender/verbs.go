@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/cps-extender/cps-extender/extender/metrics"
+	"github.com/cps-extender/cps-extender/extender/wire"
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -85,7 +87,7 @@ type SchedulerVerbs struct {
 	log     *zap.Logger
 	decider Decider
 	binder  Binder
-	metrics *Metrics
+	metrics *metrics.Metrics
 	waiting WaitingNotifier
 	turns   *Turns
 	// scratches pools the memory of filter and prioritize calls (see scratch).
@@ -104,7 +106,7 @@ func NewSchedulerVerbs(log *zap.Logger, decider Decider, binder Binder, turns *T
 
 // Observe counts the filter's decisions in m and tells waiting pods why through w; either
 // may be nil.
-func (v *SchedulerVerbs) Observe(m *Metrics, w WaitingNotifier) {
+func (v *SchedulerVerbs) Observe(m *metrics.Metrics, w WaitingNotifier) {
 	v.metrics, v.waiting = m, w
 }
 
@@ -124,13 +126,13 @@ func decodeExtenderArgs(w http.ResponseWriter, r *http.Request, maxBytes int64, 
 
 func checkExtenderArgs(args *extenderv1.ExtenderArgs) error {
 	if args.Pod == nil {
-		return badRequest("request has no Pod")
+		return wire.BadRequest("request has no Pod")
 	}
 	if args.Pod.Name == "" {
-		return badRequest("request Pod has no metadata.name")
+		return wire.BadRequest("request Pod has no metadata.name")
 	}
 	if args.NodeNames == nil && args.Nodes == nil {
-		return badRequest("request has neither NodeNames (nodeCacheCapable: true) nor Nodes (nodeCacheCapable: false)")
+		return wire.BadRequest("request has neither NodeNames (nodeCacheCapable: true) nor Nodes (nodeCacheCapable: false)")
 	}
 	return nil
 }
@@ -142,7 +144,7 @@ func (v *SchedulerVerbs) filter(w http.ResponseWriter, r *http.Request, maxBytes
 	defer sc.release()
 	args, err := decodeExtenderArgs(w, r, maxBytes, sc)
 	if err != nil {
-		writeError(w, err)
+		wire.WriteError(w, err)
 		return
 	}
 	answer := v.decideFilter(args, sc)
@@ -170,10 +172,10 @@ func (v *SchedulerVerbs) decideFilter(args *extenderv1.ExtenderArgs, sc *scratch
 	var check func(string) (bool, string)
 	if ok {
 		check = v.decider.NodeCheck(args.Pod)
-		v.metrics.gateDecision(VerbFilter, OutcomeAdmitted)
+		v.metrics.GateDecision(VerbFilter, metrics.OutcomeAdmitted)
 		v.turns.Passed(args.Pod)
 	} else {
-		v.metrics.gateDecision(VerbFilter, OutcomeWaiting)
+		v.metrics.GateDecision(VerbFilter, metrics.OutcomeWaiting)
 		if adm.Queued && v.waiting != nil {
 			v.waiting.NotifyWaiting(args.Pod, adm)
 		}
@@ -267,7 +269,7 @@ func (v *SchedulerVerbs) prioritize(w http.ResponseWriter, r *http.Request, maxB
 	defer sc.release()
 	args, err := decodeExtenderArgs(w, r, maxBytes, sc)
 	if err != nil {
-		writeError(w, err)
+		wire.WriteError(w, err)
 		return
 	}
 	scores := v.decidePrioritize(args, sc)
@@ -303,8 +305,8 @@ func candidateNames(args *extenderv1.ExtenderArgs) []string {
 
 func (v *SchedulerVerbs) bind(w http.ResponseWriter, r *http.Request, maxBytes int64) {
 	var args extenderv1.ExtenderBindingArgs
-	if err := decodeJSON(w, r, maxBytes, &args); err != nil {
-		writeError(w, err)
+	if err := wire.DecodeJSON(w, r, maxBytes, &args); err != nil {
+		wire.WriteError(w, err)
 		return
 	}
 	var missing []string
@@ -314,7 +316,7 @@ func (v *SchedulerVerbs) bind(w http.ResponseWriter, r *http.Request, maxBytes i
 		}
 	}
 	if len(missing) > 0 {
-		writeError(w, badRequest("bind request has no %s", strings.Join(missing, ", ")))
+		wire.WriteError(w, wire.BadRequest("bind request has no %s", strings.Join(missing, ", ")))
 		return
 	}
 	pod := PodRef{Namespace: args.PodNamespace, Name: args.PodName, UID: args.PodUID}
@@ -326,22 +328,22 @@ func (v *SchedulerVerbs) bind(w http.ResponseWriter, r *http.Request, maxBytes i
 		v.log.Warn("bind failed", zap.Stringer("pod", pod), zap.String("node", args.Node), zap.Error(err))
 	}
 	noteDecision(r.Context(), pod.String(), bindSummary(args.Node, result.Error))
-	writeJSON(w, http.StatusOK, result)
+	wire.WriteJSON(w, http.StatusOK, result)
 }
 
 func (v *SchedulerVerbs) preempt(w http.ResponseWriter, r *http.Request, maxBytes int64) {
 	var args extenderv1.ExtenderPreemptionArgs
-	if err := decodeJSON(w, r, maxBytes, &args); err != nil {
-		writeError(w, err)
+	if err := wire.DecodeJSON(w, r, maxBytes, &args); err != nil {
+		wire.WriteError(w, err)
 		return
 	}
 	if args.Pod == nil {
-		writeError(w, badRequest("request has no Pod"))
+		wire.WriteError(w, wire.BadRequest("request has no Pod"))
 		return
 	}
 	result := v.decidePreempt(&args)
 	noteDecision(r.Context(), podKey(args.Pod), fmt.Sprintf("%d candidate nodes kept", len(result.NodeNameToMetaVictims)))
-	writeJSON(w, http.StatusOK, result)
+	wire.WriteJSON(w, http.StatusOK, result)
 }
 
 // decidePreempt keeps the scheduler's own preemption from undoing the gate: a pod of a job

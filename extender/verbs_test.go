@@ -20,6 +20,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	extenderv1 "k8s.io/kube-scheduler/extender/v1"
 
+	"github.com/cps-extender/cps-extender/extender/metrics"
+	"github.com/cps-extender/cps-extender/extender/wire"
 	"github.com/cps-extender/cps-extender/priority"
 )
 
@@ -102,7 +104,7 @@ type testServer struct {
 	srv     *Server
 	binder  *fakeBinder
 	logs    *observer.ObservedLogs
-	metrics *Metrics
+	metrics *metrics.Metrics
 	waiting *fakeNotifier
 	turns   *Turns
 }
@@ -139,7 +141,7 @@ func newTestServer(t *testing.T, ready bool, maxBytes int64) *testServer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	metrics := NewMetrics(prometheus.NewRegistry())
+	metrics := metrics.New(prometheus.NewRegistry())
 	waiting := &fakeNotifier{}
 	verbs.Observe(metrics, waiting)
 	srv, err := NewServer(ServerOptions{Log: log, URLPrefix: "/scheduler", MaxRequestBytes: maxBytes, Ready: readyFlag(ready), Scheduler: verbs, Metrics: metrics})
@@ -377,7 +379,7 @@ func TestBadInput(t *testing.T) {
 			if ct := rec.Header().Get("Content-Type"); ct != "application/json" {
 				t.Errorf("Content-Type %q, want application/json", ct)
 			}
-			var got errorBody
+			var got wire.ErrorBody
 			if err := json.Unmarshal(rec.Body.Bytes(), &got); err != nil {
 				t.Fatalf("error body is not JSON: %v: %s", err, rec.Body)
 			}

@@ -172,7 +172,7 @@ func (c *Cluster) admit(snap *Snapshot, cfg *viewConfig, now, start time.Time, h
 	c.admitSpace.Put(w)
 	c.snapshot.Store(snap)
 	c.turns.Published(snap)
-	c.metrics.observeQueue(snap.Queue, held)
+	c.metrics.ObserveQueue(snap.Queue, held)
 	if ce := c.log.Check(zap.DebugLevel, "queue recomputed"); ce != nil {
 		ce.Write(zap.Int("jobs", len(snap.jobs)), zap.Int("queue", snap.Queue.Len()), zap.Duration("took", time.Since(start)))
 	}

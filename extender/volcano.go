@@ -14,10 +14,13 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cps-extender/cps-extender/extender/config"
+
 	"github.com/julienschmidt/httprouter"
 	gocache "github.com/patrickmn/go-cache"
 	"go.uber.org/zap"
 
+	"github.com/cps-extender/cps-extender/extender/wire"
 	"github.com/cps-extender/cps-extender/priority"
 )
 
@@ -52,19 +55,19 @@ type VolcanoVerbs struct {
 	log      *zap.Logger
 	prefix   string
 	tuning   atomic.Pointer[volcanoTuning] // swapped by a config reload
-	gang     GangConfig
+	gang     config.GangConfig
 	now      func() time.Time
 	sessions *gocache.Cache // volcanoSessionKey -> *volcanoSession
 }
 
 // NewVolcanoVerbs builds the Volcano verbs from their dependencies, validating them all at
 // once. now is the clock of the waiting term; nil means time.Now.
-func NewVolcanoVerbs(log *zap.Logger, cfg VolcanoConfig, model priority.Model, affinity priority.Affinity, gang GangConfig, now func() time.Time) (*VolcanoVerbs, error) {
+func NewVolcanoVerbs(log *zap.Logger, cfg config.VolcanoConfig, model priority.Model, affinity priority.Affinity, gang config.GangConfig, now func() time.Time) (*VolcanoVerbs, error) {
 	var errs []error
 	if log == nil {
 		errs = append(errs, errors.New("log is required"))
 	}
-	errs = append(errs, cfg.validate()...)
+	errs = append(errs, cfg.Validate()...)
 	errs = append(errs, model.Validate()...)
 	errs = append(errs, affinity.Validate()...)
 	if len(errs) > 0 {
@@ -131,12 +134,12 @@ func serveVolcano[Req any](decide func(*Req) volcanoAnswer) func(http.ResponseWr
 	return func(w http.ResponseWriter, r *http.Request, maxBytes int64) {
 		var req Req
 		if err := decodeVolcano(w, r, maxBytes, &req); err != nil {
-			writeError(w, err)
+			wire.WriteError(w, err)
 			return
 		}
 		a := decide(&req)
 		noteDecision(r.Context(), a.subject, a.decision)
-		writeJSON(w, http.StatusOK, a.body)
+		wire.WriteJSON(w, http.StatusOK, a.body)
 	}
 }
 
@@ -156,10 +159,9 @@ func decodeVolcano(w http.ResponseWriter, r *http.Request, maxBytes int64, v any
 		if err != nil {
 			var tooBig *http.MaxBytesError
 			if errors.As(err, &tooBig) {
-				return &httpError{status: http.StatusRequestEntityTooLarge,
-					msg: fmt.Sprintf("request body is larger than the limit of %d bytes", tooBig.Limit)}
+				return wire.TooLarge(tooBig.Limit)
 			}
-			return badRequest("request body could not be read: %v", err)
+			return wire.BadRequest("request body could not be read: %v", err)
 		}
 		if c != ' ' && c != '\t' && c != '\r' && c != '\n' {
 			_ = br.UnreadByte()
@@ -170,7 +172,7 @@ func decodeVolcano(w http.ResponseWriter, r *http.Request, maxBytes int64, v any
 		io.Reader
 		io.Closer
 	}{br, body}
-	return decodeJSON(w, r, maxBytes, v)
+	return wire.DecodeJSON(w, r, maxBytes, v)
 }
 
 // --- the session snapshot ----------------------------------------------------------------
@@ -244,7 +246,7 @@ func (v *VolcanoVerbs) onSessionOpen(w http.ResponseWriter, r *http.Request, max
 		decision = fmt.Sprintf("session kept: %d jobs, %d nodes, %d queues", len(s.jobs), len(s.nodes), s.queues)
 	}
 	noteDecision(r.Context(), "", decision)
-	writeJSON(w, http.StatusOK, volcanoEmpty{})
+	wire.WriteJSON(w, http.StatusOK, volcanoEmpty{})
 }
 
 // decideSessionClose drops the session snapshot: the session is over.
@@ -273,10 +275,10 @@ func volcanoTaskKey(t *VolcanoTaskInfo) string {
 // askingPod is the task Volcano asks about, as a member of its job; a task in a status the
 // model does not place (which Volcano does not ask about) still keeps its identity and role.
 func (v *VolcanoVerbs) askingPod(t *VolcanoTaskInfo) priority.Pod {
-	if p, ok := v.gang.volcanoPod(t, ""); ok {
+	if p, ok := volcanoPod(v.gang, t, ""); ok {
 		return p
 	}
-	return priority.Pod{UID: t.UID, Name: t.Name, Role: v.gang.volcanoRole(t), Index: -1}
+	return priority.Pod{UID: t.UID, Name: t.Name, Role: volcanoRole(v.gang, t), Index: -1}
 }
 
 // affinityJob is the job of task with its members where they stand: the session snapshot's
@@ -287,7 +289,7 @@ func (v *VolcanoVerbs) affinityJob(s *volcanoSession, task *VolcanoTaskInfo, nod
 	members := map[string]*priority.Pod{}
 	put := func(t *VolcanoTaskInfo, onNode string) {
 		key := firstNonEmpty(t.UID, volcanoTaskKey(t))
-		if p, ok := v.gang.volcanoPod(t, onNode); ok {
+		if p, ok := volcanoPod(v.gang, t, onNode); ok {
 			members[key] = &p
 		} else {
 			members[key] = nil // releasing or finished: no longer a member where it stands
@@ -296,12 +298,12 @@ func (v *VolcanoVerbs) affinityJob(s *volcanoSession, task *VolcanoTaskInfo, nod
 	var job priority.Job
 	if j := s.job(task.Job); j != nil {
 		tasks := sortedTasks(j.Tasks)
-		job = v.gang.volcanoJobHeader(j, tasks)
+		job = volcanoJobHeader(v.gang, j, tasks)
 		for _, t := range tasks {
 			put(t, "")
 		}
 	} else {
-		job = v.gang.volcanoTaskJob(task)
+		job = volcanoTaskJob(v.gang, task)
 		put(task, "")
 	}
 	for _, n := range nodes {
@@ -432,15 +434,15 @@ type volcanoEvictee struct {
 // UnmarshalJSON decodes an evict request, keeping each evictee's raw JSON next to its decoded
 // fields. "evictees": null and null elements are dropped.
 func (r *volcanoEvictRequest) UnmarshalJSON(b []byte) error {
-	var wire struct {
+	var onWire struct {
 		Evictor  *VolcanoTaskInfo  `json:"evictor"`
 		Evictees []json.RawMessage `json:"evictees"`
 	}
-	if err := json.Unmarshal(b, &wire); err != nil {
+	if err := json.Unmarshal(b, &onWire); err != nil {
 		return err
 	}
-	r.Evictor, r.evictees = wire.Evictor, nil
-	for i, raw := range wire.Evictees {
+	r.Evictor, r.evictees = onWire.Evictor, nil
+	for i, raw := range onWire.Evictees {
 		if bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
 			continue
 		}
@@ -467,9 +469,9 @@ func (v *VolcanoVerbs) rankTask(s *volcanoSession, t *VolcanoTaskInfo, now time.
 	}
 	var job priority.Job
 	if j := s.job(t.Job); j != nil {
-		job = v.gang.volcanoJobHeader(j, sortedTasks(j.Tasks))
+		job = volcanoJobHeader(v.gang, j, sortedTasks(j.Tasks))
 	} else {
-		job = v.gang.volcanoTaskJob(t)
+		job = volcanoTaskJob(v.gang, t)
 	}
 	model := v.tuned().model
 	r := rankedJob{key: job.Key, p: model.Combined(model.Terms(&job, now))}
@@ -531,7 +533,7 @@ func (v *VolcanoVerbs) enqueuePlanFor(s *volcanoSession, asked *VolcanoJobInfo, 
 	var nodes []*VolcanoNodeHead
 	candidate := func(j *VolcanoJobInfo) enqueueCandidate {
 		tasks := sortedTasks(j.Tasks)
-		return enqueueCandidate{uid: j.UID, job: v.gang.volcanoJobHeader(j, tasks), demand: v.gang.volcanoDemand(j, tasks)}
+		return enqueueCandidate{uid: j.UID, job: volcanoJobHeader(v.gang, j, tasks), demand: volcanoDemand(v.gang, j, tasks)}
 	}
 	if s != nil {
 		uids := make([]string, 0, len(s.jobs))
@@ -546,7 +548,7 @@ func (v *VolcanoVerbs) enqueuePlanFor(s *volcanoSession, asked *VolcanoJobInfo, 
 			case volcanoPending(j):
 				pending = append(pending, candidate(j))
 			case volcanoInqueue(j):
-				addResources(reserved, v.gang.volcanoReserved(j, sortedTasks(j.Tasks)))
+				addResources(reserved, volcanoReserved(v.gang, j, sortedTasks(j.Tasks)))
 			}
 		}
 		names := make([]string, 0, len(s.nodes))

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cps-extender/cps-extender/extender/config"
+
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/cps-extender/cps-extender/priority"
@@ -97,7 +99,7 @@ func podMeta(t *VolcanoTaskInfo) (labels, annotations map[string]string) {
 // volcanoRole reads a task's role: TaskRole (Volcano v1.12 and later), else the pod's
 // volcano.sh/task-spec annotation or label, else the Kubeflow replica type, else the
 // project's own role label.
-func (g GangConfig) volcanoRole(t *VolcanoTaskInfo) priority.Role {
+func volcanoRole(g config.GangConfig, t *VolcanoTaskInfo) priority.Role {
 	labels, annotations := podMeta(t)
 	return priority.ParseRole(firstNonEmpty(t.TaskRole, annotations[volcanoTaskSpec], labels[volcanoTaskSpec],
 		labels[kubeflowReplicaType], labels[g.RoleLabel]))
@@ -108,7 +110,7 @@ func (g GangConfig) volcanoRole(t *VolcanoTaskInfo) priority.Role {
 // status (allocated, pipelined, binding, bound, running) with a node is bound there; any
 // other task is pending. onNode names the node when the task came from a node's task list
 // without a NodeName of its own.
-func (g GangConfig) volcanoPod(t *VolcanoTaskInfo, onNode string) (priority.Pod, bool) {
+func volcanoPod(g config.GangConfig, t *VolcanoTaskInfo, onNode string) (priority.Pod, bool) {
 	if t == nil || t.Status&^(VolcanoTaskPending|volcanoTaskPlaced) != 0 {
 		return priority.Pod{}, false
 	}
@@ -116,7 +118,7 @@ func (g GangConfig) volcanoPod(t *VolcanoTaskInfo, onNode string) (priority.Pod,
 	p := priority.Pod{
 		UID:     t.UID,
 		Name:    t.Name,
-		Role:    g.volcanoRole(t),
+		Role:    volcanoRole(g, t),
 		Index:   parseIndex(firstNonEmpty(annotations[volcanoTaskIndex], labels[volcanoTaskIndex], labels[kubeflowReplicaIndex], labels[g.IndexLabel])),
 		Request: volcanoResources(t.Resreq),
 	}
@@ -167,7 +169,7 @@ func sortedTasks(tasks map[string]*VolcanoTaskInfo) []*VolcanoTaskInfo {
 //
 // MinMember is set to that gang size and Pods is left empty: the job is only ordered, never
 // fitted, so nothing else of it matters.
-func (g GangConfig) volcanoJobHeader(j *VolcanoJobInfo, tasks []*VolcanoTaskInfo) priority.Job {
+func volcanoJobHeader(g config.GangConfig, j *VolcanoJobInfo, tasks []*VolcanoTaskInfo) priority.Job {
 	job := priority.Job{Key: volcanoJobKey(j), Priority: j.Priority, Created: j.CreationTimestamp.Time}
 	var pgLabels, pgAnnotations map[string]string
 	if pg := j.PodGroup; pg != nil {
@@ -200,7 +202,7 @@ func (g GangConfig) volcanoJobHeader(j *VolcanoJobInfo, tasks []*VolcanoTaskInfo
 // volcanoTaskJob is the job of a task Volcano sent without its JobInfo (no session
 // snapshot, or a job the snapshot does not hold): the task alone, a gang of one, with the
 // user from its pod's label (else its namespace), the task's priority and the pod's creation.
-func (g GangConfig) volcanoTaskJob(t *VolcanoTaskInfo) priority.Job {
+func volcanoTaskJob(g config.GangConfig, t *VolcanoTaskInfo) priority.Job {
 	labels, annotations := podMeta(t)
 	ns := t.Namespace
 	if ns == "" && t.Pod != nil {
@@ -258,13 +260,13 @@ func usableNode(n *VolcanoNodeHead) bool {
 // (what Volcano itself reserves for an Inqueue job), else the requests of its first
 // MinAvailable tasks in intra-job order (PS first; all of them when MinAvailable is 0), else
 // nothing (the size of the job is unknown, so it is not held back for it).
-func (g GangConfig) volcanoDemand(j *VolcanoJobInfo, tasks []*VolcanoTaskInfo) priority.Resources {
+func volcanoDemand(g config.GangConfig, j *VolcanoJobInfo, tasks []*VolcanoTaskInfo) priority.Resources {
 	if pg := j.PodGroup; pg != nil && len(pg.Spec.MinResources) > 0 {
 		return resourceListToVolcano(pg.Spec.MinResources)
 	}
 	pods := make([]priority.Pod, 0, len(tasks))
 	for _, t := range tasks {
-		if p, ok := g.volcanoPod(t, ""); ok {
+		if p, ok := volcanoPod(g, t, ""); ok {
 			pods = append(pods, p)
 		}
 	}
@@ -281,8 +283,8 @@ func (g GangConfig) volcanoDemand(j *VolcanoJobInfo, tasks []*VolcanoTaskInfo) p
 
 // volcanoReserved is what an Inqueue job will still take: its demand less what it has
 // allocated (JobInfo.Allocated, else the requests of its placed tasks), never negative.
-func (g GangConfig) volcanoReserved(j *VolcanoJobInfo, tasks []*VolcanoTaskInfo) priority.Resources {
-	demand := g.volcanoDemand(j, tasks)
+func volcanoReserved(g config.GangConfig, j *VolcanoJobInfo, tasks []*VolcanoTaskInfo) priority.Resources {
+	demand := volcanoDemand(g, j, tasks)
 	var allocated priority.Resources
 	if j.Allocated != nil {
 		allocated = volcanoResources(j.Allocated)

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cps-extender/cps-extender/extender/config"
+
 	"github.com/google/go-cmp/cmp"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
@@ -23,6 +25,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/yaml"
 
+	"github.com/cps-extender/cps-extender/extender/wire"
 	"github.com/cps-extender/cps-extender/priority"
 )
 
@@ -42,22 +45,22 @@ type volcanoServer struct {
 
 // newVolcanoServer builds the server at volcanoNow; edit changes the fixture config before
 // it is used.
-func newVolcanoServer(t *testing.T, maxBytes int64, edit func(*Config)) *volcanoServer {
+func newVolcanoServer(t *testing.T, maxBytes int64, edit func(*config.Config)) *volcanoServer {
 	t.Helper()
 	return newVolcanoServerAt(t, volcanoNow, maxBytes, edit)
 }
 
 // newVolcanoServerAt is newVolcanoServer with the clock stopped at now.
-func newVolcanoServerAt(t *testing.T, now time.Time, maxBytes int64, edit func(*Config)) *volcanoServer {
+func newVolcanoServerAt(t *testing.T, now time.Time, maxBytes int64, edit func(*config.Config)) *volcanoServer {
 	t.Helper()
 	core, logs := observer.New(zap.DebugLevel)
 	return &volcanoServer{srv: buildVolcanoServer(t, zap.New(core), now, maxBytes, edit), logs: logs}
 }
 
 // buildVolcanoServer builds the Server of newVolcanoServerAt with the given logger.
-func buildVolcanoServer(tb testing.TB, log *zap.Logger, now time.Time, maxBytes int64, edit func(*Config)) *Server {
+func buildVolcanoServer(tb testing.TB, log *zap.Logger, now time.Time, maxBytes int64, edit func(*config.Config)) *Server {
 	tb.Helper()
-	cfg, errs := LoadConfig(filepath.Join(volcanoFixtures, "config.yaml"))
+	cfg, errs := config.LoadConfig(filepath.Join(volcanoFixtures, "config.yaml"))
 	if edit != nil {
 		edit(&cfg)
 	}
@@ -162,14 +165,16 @@ func TestVolcanoContract(t *testing.T) {
 	if len(preemptVictims) != 1 {
 		t.Fatalf("preemptable.json has %d evictees, want 1", len(preemptVictims))
 	}
-	defaults := func(c *Config) { c.Model, c.Affinity = DefaultConfig().Model, DefaultConfig().Affinity }
+	defaults := func(c *config.Config) {
+		c.Model, c.Affinity = config.DefaultConfig().Model, config.DefaultConfig().Affinity
+	}
 	tests := []struct {
 		name    string
 		session bool
 		verb    string
 		file    string
 		want    any
-		edit    func(*Config) // nil: the fixtures' config.yaml as it is
+		edit    func(*config.Config) // nil: the fixtures' config.yaml as it is
 	}{
 		{"session open", false, VolcanoVerbOnSessionOpen, "onSessionOpen.json", map[string]any{}, nil},
 		{"session close", true, VolcanoVerbOnSessionClose, "onSessionClose.json", map[string]any{}, nil},
@@ -256,7 +261,7 @@ func TestVolcanoSchedulerConf(t *testing.T) {
 	if args == nil {
 		t.Fatal("no extender plugin")
 	}
-	if got := args["extender.urlPrefix"]; got != "http://127.0.0.1:8888"+DefaultConfig().Volcano.URLPrefix {
+	if got := args["extender.urlPrefix"]; got != "http://127.0.0.1:8888"+config.DefaultConfig().Volcano.URLPrefix {
 		t.Errorf("urlPrefix %v", got)
 	}
 	if args["extender.ignorable"] != false || args["extender.httpTimeout"] != "1s" {
@@ -381,7 +386,7 @@ func TestVolcanoBadInput(t *testing.T) {
 				if rec.Code != tt.wantStatus {
 					t.Fatalf("status %d, want %d; body %s", rec.Code, tt.wantStatus, rec.Body)
 				}
-				var got errorBody
+				var got wire.ErrorBody
 				if err := json.Unmarshal(rec.Body.Bytes(), &got); err != nil {
 					t.Fatalf("error body is not JSON: %v: %s", err, rec.Body)
 				}
@@ -428,7 +433,7 @@ func TestVolcanoSessionLifecycle(t *testing.T) {
 		}
 		return got.Status
 	}
-	vs := newVolcanoServer(t, 1<<20, func(c *Config) { c.Volcano.SessionTTL = Duration{time.Hour} })
+	vs := newVolcanoServer(t, 1<<20, func(c *config.Config) { c.Volcano.SessionTTL = metav1.Duration{Duration: time.Hour} })
 	steps := []struct {
 		name string
 		do   func(t *testing.T)
@@ -448,7 +453,7 @@ func TestVolcanoSessionLifecycle(t *testing.T) {
 	}
 
 	t.Run("expires after sessionTTL", func(t *testing.T) {
-		vs := newVolcanoServer(t, 1<<20, func(c *Config) { c.Volcano.SessionTTL = Duration{50 * time.Millisecond} })
+		vs := newVolcanoServer(t, 1<<20, func(c *config.Config) { c.Volcano.SessionTTL = metav1.Duration{Duration: 50 * time.Millisecond} })
 		vs.openSession(t, fixture(t, "onSessionOpen.json"))
 		if got := status(t, vs); got != VolcanoReject {
 			t.Fatalf("fresh session: status %d, want %d", got, VolcanoReject)
@@ -834,7 +839,7 @@ func TestVolcanoPredicate(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			vs := newVolcanoServer(t, 1<<20, func(c *Config) { c.Affinity.PSAntiAffinity = tt.mode })
+			vs := newVolcanoServer(t, 1<<20, func(c *config.Config) { c.Affinity.PSAntiAffinity = tt.mode })
 			if tt.session != nil {
 				j := newJob("ml", "j").min(2).phase(VolcanoPodGroupInqueue).tasks(tt.session...).obj()
 				vs.openSession(t, sessionBody(t, []*VolcanoJobInfo{j}, []*VolcanoNodeInfo{newNode("n1", "r1").obj()}))
@@ -964,7 +969,7 @@ func TestVolcanoJobReady(t *testing.T) {
 // TestVolcanoTaskRole: the role comes from TaskRole when Volcano sends it (v1.12+), else from
 // the pod.
 func TestVolcanoTaskRole(t *testing.T) {
-	gang := DefaultConfig().Gang
+	gang := config.DefaultConfig().Gang
 	pod := func(labels, annotations map[string]string) *corev1.Pod {
 		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Labels: labels, Annotations: annotations}}
 	}
@@ -982,7 +987,7 @@ func TestVolcanoTaskRole(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := gang.volcanoRole(&tt.task); got != tt.want {
+			if got := volcanoRole(gang, &tt.task); got != tt.want {
 				t.Errorf("role %v, want %v", got, tt.want)
 			}
 		})
@@ -1031,51 +1036,13 @@ func TestVolcanoConcurrentCalls(t *testing.T) {
 	}
 }
 
-// TestVolcanoConfig: defaults, validation and the constructors' checks.
-func TestVolcanoConfig(t *testing.T) {
-	def := DefaultConfig()
-	if diff := cmp.Diff(VolcanoConfig{URLPrefix: "/volcano", SessionTTL: Duration{30 * time.Second}}, def.Volcano); diff != "" {
-		t.Errorf("default (-want +got):\n%s", diff)
-	}
-	tests := []struct {
-		name string
-		edit func(*Config)
-		want []string
-	}{
-		{"no prefix", func(c *Config) { c.Volcano.URLPrefix = "" }, []string{`volcano.urlPrefix: "" must start with /`}},
-		{"trailing slash", func(c *Config) { c.Volcano.URLPrefix = "/volcano/" }, []string{`volcano.urlPrefix: "/volcano/" must start with /`}},
-		{"a router wildcard", func(c *Config) { c.Volcano.URLPrefix = "/:v" }, []string{`volcano.urlPrefix: "/:v" must start with /`}},
-		{"the kube-scheduler prefix", func(c *Config) { c.Volcano.URLPrefix = "/scheduler" }, []string{`volcano.urlPrefix: "/scheduler" is also urlPrefix`}},
-		{"no TTL", func(c *Config) { c.Volcano.SessionTTL = Duration{} }, []string{"volcano.sessionTTL: 0s must be positive"}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			c := DefaultConfig()
-			tt.edit(&c)
-			got := errStrings(c.Validate())
-			if len(got) != len(tt.want) {
-				t.Fatalf("errors %q, want %q", got, tt.want)
-			}
-			for i := range tt.want {
-				if !strings.HasPrefix(got[i], tt.want[i]) {
-					t.Errorf("error %q, want prefix %q", got[i], tt.want[i])
-				}
-			}
-		})
-	}
-	t.Run("loaded from YAML", func(t *testing.T) {
-		got, errs := LoadConfig(writeConfig(t, "volcano:\n  urlPrefix: /vc\n  sessionTTL: 5s\n"))
-		if len(errs) > 0 {
-			t.Fatal(errs)
-		}
-		if diff := cmp.Diff(VolcanoConfig{URLPrefix: "/vc", SessionTTL: Duration{5 * time.Second}}, got.Volcano); diff != "" {
-			t.Errorf("(-want +got):\n%s", diff)
-		}
-	})
+// TestVolcanoVerbsChecksItsConfig: the constructor lists every problem.
+func TestVolcanoVerbsChecksItsConfig(t *testing.T) {
+	def := config.DefaultConfig()
 	t.Run("constructor lists every problem", func(t *testing.T) {
 		bad := priority.DefaultModel()
 		bad.Tau = 0
-		_, err := NewVolcanoVerbs(nil, VolcanoConfig{}, bad, priority.Affinity{PSAntiAffinity: "Hard"}, def.Gang, nil)
+		_, err := NewVolcanoVerbs(nil, config.VolcanoConfig{}, bad, priority.Affinity{PSAntiAffinity: "Hard"}, def.Gang, nil)
 		for _, want := range []string{"log is required", "volcano.urlPrefix", "volcano.sessionTTL", "model.tau", "affinity.psAntiAffinity"} {
 			if err == nil || !strings.Contains(err.Error(), want) {
 				t.Errorf("error %v does not name %q", err, want)
@@ -1084,7 +1051,7 @@ func TestVolcanoConfig(t *testing.T) {
 	})
 	t.Run("server refuses the kube-scheduler prefix", func(t *testing.T) {
 		log := zap.NewNop()
-		v, err := NewVolcanoVerbs(log, VolcanoConfig{URLPrefix: "/scheduler", SessionTTL: Duration{time.Second}}, def.Model.PriorityModel(), def.Affinity, def.Gang, nil)
+		v, err := NewVolcanoVerbs(log, config.VolcanoConfig{URLPrefix: "/scheduler", SessionTTL: metav1.Duration{Duration: time.Second}}, def.Model.PriorityModel(), def.Affinity, def.Gang, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -1099,7 +1066,7 @@ func TestVolcanoConfig(t *testing.T) {
 // need no informers); the kube-scheduler verbs do not.
 func TestVolcanoNotReady(t *testing.T) {
 	log := zap.NewNop()
-	def := DefaultConfig()
+	def := config.DefaultConfig()
 	v, err := NewVolcanoVerbs(log, def.Volcano, def.Model.PriorityModel(), def.Affinity, def.Gang, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -1169,7 +1136,7 @@ func FuzzVolcano(f *testing.F) {
 				t.Fatalf("%s: 200 with invalid JSON %q", v, rec.Body)
 			}
 		case http.StatusBadRequest, http.StatusRequestEntityTooLarge:
-			var e errorBody
+			var e wire.ErrorBody
 			if err := json.Unmarshal(rec.Body.Bytes(), &e); err != nil || e.Error == "" {
 				t.Fatalf("%s: %d without a JSON error: %q", v, rec.Code, rec.Body)
 			}

@@ -7,9 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cps-extender/cps-extender/extender/config"
+
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/cps-extender/cps-extender/extender"
 	"github.com/cps-extender/cps-extender/test/eval"
 )
 
@@ -106,7 +107,7 @@ func TestExtenderConfig(t *testing.T) {
 	if err := os.WriteFile(path, []byte(extenderConfig("127.0.0.1:9", "/k", "strict")), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cfg, errs := extender.LoadConfig(path)
+	cfg, errs := config.LoadConfig(path)
 	if len(errs) > 0 {
 		t.Fatalf("LoadConfig: %v", errs)
 	}

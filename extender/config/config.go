@@ -1,14 +1,20 @@
-package extender
+// Package config is the extender's configuration: its YAML form, defaults, strict decoding that lists
+// every problem, validation, and the reloader that applies model changes while running. It
+// imports the priority model and the metrics only.
+package config
 
 import (
+	"encoding/json"
 	"fmt"
+	"maps"
 	"net"
 	"os"
-	"reflect"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 
 	"github.com/cps-extender/cps-extender/priority"
@@ -27,14 +33,14 @@ type Config struct {
 	MaxRequestBytes int64 `json:"maxRequestBytes"`
 	// ReadTimeout and WriteTimeout bound one HTTP exchange. WriteTimeout must exceed the
 	// bind hold timeout, since a held bind answers only when its gang has gathered.
-	ReadTimeout  Duration `json:"readTimeout"`
-	WriteTimeout Duration `json:"writeTimeout"`
+	ReadTimeout  metav1.Duration `json:"readTimeout"`
+	WriteTimeout metav1.Duration `json:"writeTimeout"`
 	// ShutdownTimeout bounds the graceful shutdown on SIGTERM/SIGINT.
-	ShutdownTimeout Duration `json:"shutdownTimeout"`
+	ShutdownTimeout metav1.Duration `json:"shutdownTimeout"`
 	// ResyncPeriod is the informers' resync period (0 disables resync).
-	ResyncPeriod Duration `json:"resyncPeriod"`
+	ResyncPeriod metav1.Duration `json:"resyncPeriod"`
 	// BindTimeout bounds one Binding call to the API server.
-	BindTimeout Duration `json:"bindTimeout"`
+	BindTimeout metav1.Duration `json:"bindTimeout"`
 	// ClientQPS and ClientBurst rate-limit the API client: Bindings are posted at the rate
 	// kube-scheduler binds (client-go's own default, 5 per second, would cap it).
 	ClientQPS   float32 `json:"clientQPS"`
@@ -62,14 +68,14 @@ type Config struct {
 // EventsConfig configures the WaitingForTurn Events on pods whose job waits.
 type EventsConfig struct {
 	// WaitingInterval is the least time between two Events on the same pod; 0 sends none.
-	WaitingInterval Duration `json:"waitingInterval"`
+	WaitingInterval metav1.Duration `json:"waitingInterval"`
 }
 
 // ReloadConfig configures reloading while running.
 type ReloadConfig struct {
 	// Interval is how often the config file's content (its model and affinity sections)
 	// and the TLS certificate and key are checked for changes; 0 turns reloading off.
-	Interval Duration `json:"interval"`
+	Interval metav1.Duration `json:"interval"`
 }
 
 // TLSConfig switches HTTPS serving on when both files are given (kube-scheduler's
@@ -90,11 +96,11 @@ type VolcanoConfig struct {
 	URLPrefix string `json:"urlPrefix"`
 	// SessionTTL bounds how long the snapshot sent by onSessionOpen is used; Volcano opens a
 	// session every scheduling period (1 s by default) and closes it within the period.
-	SessionTTL Duration `json:"sessionTTL"`
+	SessionTTL metav1.Duration `json:"sessionTTL"`
 }
 
 // validate lists the problems of c, with their config keys.
-func (c VolcanoConfig) validate() []error {
+func (c VolcanoConfig) Validate() []error {
 	var errs []error
 	if p := c.URLPrefix; !strings.HasPrefix(p, "/") || strings.HasSuffix(p, "/") || strings.ContainsAny(p, ":*") || strings.Contains(p, "//") {
 		errs = append(errs, fmt.Errorf("volcano.urlPrefix: %q must start with / and not end with /, without : * or // (e.g. /volcano)", p))
@@ -132,18 +138,18 @@ type GangConfig struct {
 type GateConfig struct {
 	// HoldTimeout is how long a gang may go without a new member reaching bind: then it
 	// has failed, every held bind answers an error and the job cools down.
-	HoldTimeout Duration `json:"holdTimeout"`
+	HoldTimeout metav1.Duration `json:"holdTimeout"`
 	// MaxHold bounds how long one bind request is held; it must stay below the scheduler's
 	// extender httpTimeout (a forgotten hold must never be bound). A request held that long
 	// while its gang still grows answers an error the scheduler retries.
-	MaxHold Duration `json:"maxHold"`
+	MaxHold metav1.Duration `json:"maxHold"`
 	// CoolDown is how long a job loses the turn after its first hold timeout; it doubles
 	// with each further timeout, up to MaxCoolDown.
-	CoolDown    Duration `json:"coolDown"`
-	MaxCoolDown Duration `json:"maxCoolDown"`
+	CoolDown    metav1.Duration `json:"coolDown"`
+	MaxCoolDown metav1.Duration `json:"maxCoolDown"`
 	// RecomputeInterval recomputes the queue even without events: waiting time grows,
 	// cool-downs end.
-	RecomputeInterval Duration `json:"recomputeInterval"`
+	RecomputeInterval metav1.Duration `json:"recomputeInterval"`
 }
 
 // ModelConfig is priority.Model as written in the config file.
@@ -154,9 +160,9 @@ type ModelConfig struct {
 	DefaultTier     string             `json:"defaultTier"`
 	PriorityFloor   int32              `json:"priorityFloor"`
 	PriorityCeiling int32              `json:"priorityCeiling"`
-	Tau             Duration           `json:"tau"`
+	Tau             metav1.Duration    `json:"tau"`
 	MaxGang         int                `json:"maxGang"`
-	StarvationBound Duration           `json:"starvationBound"`
+	StarvationBound metav1.Duration    `json:"starvationBound"`
 	Policy          priority.Policy    `json:"policy"`
 }
 
@@ -172,8 +178,8 @@ func (m ModelConfig) PriorityModel() priority.Model {
 func modelConfigOf(m priority.Model) ModelConfig {
 	return ModelConfig{
 		Weights: m.Weights, Tiers: m.Tiers, UserTiers: m.UserTiers, DefaultTier: m.DefaultTier,
-		PriorityFloor: m.PriorityFloor, PriorityCeiling: m.PriorityCeiling, Tau: Duration{m.Tau},
-		MaxGang: m.MaxGang, StarvationBound: Duration{m.StarvationBound}, Policy: m.Policy,
+		PriorityFloor: m.PriorityFloor, PriorityCeiling: m.PriorityCeiling, Tau: metav1.Duration{Duration: m.Tau},
+		MaxGang: m.MaxGang, StarvationBound: metav1.Duration{Duration: m.StarvationBound}, Policy: m.Policy,
 	}
 }
 
@@ -185,39 +191,17 @@ type LogConfig struct {
 	Level string `json:"level"`
 }
 
-// Duration is a time.Duration written as a Go duration string ("20s", "1m30s") in YAML.
-type Duration struct{ time.Duration }
-
-// UnmarshalJSON reads a Go duration string.
-func (d *Duration) UnmarshalJSON(b []byte) error {
-	var s string
-	if err := yaml.Unmarshal(b, &s); err != nil {
-		return fmt.Errorf("want a duration string such as \"20s\", got %s", string(b))
-	}
-	v, err := time.ParseDuration(s)
-	if err != nil {
-		return fmt.Errorf("want a duration string such as \"20s\", got %q", s)
-	}
-	d.Duration = v
-	return nil
-}
-
-// MarshalJSON writes a Go duration string.
-func (d Duration) MarshalJSON() ([]byte, error) {
-	return []byte(fmt.Sprintf("%q", d.String())), nil
-}
-
 // DefaultConfig returns the configuration used where the file and flags are silent.
 func DefaultConfig() Config {
 	return Config{
 		Listen:          ":8888",
 		URLPrefix:       "/scheduler",
 		MaxRequestBytes: 64 << 20, // full Node objects: ~1.5 MB per 420 nodes
-		ReadTimeout:     Duration{30 * time.Second},
-		WriteTimeout:    Duration{90 * time.Second},
-		ShutdownTimeout: Duration{10 * time.Second},
-		ResyncPeriod:    Duration{0},
-		BindTimeout:     Duration{10 * time.Second},
+		ReadTimeout:     metav1.Duration{Duration: 30 * time.Second},
+		WriteTimeout:    metav1.Duration{Duration: 90 * time.Second},
+		ShutdownTimeout: metav1.Duration{Duration: 10 * time.Second},
+		ResyncPeriod:    metav1.Duration{Duration: 0},
+		BindTimeout:     metav1.Duration{Duration: 10 * time.Second},
 		ClientQPS:       200,
 		ClientBurst:     400,
 		Log:             LogConfig{Format: "json", Level: "info"},
@@ -234,17 +218,17 @@ func DefaultConfig() Config {
 			ExemptNamespaces: []string{"kube-system"},
 		},
 		Gate: GateConfig{
-			HoldTimeout:       Duration{20 * time.Second},
-			MaxHold:           Duration{50 * time.Second},
-			CoolDown:          Duration{5 * time.Second},
-			MaxCoolDown:       Duration{2 * time.Minute},
-			RecomputeInterval: Duration{time.Second},
+			HoldTimeout:       metav1.Duration{Duration: 20 * time.Second},
+			MaxHold:           metav1.Duration{Duration: 50 * time.Second},
+			CoolDown:          metav1.Duration{Duration: 5 * time.Second},
+			MaxCoolDown:       metav1.Duration{Duration: 2 * time.Minute},
+			RecomputeInterval: metav1.Duration{Duration: time.Second},
 		},
 		Model:    modelConfigOf(priority.DefaultModel()),
 		Affinity: priority.DefaultAffinity(),
-		Volcano:  VolcanoConfig{URLPrefix: "/volcano", SessionTTL: Duration{30 * time.Second}},
-		Events:   EventsConfig{WaitingInterval: Duration{time.Minute}},
-		Reload:   ReloadConfig{Interval: Duration{5 * time.Second}},
+		Volcano:  VolcanoConfig{URLPrefix: "/volcano", SessionTTL: metav1.Duration{Duration: 30 * time.Second}},
+		Events:   EventsConfig{WaitingInterval: metav1.Duration{Duration: time.Minute}},
+		Reload:   ReloadConfig{Interval: metav1.Duration{Duration: 5 * time.Second}},
 	}
 }
 
@@ -263,64 +247,33 @@ func LoadConfig(path string) (Config, []error) {
 	return cfg, decodeConfig(data, &cfg)
 }
 
-// decodeConfig decodes YAML into cfg and lists every unknown key. Known keys are decoded
-// even when unknown ones are present, so their values can be validated too.
+// decodeConfig decodes YAML into cfg strictly and lists every problem: each unknown and
+// each duplicate key by its dotted path, and each value that cannot be decoded, named by
+// its top-level key. The sections are decoded one at a time because a value that cannot be
+// decoded ends the decoding, and with it the strict errors of the keys after it.
 func decodeConfig(data []byte, cfg *Config) []error {
-	var raw map[string]any
-	if err := yaml.Unmarshal(data, &raw); err != nil {
+	asJSON, err := yaml.YAMLToJSONStrict(data)
+	if err != nil {
 		return []error{fmt.Errorf("not valid YAML: %w", err)}
 	}
-	var errs []error
-	for _, k := range unknownKeys(raw, reflect.TypeOf(*cfg), "") {
-		errs = append(errs, fmt.Errorf("unknown key %q", k))
+	var sections map[string]json.RawMessage
+	if err := json.Unmarshal(asJSON, &sections); err != nil {
+		return []error{fmt.Errorf("want a mapping of config keys: %w", err)}
 	}
-	if err := yaml.Unmarshal(data, cfg); err != nil {
-		errs = append(errs, err)
+	var errs []error
+	for _, key := range slices.Sorted(maps.Keys(sections)) {
+		one, err := json.Marshal(map[string]json.RawMessage{key: sections[key]})
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", key, err))
+			continue
+		}
+		strict, err := kjson.UnmarshalStrict(one, cfg)
+		errs = append(errs, strict...)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", key, err))
+		}
 	}
 	return errs
-}
-
-// unknownKeys walks raw against the json tags of t and returns the dotted paths of keys
-// that t does not have. Maps with string keys accept any key.
-func unknownKeys(raw map[string]any, t reflect.Type, prefix string) []string {
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	if t.Kind() == reflect.Map {
-		var out []string
-		for k, v := range raw {
-			if sub, ok := v.(map[string]any); ok {
-				out = append(out, unknownKeys(sub, t.Elem(), prefix+k+".")...)
-			}
-		}
-		sort.Strings(out)
-		return out
-	}
-	if t.Kind() != reflect.Struct || t == reflect.TypeOf(Duration{}) {
-		return nil
-	}
-	fields := map[string]reflect.Type{}
-	for i := 0; i < t.NumField(); i++ {
-		f := t.Field(i)
-		name := strings.Split(f.Tag.Get("json"), ",")[0]
-		if name == "" || name == "-" {
-			continue
-		}
-		fields[name] = f.Type
-	}
-	var out []string
-	for k, v := range raw {
-		ft, ok := fields[k]
-		if !ok {
-			out = append(out, prefix+k)
-			continue
-		}
-		if sub, ok := v.(map[string]any); ok {
-			out = append(out, unknownKeys(sub, ft, prefix+k+".")...)
-		}
-	}
-	sort.Strings(out)
-	return out
 }
 
 // Validate returns every problem of the configuration, one error per problem.
@@ -338,7 +291,7 @@ func (c Config) Validate() []error {
 	}
 	for _, d := range []struct {
 		key string
-		v   Duration
+		v   metav1.Duration
 	}{{"readTimeout", c.ReadTimeout}, {"writeTimeout", c.WriteTimeout}, {"shutdownTimeout", c.ShutdownTimeout}, {"bindTimeout", c.BindTimeout}} {
 		if d.v.Duration <= 0 {
 			bad("%s: %v must be positive", d.key, d.v.Duration)
@@ -360,7 +313,7 @@ func (c Config) Validate() []error {
 	}
 	for _, d := range []struct {
 		key string
-		v   Duration
+		v   metav1.Duration
 	}{{"gate.holdTimeout", c.Gate.HoldTimeout}, {"gate.maxHold", c.Gate.MaxHold}, {"gate.coolDown", c.Gate.CoolDown}, {"gate.maxCoolDown", c.Gate.MaxCoolDown}, {"gate.recomputeInterval", c.Gate.RecomputeInterval}} {
 		if d.v.Duration <= 0 {
 			bad("%s: %v must be positive", d.key, d.v.Duration)
@@ -377,7 +330,7 @@ func (c Config) Validate() []error {
 	}
 	errs = append(errs, c.Model.PriorityModel().Validate()...)
 	errs = append(errs, c.Affinity.Validate()...)
-	errs = append(errs, c.Volcano.validate()...)
+	errs = append(errs, c.Volcano.Validate()...)
 	if c.Volcano.URLPrefix == c.URLPrefix {
 		bad("volcano.urlPrefix: %q is also urlPrefix; the Volcano verbs need a prefix of their own", c.Volcano.URLPrefix)
 	}

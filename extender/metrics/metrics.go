@@ -1,4 +1,6 @@
-package extender
+// Package metrics holds the extender's Prometheus metrics. Every method is nil-safe. It imports only
+// Prometheus and the priority model.
+package metrics
 
 import (
 	"net/http"
@@ -56,7 +58,7 @@ const (
 
 // NewMetrics creates the metrics and registers them with reg, which /metrics then serves
 // (a private registry: tests stay isolated).
-func NewMetrics(reg *prometheus.Registry) *Metrics {
+func New(reg *prometheus.Registry) *Metrics {
 	m := &Metrics{
 		gatherer: reg,
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -118,7 +120,7 @@ func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.gatherer, promhttp.HandlerOpts{})
 }
 
-func (m *Metrics) observeRequest(verb string, code int, took time.Duration) {
+func (m *Metrics) ObserveRequest(verb string, code int, took time.Duration) {
 	if m == nil {
 		return
 	}
@@ -126,21 +128,21 @@ func (m *Metrics) observeRequest(verb string, code int, took time.Duration) {
 	m.duration.WithLabelValues(verb).Observe(took.Seconds())
 }
 
-func (m *Metrics) gateDecision(verb, outcome string) {
+func (m *Metrics) GateDecision(verb, outcome string) {
 	if m == nil {
 		return
 	}
 	m.decisions.WithLabelValues(verb, outcome).Inc()
 }
 
-func (m *Metrics) bindFailed() {
+func (m *Metrics) BindFailed() {
 	if m == nil {
 		return
 	}
 	m.bindFailures.Inc()
 }
 
-func (m *Metrics) waitingEvent(sent bool) {
+func (m *Metrics) WaitingEvent(sent bool) {
 	if m == nil {
 		return
 	}
@@ -151,14 +153,14 @@ func (m *Metrics) waitingEvent(sent bool) {
 	m.waitingEvents.WithLabelValues(result).Inc()
 }
 
-func (m *Metrics) turnNudge(result string) {
+func (m *Metrics) TurnNudge(result string) {
 	if m == nil {
 		return
 	}
 	m.nudges.WithLabelValues(result).Inc()
 }
 
-func (m *Metrics) configReload(applied bool) {
+func (m *Metrics) ConfigReload(applied bool) {
 	if m == nil {
 		return
 	}
@@ -169,8 +171,8 @@ func (m *Metrics) configReload(applied bool) {
 	m.reloads.WithLabelValues(result).Inc()
 }
 
-// observeQueue sets the queue gauges from a computed snapshot.
-func (m *Metrics) observeQueue(q *priority.Queue, held int) {
+// ObserveQueue sets the queue gauges from a computed snapshot.
+func (m *Metrics) ObserveQueue(q *priority.Queue, held int) {
 	if m == nil || q == nil {
 		return
 	}

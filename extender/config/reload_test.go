@@ -1,4 +1,4 @@
-package extender
+package config
 
 import (
 	"fmt"
@@ -53,7 +53,7 @@ func TestConfigReload(t *testing.T) {
 			name:        "an invalid file is rejected whole and the old model stays",
 			next:        strings.Replace(baseConfigFile, "tau: 10m", "tau: 10m\n  policy: fastest\nbogus: 1", 1),
 			wantWeights: priority.Weights{User: 0.4, Job: 0.2, Wait: 0.2, Parallelism: 0.2},
-			wantLogs:    []string{`error config reload rejected: the new config file is invalid; the running config stays: problems=unknown key "bogus"; model.policy: "fastest", want one of strict, reserve, besteffort`},
+			wantLogs:    []string{`error config reload rejected: the new config file is invalid; the running config stays: problems=unknown field "bogus"; model.policy: "fastest", want one of strict, reserve, besteffort`},
 		},
 		{
 			name:        "a change that needs a restart is ignored with a warning",
@@ -145,26 +145,5 @@ func TestConfigReload(t *testing.T) {
 				t.Errorf("log lines (-want +got):\n%s", diff)
 			}
 		})
-	}
-}
-
-// TestClusterSetModelKeepsTheGangConfig: a reload swaps the model and affinity only.
-func TestClusterSetModelKeepsTheGangConfig(t *testing.T) {
-	cfg := DefaultConfig()
-	c := &Cluster{kick: make(chan struct{}, 1)}
-	c.cfg.Store(&viewConfig{gang: cfg.Gang, model: cfg.Model.PriorityModel(), affinity: cfg.Affinity})
-	m := cfg.Model.PriorityModel()
-	m.Policy = priority.PolicyStrict
-	a := cfg.Affinity
-	a.PSAntiAffinity = priority.AntiAffinityHard
-	c.SetModel(m, a)
-	got := c.config()
-	if got.model.Policy != priority.PolicyStrict || got.affinity.PSAntiAffinity != priority.AntiAffinityHard || got.gang.JobLabel != cfg.Gang.JobLabel {
-		t.Errorf("after SetModel: %+v", got)
-	}
-	select {
-	case <-c.kick:
-	default:
-		t.Error("SetModel did not ask for a recompute")
 	}
 }

@@ -1,4 +1,4 @@
-package extender
+package config
 
 import (
 	"os"
@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 func writeConfig(t *testing.T, body string) string {
@@ -43,7 +44,7 @@ func TestLoadConfig(t *testing.T) {
 			name: "values override the defaults",
 			body: "listen: 127.0.0.1:9999\nurlPrefix: /x\nwriteTimeout: 45s\nlog:\n  format: console\n  level: debug\n",
 			want: func(c *Config) {
-				c.Listen, c.URLPrefix, c.WriteTimeout = "127.0.0.1:9999", "/x", Duration{45 * time.Second}
+				c.Listen, c.URLPrefix, c.WriteTimeout = "127.0.0.1:9999", "/x", metav1.Duration{Duration: 45 * time.Second}
 				c.Log = LogConfig{Format: "console", Level: "debug"}
 			},
 		},
@@ -51,12 +52,22 @@ func TestLoadConfig(t *testing.T) {
 			name:     "every unknown key is listed, nested ones by path",
 			body:     "listen: :1\nlisten_addr: x\nlog:\n  colour: red\nbogus: 1\n",
 			want:     func(c *Config) { c.Listen = ":1" },
-			wantErrs: []string{`unknown key "bogus"`, `unknown key "listen_addr"`, `unknown key "log.colour"`},
+			wantErrs: []string{`unknown field "bogus"`, `unknown field "listen_addr"`, `unknown field "log.colour"`},
 		},
 		{
 			name:     "a bad duration names the value",
 			body:     "readTimeout: soon\n",
-			wantErrs: []string{`want a duration string such as "20s", got "soon"`},
+			wantErrs: []string{`readTimeout: time: invalid duration "soon"`},
+		},
+		{
+			name:     "a key given twice is an error, not a silent override",
+			body:     "listen: :1\nlisten: :2\n",
+			wantErrs: []string{`"listen" already set in map`},
+		},
+		{
+			name:     "an unknown key and a bad value are listed together",
+			body:     "gate:\n  holdTimeout: 1m\n  hold: 3\nreadTimeout: soon\n",
+			wantErrs: []string{`unknown field "gate.hold"`, `invalid duration "soon"`},
 		},
 	}
 	for _, tt := range tests {
@@ -88,11 +99,11 @@ func TestValidateListsEveryProblem(t *testing.T) {
 	c.Listen = "nope"
 	c.URLPrefix = "scheduler/"
 	c.MaxRequestBytes = 10
-	c.WriteTimeout = Duration{0}
+	c.WriteTimeout = metav1.Duration{Duration: 0}
 	c.ClientQPS = 0
 	c.Log = LogConfig{Format: "xml", Level: "loud"}
-	c.Events.WaitingInterval = Duration{-time.Second}
-	c.Reload.Interval = Duration{-time.Second}
+	c.Events.WaitingInterval = metav1.Duration{Duration: -time.Second}
+	c.Reload.Interval = metav1.Duration{Duration: -time.Second}
 	c.TLS = TLSConfig{CertFile: "tls.crt"}
 	got := errStrings(c.Validate())
 	wantPrefixes := []string{"listen:", "urlPrefix:", "maxRequestBytes:", "writeTimeout:", "clientQPS", "gate.maxHold:",
@@ -109,7 +120,7 @@ func TestValidateListsEveryProblem(t *testing.T) {
 		t.Errorf("defaults are invalid: %v", errs)
 	}
 	short := DefaultConfig()
-	short.Gate.MaxHold = Duration{10 * time.Second}
+	short.Gate.MaxHold = metav1.Duration{Duration: 10 * time.Second}
 	if got := errStrings(short.Validate()); len(got) != 1 || !strings.HasPrefix(got[0], "gate.maxHold: 10s is below gate.holdTimeout 20s") {
 		t.Errorf("maxHold below holdTimeout: %q", got)
 	}
@@ -120,4 +131,47 @@ func TestLoadConfigMissingFile(t *testing.T) {
 	if len(errs) != 1 || !strings.Contains(errs[0].Error(), "reading config") {
 		t.Errorf("errors %v, want one reading error", errs)
 	}
+}
+
+// TestVolcanoConfig: defaults, validation and the constructors' checks.
+func TestVolcanoConfig(t *testing.T) {
+	def := DefaultConfig()
+	if diff := cmp.Diff(VolcanoConfig{URLPrefix: "/volcano", SessionTTL: metav1.Duration{Duration: 30 * time.Second}}, def.Volcano); diff != "" {
+		t.Errorf("default (-want +got):\n%s", diff)
+	}
+	tests := []struct {
+		name string
+		edit func(*Config)
+		want []string
+	}{
+		{"no prefix", func(c *Config) { c.Volcano.URLPrefix = "" }, []string{`volcano.urlPrefix: "" must start with /`}},
+		{"trailing slash", func(c *Config) { c.Volcano.URLPrefix = "/volcano/" }, []string{`volcano.urlPrefix: "/volcano/" must start with /`}},
+		{"a router wildcard", func(c *Config) { c.Volcano.URLPrefix = "/:v" }, []string{`volcano.urlPrefix: "/:v" must start with /`}},
+		{"the kube-scheduler prefix", func(c *Config) { c.Volcano.URLPrefix = "/scheduler" }, []string{`volcano.urlPrefix: "/scheduler" is also urlPrefix`}},
+		{"no TTL", func(c *Config) { c.Volcano.SessionTTL = metav1.Duration{} }, []string{"volcano.sessionTTL: 0s must be positive"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := DefaultConfig()
+			tt.edit(&c)
+			got := errStrings(c.Validate())
+			if len(got) != len(tt.want) {
+				t.Fatalf("errors %q, want %q", got, tt.want)
+			}
+			for i := range tt.want {
+				if !strings.HasPrefix(got[i], tt.want[i]) {
+					t.Errorf("error %q, want prefix %q", got[i], tt.want[i])
+				}
+			}
+		})
+	}
+	t.Run("loaded from YAML", func(t *testing.T) {
+		got, errs := LoadConfig(writeConfig(t, "volcano:\n  urlPrefix: /vc\n  sessionTTL: 5s\n"))
+		if len(errs) > 0 {
+			t.Fatal(errs)
+		}
+		if diff := cmp.Diff(VolcanoConfig{URLPrefix: "/vc", SessionTTL: metav1.Duration{Duration: 5 * time.Second}}, got.Volcano); diff != "" {
+			t.Errorf("(-want +got):\n%s", diff)
+		}
+	})
 }

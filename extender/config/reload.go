@@ -1,4 +1,4 @@
-package extender
+package config
 
 import (
 	"context"
@@ -10,19 +10,13 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/cps-extender/cps-extender/extender/metrics"
 	"github.com/cps-extender/cps-extender/priority"
 )
 
 // ModelReceiver takes a reloaded model and affinity.
 type ModelReceiver interface {
 	SetModel(model priority.Model, affinity priority.Affinity)
-}
-
-// SetModel swaps the model and affinity the view computes with, and recomputes the queue.
-func (c *Cluster) SetModel(model priority.Model, affinity priority.Affinity) {
-	old := c.cfg.Load()
-	c.cfg.Store(&viewConfig{gang: old.gang, model: model, affinity: affinity})
-	c.Trigger()
 }
 
 // reloadableKeys are the config sections a running extender takes over from a changed
@@ -39,7 +33,7 @@ type ConfigReloader struct {
 	path      string
 	overlay   func(Config) Config
 	receivers []ModelReceiver
-	metrics   *Metrics
+	metrics   *metrics.Metrics
 
 	current Config
 	hash    [sha256.Size]byte
@@ -57,7 +51,7 @@ type ConfigReloaderOptions struct {
 	Overlay func(Config) Config
 	// Receivers get the new model and affinity.
 	Receivers []ModelReceiver
-	Metrics   *Metrics
+	Metrics   *metrics.Metrics
 }
 
 // NewConfigReloader builds the reloader; the file's current content is the baseline.
@@ -109,7 +103,7 @@ func (r *ConfigReloader) Check() bool {
 	errs := decodeConfig(data, &next)
 	next = r.overlay(next)
 	if errs = append(errs, next.Validate()...); len(errs) > 0 {
-		r.metrics.configReload(false)
+		r.metrics.ConfigReload(false)
 		r.log.Error("config reload rejected: the new config file is invalid; the running config stays",
 			zap.String("path", r.path), zap.String("problems", joinErrors(errs)))
 		return false
@@ -135,7 +129,7 @@ func (r *ConfigReloader) Check() bool {
 	for _, rc := range r.receivers {
 		rc.SetModel(model, r.current.Affinity)
 	}
-	r.metrics.configReload(true)
+	r.metrics.ConfigReload(true)
 	r.log.Info("config reloaded", zap.String("path", r.path), zap.Strings("changed", changed))
 	return true
 }
