@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cps-extender/cps-extender/extender/gang"
+
 	"github.com/cps-extender/cps-extender/extender/config"
 
 	"go.uber.org/zap"
@@ -235,7 +237,7 @@ func (c *Cluster) NodeLabels(name string) map[string]string {
 }
 
 // podGroup looks a PodGroup up in its source's informer.
-func (c *Cluster) podGroup(source, namespace, name string) (PodGroupInfo, bool) {
+func (c *Cluster) podGroup(source, namespace, name string) (gang.PodGroupInfo, bool) {
 	return c.podGroups.lookup(source, namespace, name)
 }
 

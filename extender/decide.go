@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/cps-extender/cps-extender/extender/gang"
+
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -64,7 +66,7 @@ func (c *Cluster) jobMember(snap *Snapshot, pod *corev1.Pod) (*priority.Job, pri
 	member := memberOf(job, PodRef{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID})
 	if member.UID == "" {
 		m, _ := membershipOf(c.config().gang, pod, c.podGroup)
-		member = priority.Pod{UID: string(pod.UID), Name: pod.Namespace + "/" + pod.Name, Role: m.role, Index: m.index, Request: podRequest(pod)}
+		member = priority.Pod{UID: string(pod.UID), Name: pod.Namespace + "/" + pod.Name, Role: m.role, Index: m.index, Request: gang.PodRequest(pod)}
 	}
 	return job, member, true
 }

@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cps-extender/cps-extender/extender/gang"
+
 	"github.com/cps-extender/cps-extender/extender/config"
 
 	corev1 "k8s.io/api/core/v1"
@@ -107,20 +109,20 @@ func newViewIndex() *viewIndex {
 	return &viewIndex{pods: map[types.UID]*podRecord{}, nodes: map[string]*nodeRecord{}, jobs: map[string]*jobPods{}}
 }
 
-func newPodRecord(pod *corev1.Pod, gang config.GangConfig) *podRecord {
+func newPodRecord(pod *corev1.Pod, gangCfg config.GangConfig) *podRecord {
 	r := &podRecord{
 		uid: pod.UID, namespace: pod.Namespace, nsName: pod.Namespace + "/" + pod.Name, node: pod.Spec.NodeName,
-		terminated: podTerminated(pod), deleting: pod.DeletionTimestamp != nil, gated: len(pod.Spec.SchedulingGates) > 0,
+		terminated: gang.PodTerminated(pod), deleting: pod.DeletionTimestamp != nil, gated: len(pod.Spec.SchedulingGates) > 0,
 		priority: pod.Spec.Priority, created: pod.CreationTimestamp.Time, turnedAway: scheduledFalse(pod),
 	}
 	if !r.terminated {
-		r.request = podRequest(pod)
+		r.request = gang.PodRequest(pod)
 	}
 	if key := constraintsKey(pod); key != "" {
 		r.constraints = newPodConstraints(key, pod)
 	}
-	r.m, r.inJob = podMembership(gang, pod)
-	r.counted = r.inJob && !r.terminated && !r.deleting && !slices.Contains(gang.ExemptNamespaces, pod.Namespace)
+	r.m, r.inJob = podMembership(gangCfg, pod)
+	r.counted = r.inJob && !r.terminated && !r.deleting && !slices.Contains(gangCfg.ExemptNamespaces, pod.Namespace)
 	return r
 }
 
@@ -174,8 +176,8 @@ func (x *viewIndex) replace(old, r *podRecord) {
 }
 
 // newPodRecord is newPodRecord with the request and the constraints interned. x.mu is held.
-func (x *viewIndex) newPodRecord(pod *corev1.Pod, gang config.GangConfig) *podRecord {
-	r := newPodRecord(pod, gang)
+func (x *viewIndex) newPodRecord(pod *corev1.Pod, gangCfg config.GangConfig) *podRecord {
+	r := newPodRecord(pod, gangCfg)
 	if r.request != nil {
 		r.request = x.intern(r.request)
 	}
@@ -239,7 +241,7 @@ func scheduledFalse(pod *corev1.Pod) bool {
 }
 
 func newNodeRecord(n *corev1.Node) *nodeRecord {
-	return &nodeRecord{name: n.Name, labels: n.Labels, allocatable: resourcesOf(n.Status.Allocatable), unschedulable: n.Spec.Unschedulable,
+	return &nodeRecord{name: n.Name, labels: n.Labels, allocatable: gang.ResourcesOf(n.Status.Allocatable), unschedulable: n.Spec.Unschedulable,
 		taints: nodeTaints(n), stub: &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.Name, Labels: n.Labels}}}
 }
 

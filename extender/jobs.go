@@ -2,61 +2,16 @@ package extender
 
 import (
 	"strconv"
-	"strings"
 	"time"
+
+	"github.com/cps-extender/cps-extender/extender/gang"
 
 	"github.com/cps-extender/cps-extender/extender/config"
 
 	corev1 "k8s.io/api/core/v1"
-	resourcehelper "k8s.io/component-helpers/resource"
 
 	"github.com/cps-extender/cps-extender/priority"
 )
-
-// Well-known keys of the gang sources (protocols.md, section 3).
-const (
-	volcanoGroupAnnotation = "scheduling.k8s.io/group-name"
-	volcanoTaskSpec        = "volcano.sh/task-spec"
-	volcanoTaskIndex       = "volcano.sh/task-index"
-	coschedulingLabel      = "scheduling.x-k8s.io/pod-group"
-	kubeflowJobLabel       = "training.kubeflow.org/job-name"
-	kubeflowReplicaType    = "training.kubeflow.org/replica-type"
-	kubeflowReplicaIndex   = "training.kubeflow.org/replica-index"
-	// volcanoTopologyAntiAffinity lists task groups whose pods must not share a node, e.g.
-	// "ps" or "ps;worker,evaluator" (groups separated by ";", tasks by ",").
-	volcanoTopologyAntiAffinity = "volcano.sh/task-topology-anti-affinity"
-)
-
-// namesPSTask reports whether a Volcano task-topology list names a parameter-server task.
-func namesPSTask(list string) bool {
-	for _, group := range strings.Split(list, ";") {
-		for _, task := range strings.Split(group, ",") {
-			if t := strings.TrimSpace(task); t != "" && priority.ParseRole(t) == priority.RolePS {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// The gang sources, in the order they are checked.
-const (
-	SourceVolcano      = "volcano"
-	SourceCoscheduling = "coscheduling"
-	SourceKubeflow     = "kubeflow"
-	SourceLabels       = "labels"
-)
-
-// PodGroupInfo is what the extender reads from a PodGroup of either kind.
-type PodGroupInfo struct {
-	MinMember int
-	Created   time.Time
-	// Annotations carry Volcano's task-topology hints.
-	Annotations map[string]string
-}
-
-// PodGroupLookup finds a PodGroup of a source (SourceVolcano or SourceCoscheduling).
-type PodGroupLookup func(source, namespace, name string) (PodGroupInfo, bool)
 
 // membership is what one pod says about its job.
 type membership struct {
@@ -78,7 +33,7 @@ type membership struct {
 
 // membershipOf tells which job a pod belongs to, checking the sources in order: Volcano
 // PodGroups, coscheduling PodGroups, Kubeflow labels, the project's own labels.
-func membershipOf(g config.GangConfig, pod *corev1.Pod, groups PodGroupLookup) (membership, bool) {
+func membershipOf(g config.GangConfig, pod *corev1.Pod, groups gang.PodGroupLookup) (membership, bool) {
 	m, ok := podMembership(g, pod)
 	if !ok {
 		return m, false
@@ -94,22 +49,22 @@ func podMembership(g config.GangConfig, pod *corev1.Pod) (membership, bool) {
 	labels, annotations := pod.Labels, pod.Annotations
 	var group string
 	switch {
-	case g.Volcano && annotations[volcanoGroupAnnotation] != "":
-		m.source, group = SourceVolcano, annotations[volcanoGroupAnnotation]
-		m.role = priority.ParseRole(firstNonEmpty(annotations[volcanoTaskSpec], labels[volcanoTaskSpec], labels[g.RoleLabel]))
-		m.index = parseIndex(firstNonEmpty(annotations[volcanoTaskIndex], labels[volcanoTaskIndex], labels[g.IndexLabel]))
-	case g.Coscheduling && labels[coschedulingLabel] != "":
-		m.source, group = SourceCoscheduling, labels[coschedulingLabel]
-		m.role = priority.ParseRole(firstNonEmpty(labels[kubeflowReplicaType], labels[g.RoleLabel]))
-		m.index = parseIndex(firstNonEmpty(labels[kubeflowReplicaIndex], labels[g.IndexLabel]))
-	case g.Kubeflow && labels[kubeflowJobLabel] != "":
-		m.source, group = SourceKubeflow, labels[kubeflowJobLabel]
-		m.role = priority.ParseRole(labels[kubeflowReplicaType])
-		m.index = parseIndex(labels[kubeflowReplicaIndex])
+	case g.Volcano && annotations[gang.VolcanoGroupAnnotation] != "":
+		m.source, group = gang.SourceVolcano, annotations[gang.VolcanoGroupAnnotation]
+		m.role = priority.ParseRole(gang.FirstNonEmpty(annotations[gang.VolcanoTaskSpec], labels[gang.VolcanoTaskSpec], labels[g.RoleLabel]))
+		m.index = gang.ParseIndex(gang.FirstNonEmpty(annotations[gang.VolcanoTaskIndex], labels[gang.VolcanoTaskIndex], labels[g.IndexLabel]))
+	case g.Coscheduling && labels[gang.CoschedulingLabel] != "":
+		m.source, group = gang.SourceCoscheduling, labels[gang.CoschedulingLabel]
+		m.role = priority.ParseRole(gang.FirstNonEmpty(labels[gang.KubeflowReplicaType], labels[g.RoleLabel]))
+		m.index = gang.ParseIndex(gang.FirstNonEmpty(labels[gang.KubeflowReplicaIndex], labels[g.IndexLabel]))
+	case g.Kubeflow && labels[gang.KubeflowJobLabel] != "":
+		m.source, group = gang.SourceKubeflow, labels[gang.KubeflowJobLabel]
+		m.role = priority.ParseRole(labels[gang.KubeflowReplicaType])
+		m.index = gang.ParseIndex(labels[gang.KubeflowReplicaIndex])
 	case labels[g.JobLabel] != "":
-		m.source, group = SourceLabels, labels[g.JobLabel]
+		m.source, group = gang.SourceLabels, labels[g.JobLabel]
 		m.role = priority.ParseRole(labels[g.RoleLabel])
-		m.index = parseIndex(labels[g.IndexLabel])
+		m.index = gang.ParseIndex(labels[g.IndexLabel])
 	default:
 		return m, false
 	}
@@ -119,13 +74,13 @@ func podMembership(g config.GangConfig, pod *corev1.Pod) (membership, bool) {
 		m.labelMinMember = n
 	}
 	m.user = labels[g.UserLabel]
-	m.urgent = isTrue(labels[g.UrgentLabel]) || isTrue(annotations[g.UrgentLabel])
+	m.urgent = gang.IsTrue(labels[g.UrgentLabel]) || gang.IsTrue(annotations[g.UrgentLabel])
 	return m, true
 }
 
 // withGroup completes a pod's membership from its PodGroup (Volcano and coscheduling
 // sources): the group's minimum wins over the pod's min-member label.
-func (m membership) withGroup(groups PodGroupLookup, namespace string) membership {
+func (m membership) withGroup(groups gang.PodGroupLookup, namespace string) membership {
 	return m.withGroupPart(m.lookupGroup(groups, namespace))
 }
 
@@ -137,15 +92,15 @@ type groupPart struct {
 }
 
 // lookupGroup reads the pod's PodGroup, if its source has one and it exists.
-func (m membership) lookupGroup(groups PodGroupLookup, namespace string) groupPart {
-	if m.source != SourceVolcano && m.source != SourceCoscheduling {
+func (m membership) lookupGroup(groups gang.PodGroupLookup, namespace string) groupPart {
+	if m.source != gang.SourceVolcano && m.source != gang.SourceCoscheduling {
 		return groupPart{}
 	}
 	pg, ok := groups(m.source, namespace, m.group)
 	if !ok {
 		return groupPart{}
 	}
-	return groupPart{minMember: pg.MinMember, created: pg.Created, hardPSAntiAffinity: namesPSTask(pg.Annotations[volcanoTopologyAntiAffinity])}
+	return groupPart{minMember: pg.MinMember, created: pg.Created, hardPSAntiAffinity: gang.NamesPSTask(pg.Annotations[gang.VolcanoTopologyAntiAffinity])}
 }
 
 func (m membership) withGroupPart(g groupPart) membership {
@@ -154,58 +109,4 @@ func (m membership) withGroupPart(g groupPart) membership {
 		m.minMember = m.labelMinMember
 	}
 	return m
-}
-
-func firstNonEmpty(vs ...string) string {
-	for _, v := range vs {
-		if v != "" {
-			return v
-		}
-	}
-	return ""
-}
-
-func parseIndex(s string) int {
-	n, err := strconv.Atoi(s)
-	if err != nil || n < 0 {
-		return -1
-	}
-	return n
-}
-
-func isTrue(s string) bool {
-	return strings.EqualFold(s, "true") || s == "1" || strings.EqualFold(s, "yes")
-}
-
-// requestOptions are the options kube-scheduler v1.37 counts a pod's requests with, for
-// the pod it places and for the pods on a node alike (framework PodInfo.CalculateResource,
-// with its default features: in-place resize and pod-level resources on).
-var requestOptions = resourcehelper.PodResourcesOptions{UseStatusResources: true, InPlacePodLevelResourcesVerticalScalingEnabled: true}
-
-// podRequest is the pod's effective request as kube-scheduler counts it
-// (component-helpers resource.PodRequests): its containers, sidecars (restartable init
-// containers) added, the largest init container's need, pod-level requests where set, the
-// pod overhead, and a resize in progress. CPU is in millicores, everything else in its
-// base unit.
-func podRequest(pod *corev1.Pod) priority.Resources {
-	return resourcesOf(resourcehelper.PodRequests(pod, requestOptions))
-}
-
-// resourcesOf is a resource list in the model's units: cpu in millicores, everything else
-// in its base unit (rounded up, as Quantity.Value does).
-func resourcesOf(list corev1.ResourceList) priority.Resources {
-	out := make(priority.Resources, len(list))
-	for name, q := range list {
-		if name == corev1.ResourceCPU {
-			out[string(name)] = q.MilliValue()
-		} else {
-			out[string(name)] = q.Value()
-		}
-	}
-	return out
-}
-
-// podTerminated reports whether a pod no longer holds resources.
-func podTerminated(pod *corev1.Pod) bool {
-	return pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
 }

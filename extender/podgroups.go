@@ -3,6 +3,8 @@ package extender
 import (
 	"context"
 
+	"github.com/cps-extender/cps-extender/extender/gang"
+
 	"github.com/cps-extender/cps-extender/extender/config"
 
 	"go.uber.org/zap"
@@ -38,10 +40,10 @@ func newPodGroupSources(log *zap.Logger, client kubernetes.Interface, dyn dynami
 	}
 	s.factory = dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0)
 	if g.Volcano {
-		s.wanted[SourceVolcano] = volcanoPodGroups
+		s.wanted[gang.SourceVolcano] = volcanoPodGroups
 	}
 	if g.Coscheduling {
-		s.wanted[SourceCoscheduling] = coschedulingPodGroups
+		s.wanted[gang.SourceCoscheduling] = coschedulingPodGroups
 	}
 	return s
 }
@@ -90,19 +92,19 @@ func (s *podGroupSources) shutdown() {
 }
 
 // lookup reads a PodGroup's minimum, creation time and annotations.
-func (s *podGroupSources) lookup(source, namespace, name string) (PodGroupInfo, bool) {
+func (s *podGroupSources) lookup(source, namespace, name string) (gang.PodGroupInfo, bool) {
 	idx, ok := s.indexers[source]
 	if !ok {
-		return PodGroupInfo{}, false
+		return gang.PodGroupInfo{}, false
 	}
 	obj, exists, err := idx.GetByKey(namespace + "/" + name)
 	if err != nil || !exists {
-		return PodGroupInfo{}, false
+		return gang.PodGroupInfo{}, false
 	}
 	u, ok := obj.(*unstructured.Unstructured)
 	if !ok {
-		return PodGroupInfo{}, false
+		return gang.PodGroupInfo{}, false
 	}
 	minMember, _, _ := unstructured.NestedInt64(u.Object, "spec", "minMember")
-	return PodGroupInfo{MinMember: int(minMember), Created: u.GetCreationTimestamp().Time, Annotations: u.GetAnnotations()}, true
+	return gang.PodGroupInfo{MinMember: int(minMember), Created: u.GetCreationTimestamp().Time, Annotations: u.GetAnnotations()}, true
 }

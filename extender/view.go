@@ -5,6 +5,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cps-extender/cps-extender/extender/gang"
+
 	"go.uber.org/zap"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -181,13 +183,13 @@ func (c *Cluster) admit(snap *Snapshot, cfg *viewConfig, now, start time.Time, h
 // groupMemo completes pod memberships from their PodGroups, one lookup per job and
 // recompute.
 type groupMemo struct {
-	lookup PodGroupLookup
+	lookup gang.PodGroupLookup
 	seen   map[string]groupPart // source + job key -> what its PodGroup adds
 }
 
 func (g *groupMemo) complete(pod *podRecord) membership {
 	m := pod.m
-	if m.source != SourceVolcano && m.source != SourceCoscheduling {
+	if m.source != gang.SourceVolcano && m.source != gang.SourceCoscheduling {
 		return m.withGroupPart(groupPart{})
 	}
 	key := m.source + "\x00" + m.jobKey

@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cps-extender/cps-extender/extender/gang"
+
 	"github.com/cps-extender/cps-extender/extender/config"
 
 	"github.com/julienschmidt/httprouter"
@@ -288,7 +290,7 @@ func (v *VolcanoVerbs) askingPod(t *VolcanoTaskInfo) priority.Pod {
 func (v *VolcanoVerbs) affinityJob(s *volcanoSession, task *VolcanoTaskInfo, nodes []*VolcanoNodeInfo) priority.Job {
 	members := map[string]*priority.Pod{}
 	put := func(t *VolcanoTaskInfo, onNode string) {
-		key := firstNonEmpty(t.UID, volcanoTaskKey(t))
+		key := gang.FirstNonEmpty(t.UID, volcanoTaskKey(t))
 		if p, ok := volcanoPod(v.gang, t, onNode); ok {
 			members[key] = &p
 		} else {
@@ -634,7 +636,7 @@ func (v *VolcanoVerbs) decideJobReady(req *volcanoJobRequest) volcanoAnswer {
 func (v *VolcanoVerbs) decideQueueOverused(req *volcanoQueueRequest) volcanoAnswer {
 	a := volcanoAnswer{body: VolcanoQueueOverusedResult{Overused: false}, decision: "not overused"}
 	if req.Queue != nil {
-		a.subject = firstNonEmpty(req.Queue.Name, req.Queue.UID)
+		a.subject = gang.FirstNonEmpty(req.Queue.Name, req.Queue.UID)
 	}
 	return a
 }

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cps-extender/cps-extender/extender/gang"
+
 	"github.com/cps-extender/cps-extender/extender/config"
 
 	corev1 "k8s.io/api/core/v1"
@@ -101,8 +103,8 @@ func podMeta(t *VolcanoTaskInfo) (labels, annotations map[string]string) {
 // project's own role label.
 func volcanoRole(g config.GangConfig, t *VolcanoTaskInfo) priority.Role {
 	labels, annotations := podMeta(t)
-	return priority.ParseRole(firstNonEmpty(t.TaskRole, annotations[volcanoTaskSpec], labels[volcanoTaskSpec],
-		labels[kubeflowReplicaType], labels[g.RoleLabel]))
+	return priority.ParseRole(gang.FirstNonEmpty(t.TaskRole, annotations[gang.VolcanoTaskSpec], labels[gang.VolcanoTaskSpec],
+		labels[gang.KubeflowReplicaType], labels[g.RoleLabel]))
 }
 
 // volcanoPod converts a task to a member of its job. ok is false for a task that neither
@@ -119,7 +121,7 @@ func volcanoPod(g config.GangConfig, t *VolcanoTaskInfo, onNode string) (priorit
 		UID:     t.UID,
 		Name:    t.Name,
 		Role:    volcanoRole(g, t),
-		Index:   parseIndex(firstNonEmpty(annotations[volcanoTaskIndex], labels[volcanoTaskIndex], labels[kubeflowReplicaIndex], labels[g.IndexLabel])),
+		Index:   gang.ParseIndex(gang.FirstNonEmpty(annotations[gang.VolcanoTaskIndex], labels[gang.VolcanoTaskIndex], labels[gang.KubeflowReplicaIndex], labels[g.IndexLabel])),
 		Request: volcanoResources(t.Resreq),
 	}
 	if p.Name == "" && t.Pod != nil {
@@ -128,7 +130,7 @@ func volcanoPod(g config.GangConfig, t *VolcanoTaskInfo, onNode string) (priorit
 	if p.UID == "" && t.Pod != nil {
 		p.UID = string(t.Pod.UID)
 	}
-	node := firstNonEmpty(t.NodeName, onNode)
+	node := gang.FirstNonEmpty(t.NodeName, onNode)
 	if t.Status&volcanoTaskPlaced != 0 && node != "" {
 		p.State, p.Node = priority.PodBound, node
 	}
@@ -179,13 +181,13 @@ func volcanoJobHeader(g config.GangConfig, j *VolcanoJobInfo, tasks []*VolcanoTa
 		}
 	}
 	job.User = pgLabels[g.UserLabel]
-	job.Urgent = isTrue(pgLabels[g.UrgentLabel]) || isTrue(pgAnnotations[g.UrgentLabel])
+	job.Urgent = gang.IsTrue(pgLabels[g.UrgentLabel]) || gang.IsTrue(pgAnnotations[g.UrgentLabel])
 	for _, t := range tasks {
 		labels, annotations := podMeta(t)
 		if job.User == "" {
 			job.User = labels[g.UserLabel]
 		}
-		job.Urgent = job.Urgent || isTrue(labels[g.UrgentLabel]) || isTrue(annotations[g.UrgentLabel])
+		job.Urgent = job.Urgent || gang.IsTrue(labels[g.UrgentLabel]) || gang.IsTrue(annotations[g.UrgentLabel])
 	}
 	if job.User == "" {
 		job.User = j.Namespace
@@ -210,9 +212,9 @@ func volcanoTaskJob(g config.GangConfig, t *VolcanoTaskInfo) priority.Job {
 	}
 	job := priority.Job{
 		Key:       volcanoTaskJobKey(t, ns),
-		User:      firstNonEmpty(labels[g.UserLabel], ns),
+		User:      gang.FirstNonEmpty(labels[g.UserLabel], ns),
 		Priority:  t.Priority,
-		Urgent:    isTrue(labels[g.UrgentLabel]) || isTrue(annotations[g.UrgentLabel]),
+		Urgent:    gang.IsTrue(labels[g.UrgentLabel]) || gang.IsTrue(annotations[g.UrgentLabel]),
 		MinMember: 1,
 	}
 	if t.Pod != nil {

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cps-extender/cps-extender/extender/gang"
+
 	"github.com/cps-extender/cps-extender/extender/config"
 
 	"github.com/google/go-cmp/cmp"
@@ -295,7 +297,7 @@ func TestVolcanoFixtureShapes(t *testing.T) {
 		t.Errorf("ml/train-b should be a Volcano Job with Tasks {} and TaskMinAvailable set: %+v", j)
 	}
 	for uid, task := range session.Jobs["research/batch-e"].Tasks {
-		if task.TaskRole != "" || task.Pod.Annotations[volcanoTaskSpec] != "run" {
+		if task.TaskRole != "" || task.Pod.Annotations[gang.VolcanoTaskSpec] != "run" {
 			t.Errorf("batch-e task %s should have no TaskRole and the role in its annotation", uid)
 		}
 	}
@@ -517,7 +519,7 @@ func newTask(name, role string) taskB {
 	return taskB{&VolcanoTaskInfo{
 		UID: "uid-" + name, Name: name, Status: VolcanoTaskPending, Resreq: &VolcanoResource{MilliCPU: 1000, Memory: 1 << 30},
 		Pod: &corev1.Pod{ObjectMeta: metav1.ObjectMeta{
-			Name: name, UID: types.UID("uid-" + name), Annotations: map[string]string{volcanoTaskSpec: role},
+			Name: name, UID: types.UID("uid-" + name), Annotations: map[string]string{gang.VolcanoTaskSpec: role},
 			CreationTimestamp: metav1.NewTime(volcanoNow.Add(-time.Minute)), Labels: map[string]string{},
 		}},
 	}}
@@ -969,7 +971,7 @@ func TestVolcanoJobReady(t *testing.T) {
 // TestVolcanoTaskRole: the role comes from TaskRole when Volcano sends it (v1.12+), else from
 // the pod.
 func TestVolcanoTaskRole(t *testing.T) {
-	gang := config.DefaultConfig().Gang
+	gangCfg := config.DefaultConfig().Gang
 	pod := func(labels, annotations map[string]string) *corev1.Pod {
 		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Labels: labels, Annotations: annotations}}
 	}
@@ -978,16 +980,16 @@ func TestVolcanoTaskRole(t *testing.T) {
 		task VolcanoTaskInfo
 		want priority.Role
 	}{
-		{"TaskRole", VolcanoTaskInfo{TaskRole: "ps", Pod: pod(nil, map[string]string{volcanoTaskSpec: "worker"})}, priority.RolePS},
-		{"task-spec annotation", VolcanoTaskInfo{Pod: pod(nil, map[string]string{volcanoTaskSpec: "ps"})}, priority.RolePS},
-		{"task-spec label", VolcanoTaskInfo{Pod: pod(map[string]string{volcanoTaskSpec: "chief"}, nil)}, priority.RoleChief},
-		{"Kubeflow replica type", VolcanoTaskInfo{Pod: pod(map[string]string{kubeflowReplicaType: "PS"}, nil)}, priority.RolePS},
+		{"TaskRole", VolcanoTaskInfo{TaskRole: "ps", Pod: pod(nil, map[string]string{gang.VolcanoTaskSpec: "worker"})}, priority.RolePS},
+		{"task-spec annotation", VolcanoTaskInfo{Pod: pod(nil, map[string]string{gang.VolcanoTaskSpec: "ps"})}, priority.RolePS},
+		{"task-spec label", VolcanoTaskInfo{Pod: pod(map[string]string{gang.VolcanoTaskSpec: "chief"}, nil)}, priority.RoleChief},
+		{"Kubeflow replica type", VolcanoTaskInfo{Pod: pod(map[string]string{gang.KubeflowReplicaType: "PS"}, nil)}, priority.RolePS},
 		{"the project's role label", VolcanoTaskInfo{Pod: pod(map[string]string{"cps-extender.io/role": "evaluator"}, nil)}, priority.RoleEvaluator},
 		{"no pod", VolcanoTaskInfo{}, priority.RoleOther},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := volcanoRole(gang, &tt.task); got != tt.want {
+			if got := volcanoRole(gangCfg, &tt.task); got != tt.want {
 				t.Errorf("role %v, want %v", got, tt.want)
 			}
 		})

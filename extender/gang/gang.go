@@ -1,0 +1,117 @@
+// Package gang holds the vocabulary of the gang sources the extender reads (Volcano and
+// coscheduling PodGroups, Kubeflow labels, the project's own labels) and the small parsers
+// and resource helpers every part shares. It imports the priority model only.
+package gang
+
+import (
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	resourcehelper "k8s.io/component-helpers/resource"
+
+	"github.com/cps-extender/cps-extender/priority"
+)
+
+// Well-known keys of the gang sources.
+const (
+	VolcanoGroupAnnotation = "scheduling.k8s.io/group-name"
+	VolcanoTaskSpec        = "volcano.sh/task-spec"
+	VolcanoTaskIndex       = "volcano.sh/task-index"
+	CoschedulingLabel      = "scheduling.x-k8s.io/pod-group"
+	KubeflowJobLabel       = "training.kubeflow.org/job-name"
+	KubeflowReplicaType    = "training.kubeflow.org/replica-type"
+	KubeflowReplicaIndex   = "training.kubeflow.org/replica-index"
+	// VolcanoTopologyAntiAffinity lists task groups whose pods must not share a node, e.g.
+	// "ps" or "ps;worker,evaluator" (groups separated by ";", tasks by ",").
+	VolcanoTopologyAntiAffinity = "volcano.sh/task-topology-anti-affinity"
+)
+
+// NamesPSTask reports whether a Volcano task-topology list names a parameter-server task.
+func NamesPSTask(list string) bool {
+	for _, group := range strings.Split(list, ";") {
+		for _, task := range strings.Split(group, ",") {
+			if t := strings.TrimSpace(task); t != "" && priority.ParseRole(t) == priority.RolePS {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// The gang sources, in the order they are checked.
+const (
+	SourceVolcano      = "volcano"
+	SourceCoscheduling = "coscheduling"
+	SourceKubeflow     = "kubeflow"
+	SourceLabels       = "labels"
+)
+
+// PodGroupInfo is what the extender reads from a PodGroup of either kind.
+type PodGroupInfo struct {
+	MinMember int
+	Created   time.Time
+	// Annotations carry Volcano's task-topology hints.
+	Annotations map[string]string
+}
+
+// PodGroupLookup finds a PodGroup of a source (SourceVolcano or SourceCoscheduling).
+type PodGroupLookup func(source, namespace, name string) (PodGroupInfo, bool)
+
+// FirstNonEmpty returns the first of vs that is not "".
+func FirstNonEmpty(vs ...string) string {
+	for _, v := range vs {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// ParseIndex reads a replica or task index; -1 when s is not one.
+func ParseIndex(s string) int {
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 0 {
+		return -1
+	}
+	return n
+}
+
+// IsTrue reads a boolean label or annotation value: true, 1 or yes.
+func IsTrue(s string) bool {
+	return strings.EqualFold(s, "true") || s == "1" || strings.EqualFold(s, "yes")
+}
+
+// requestOptions are the options kube-scheduler v1.37 counts a pod's requests with, for
+// the pod it places and for the pods on a node alike (framework PodInfo.CalculateResource,
+// with its default features: in-place resize and pod-level resources on).
+var requestOptions = resourcehelper.PodResourcesOptions{UseStatusResources: true, InPlacePodLevelResourcesVerticalScalingEnabled: true}
+
+// PodRequest is the pod's effective request as kube-scheduler counts it
+// (component-helpers resource.PodRequests): its containers, sidecars (restartable init
+// containers) added, the largest init container's need, pod-level requests where set, the
+// pod overhead, and a resize in progress. CPU is in millicores, everything else in its
+// base unit.
+func PodRequest(pod *corev1.Pod) priority.Resources {
+	return ResourcesOf(resourcehelper.PodRequests(pod, requestOptions))
+}
+
+// ResourcesOf is a resource list in the model's units: cpu in millicores, everything else
+// in its base unit (rounded up, as Quantity.Value does).
+func ResourcesOf(list corev1.ResourceList) priority.Resources {
+	out := make(priority.Resources, len(list))
+	for name, q := range list {
+		if name == corev1.ResourceCPU {
+			out[string(name)] = q.MilliValue()
+		} else {
+			out[string(name)] = q.Value()
+		}
+	}
+	return out
+}
+
+// PodTerminated reports whether a pod no longer holds resources.
+func PodTerminated(pod *corev1.Pod) bool {
+	return pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
+}
