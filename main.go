@@ -14,10 +14,12 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"slices"
 	"syscall"
 	"time"
 
 	"github.com/cps-extender/cps-extender/extender/config"
+	"github.com/cps-extender/cps-extender/extender/server"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -101,9 +103,9 @@ func run(args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	handler, err := extender.NewServer(extender.ServerOptions{
-		Log: log, URLPrefix: cfg.URLPrefix, MaxRequestBytes: cfg.MaxRequestBytes, Ready: cluster, Scheduler: verbs, Queue: cluster,
-		Volcano: volcano, Metrics: meters,
+	handler, err := server.New(server.Options{
+		Log: log, MaxRequestBytes: cfg.MaxRequestBytes, Ready: cluster, Queue: cluster, Metrics: meters,
+		Routes: slices.Concat(verbs.Routes(cfg.URLPrefix), volcano.Routes()),
 	})
 	if err != nil {
 		return err
@@ -116,7 +118,7 @@ func run(args []string, stderr io.Writer) error {
 		WriteTimeout:      cfg.WriteTimeout.Duration,
 	}
 	if cfg.TLS.Enabled() {
-		certs, err := extender.NewCertReloader(log, cfg.TLS.CertFile, cfg.TLS.KeyFile, cfg.Reload.Interval.Duration)
+		certs, err := server.NewCertReloader(log, cfg.TLS.CertFile, cfg.TLS.KeyFile, cfg.Reload.Interval.Duration)
 		if err != nil {
 			return err
 		}

@@ -7,10 +7,13 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/cps-extender/cps-extender/extender/server"
 
 	"github.com/cps-extender/cps-extender/extender/config"
 
@@ -27,7 +30,7 @@ import (
 // watch), served by the real server and gate.
 type benchEnv struct {
 	cluster *Cluster
-	srv     *Server
+	srv     *server.Server
 	nodes   []*corev1.Node
 	pods    []*corev1.Pod
 	// admitted is a worker of an admitted job and admittedPS its parameter server; waiting
@@ -114,7 +117,7 @@ func benchCluster(tb testing.TB, nodes, pods, jobs int) *benchEnv {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	e.srv, err = NewServer(ServerOptions{Log: log, URLPrefix: "/scheduler", MaxRequestBytes: 1 << 30, Ready: c, Scheduler: verbs, Volcano: volcano})
+	e.srv, err = server.New(server.Options{Log: log, MaxRequestBytes: 1 << 30, Ready: c, Routes: slices.Concat(verbs.Routes("/scheduler"), volcano.Routes())})
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cps-extender/cps-extender/extender/server"
+
 	"github.com/cps-extender/cps-extender/extender/config"
 
 	"github.com/google/go-cmp/cmp"
@@ -62,7 +64,7 @@ func TestConcurrentVerbsDuringChurn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := NewServer(ServerOptions{Log: log, URLPrefix: "/scheduler", MaxRequestBytes: 1 << 20, Ready: cluster, Scheduler: verbs})
+	srv, err := server.New(server.Options{Log: log, MaxRequestBytes: 1 << 20, Ready: cluster, Routes: verbs.Routes("/scheduler")})
 	if err != nil {
 		t.Fatal(err)
 	}

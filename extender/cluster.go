@@ -247,3 +247,13 @@ func (c *Cluster) SetModel(model priority.Model, affinity priority.Affinity) {
 	c.cfg.Store(&viewConfig{gang: old.gang, model: model, affinity: affinity})
 	c.Trigger()
 }
+
+// Queue returns the current admission queue and when it was computed (nil before the first
+// sync), for /debug/queue.
+func (c *Cluster) Queue() (*priority.Queue, time.Time) {
+	snap := c.Snapshot()
+	if snap == nil {
+		return nil, time.Time{}
+	}
+	return snap.Queue, snap.Computed
+}

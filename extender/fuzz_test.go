@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cps-extender/cps-extender/extender/server"
+
 	"github.com/cps-extender/cps-extender/extender/config"
 
 	"go.uber.org/zap"
@@ -18,7 +20,7 @@ import (
 
 // newFuzzServer is the real server over the real cluster view (fed by a fake clientset
 // with two nodes and a gang pod) and the real gate with a recording binder.
-func newFuzzServer(f *testing.F) *Server {
+func newFuzzServer(f *testing.F) *server.Server {
 	f.Helper()
 	client := fake.NewClientset(
 		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", Labels: map[string]string{"rack": "a"}}},
@@ -41,7 +43,7 @@ func newFuzzServer(f *testing.F) *Server {
 	if err != nil {
 		f.Fatal(err)
 	}
-	srv, err := NewServer(ServerOptions{Log: log, URLPrefix: "/scheduler", MaxRequestBytes: 64 << 10, Ready: cluster, Scheduler: verbs, Queue: cluster})
+	srv, err := server.New(server.Options{Log: log, MaxRequestBytes: 64 << 10, Ready: cluster, Queue: cluster, Routes: verbs.Routes("/scheduler")})
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -16,6 +16,14 @@ import (
 	extenderv1 "k8s.io/kube-scheduler/extender/v1"
 )
 
+// The kube-scheduler extender verbs, served under the URL prefix.
+const (
+	VerbFilter     = "filter"
+	VerbPrioritize = "prioritize"
+	VerbBind       = "bind"
+	VerbPreempt    = "preempt"
+)
+
 // NodeLookup says whether a node is in the cluster view.
 type NodeLookup interface {
 	HasNode(name string) bool
@@ -110,6 +118,16 @@ func (v *SchedulerVerbs) Observe(m *metrics.Metrics, w WaitingNotifier) {
 	v.metrics, v.waiting = m, w
 }
 
+// Routes are the kube-scheduler verbs, served under prefix once the cluster view has synced.
+func (v *SchedulerVerbs) Routes(prefix string) []wire.Route {
+	return []wire.Route{
+		{Path: prefix + "/" + VerbFilter, Verb: VerbFilter, Handler: v.filter, NeedsView: true},
+		{Path: prefix + "/" + VerbPrioritize, Verb: VerbPrioritize, Handler: v.prioritize, NeedsView: true},
+		{Path: prefix + "/" + VerbBind, Verb: VerbBind, Handler: v.bind, NeedsView: true},
+		{Path: prefix + "/" + VerbPreempt, Verb: VerbPreempt, Handler: v.preempt, NeedsView: true},
+	}
+}
+
 // decodeExtenderArgs decodes and checks the request of filter and prioritize into sc: the
 // node names point into its body. Release sc once the answer is written, and keep no name
 // past it.
@@ -139,17 +157,20 @@ func checkExtenderArgs(args *extenderv1.ExtenderArgs) error {
 
 func podKey(p *corev1.Pod) string { return p.Namespace + "/" + p.Name }
 
-func (v *SchedulerVerbs) filter(w http.ResponseWriter, r *http.Request, maxBytes int64) {
+func (v *SchedulerVerbs) filter(w http.ResponseWriter, r *http.Request, c wire.Call) wire.Note {
 	sc := getScratch(&v.scratches)
 	defer sc.release()
-	args, err := decodeExtenderArgs(w, r, maxBytes, sc)
+	args, err := decodeExtenderArgs(w, r, c.MaxBytes, sc)
 	if err != nil {
 		wire.WriteError(w, err)
-		return
+		return wire.Note{}
 	}
 	answer := v.decideFilter(args, sc)
-	noteDecisionOf(r.Context(), func() (string, string) { return podKey(args.Pod), answer.summary() })
 	writeAnswer(w, func(b []byte) []byte { return appendFilterAnswer(b, answer) })
+	if !c.Detailed {
+		return wire.Note{}
+	}
+	return wire.Note{Pod: podKey(args.Pod), Decision: answer.summary()}
 }
 
 // decideFilter applies the gang gate, then the per-node checks. A pod whose job waits for
@@ -264,17 +285,20 @@ func (a *filterAnswer) summary() string {
 
 func (v *SchedulerVerbs) known(name string) bool { return v.decider.HasNode(name) }
 
-func (v *SchedulerVerbs) prioritize(w http.ResponseWriter, r *http.Request, maxBytes int64) {
+func (v *SchedulerVerbs) prioritize(w http.ResponseWriter, r *http.Request, c wire.Call) wire.Note {
 	sc := getScratch(&v.scratches)
 	defer sc.release()
-	args, err := decodeExtenderArgs(w, r, maxBytes, sc)
+	args, err := decodeExtenderArgs(w, r, c.MaxBytes, sc)
 	if err != nil {
 		wire.WriteError(w, err)
-		return
+		return wire.Note{}
 	}
 	scores := v.decidePrioritize(args, sc)
-	noteDecisionOf(r.Context(), func() (string, string) { return podKey(args.Pod), fmt.Sprintf("scored %d nodes", len(scores)) })
 	writeAnswer(w, func(b []byte) []byte { return appendHostPriorityList(b, scores) })
+	if !c.Detailed {
+		return wire.Note{}
+	}
+	return wire.Note{Pod: podKey(args.Pod), Decision: fmt.Sprintf("scored %d nodes", len(scores))}
 }
 
 // decidePrioritize ranks the candidates by PS-worker affinity; sc, when not nil, lends the
@@ -303,11 +327,11 @@ func candidateNames(args *extenderv1.ExtenderArgs) []string {
 	return names
 }
 
-func (v *SchedulerVerbs) bind(w http.ResponseWriter, r *http.Request, maxBytes int64) {
+func (v *SchedulerVerbs) bind(w http.ResponseWriter, r *http.Request, c wire.Call) wire.Note {
 	var args extenderv1.ExtenderBindingArgs
-	if err := wire.DecodeJSON(w, r, maxBytes, &args); err != nil {
+	if err := wire.DecodeJSON(w, r, c.MaxBytes, &args); err != nil {
 		wire.WriteError(w, err)
-		return
+		return wire.Note{}
 	}
 	var missing []string
 	for _, f := range []struct{ name, v string }{{"PodName", args.PodName}, {"PodNamespace", args.PodNamespace}, {"Node", args.Node}} {
@@ -317,7 +341,7 @@ func (v *SchedulerVerbs) bind(w http.ResponseWriter, r *http.Request, maxBytes i
 	}
 	if len(missing) > 0 {
 		wire.WriteError(w, wire.BadRequest("bind request has no %s", strings.Join(missing, ", ")))
-		return
+		return wire.Note{}
 	}
 	pod := PodRef{Namespace: args.PodNamespace, Name: args.PodName, UID: args.PodUID}
 	result := extenderv1.ExtenderBindingResult{}
@@ -327,23 +351,23 @@ func (v *SchedulerVerbs) bind(w http.ResponseWriter, r *http.Request, maxBytes i
 		result.Error = err.Error()
 		v.log.Warn("bind failed", zap.Stringer("pod", pod), zap.String("node", args.Node), zap.Error(err))
 	}
-	noteDecision(r.Context(), pod.String(), bindSummary(args.Node, result.Error))
 	wire.WriteJSON(w, http.StatusOK, result)
+	return wire.Note{Pod: pod.String(), Decision: bindSummary(args.Node, result.Error)}
 }
 
-func (v *SchedulerVerbs) preempt(w http.ResponseWriter, r *http.Request, maxBytes int64) {
+func (v *SchedulerVerbs) preempt(w http.ResponseWriter, r *http.Request, c wire.Call) wire.Note {
 	var args extenderv1.ExtenderPreemptionArgs
-	if err := wire.DecodeJSON(w, r, maxBytes, &args); err != nil {
+	if err := wire.DecodeJSON(w, r, c.MaxBytes, &args); err != nil {
 		wire.WriteError(w, err)
-		return
+		return wire.Note{}
 	}
 	if args.Pod == nil {
 		wire.WriteError(w, wire.BadRequest("request has no Pod"))
-		return
+		return wire.Note{}
 	}
 	result := v.decidePreempt(&args)
-	noteDecision(r.Context(), podKey(args.Pod), fmt.Sprintf("%d candidate nodes kept", len(result.NodeNameToMetaVictims)))
 	wire.WriteJSON(w, http.StatusOK, result)
+	return wire.Note{Pod: podKey(args.Pod), Decision: fmt.Sprintf("%d candidate nodes kept", len(result.NodeNameToMetaVictims))}
 }
 
 // decidePreempt keeps the scheduler's own preemption from undoing the gate: a pod of a job

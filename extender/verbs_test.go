@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/cps-extender/cps-extender/extender/server"
+
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
@@ -101,7 +103,7 @@ type readyFlag bool
 func (r readyFlag) Ready() bool { return bool(r) }
 
 type testServer struct {
-	srv     *Server
+	srv     *server.Server
 	binder  *fakeBinder
 	logs    *observer.ObservedLogs
 	metrics *metrics.Metrics
@@ -144,7 +146,7 @@ func newTestServer(t *testing.T, ready bool, maxBytes int64) *testServer {
 	metrics := metrics.New(prometheus.NewRegistry())
 	waiting := &fakeNotifier{}
 	verbs.Observe(metrics, waiting)
-	srv, err := NewServer(ServerOptions{Log: log, URLPrefix: "/scheduler", MaxRequestBytes: maxBytes, Ready: readyFlag(ready), Scheduler: verbs, Metrics: metrics})
+	srv, err := server.New(server.Options{Log: log, MaxRequestBytes: maxBytes, Ready: readyFlag(ready), Metrics: metrics, Routes: verbs.Routes("/scheduler")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -442,24 +444,26 @@ func TestAccessLog(t *testing.T) {
 	}
 }
 
-// TestDecisionDescribedOnlyWhenLogged: filter and prioritize format their access-log
-// decision only when the log prints it (debug level).
+// TestDecisionDescribedOnlyWhenLogged: filter and prioritize describe their decision for
+// the access log only when the log prints it (debug level).
 func TestDecisionDescribedOnlyWhenLogged(t *testing.T) {
-	for _, detailed := range []bool{false, true} {
-		called := false
-		ctx := context.WithValue(context.Background(), requestInfoKey{}, &requestInfo{detailed: detailed})
-		noteDecisionOf(ctx, func() (string, string) { called = true; return "p", "d" })
-		if called != detailed {
-			t.Errorf("detailed %t: described %t", detailed, called)
+	verbs, err := NewSchedulerVerbs(zap.NewNop(), &fakeDecider{}, &fakeBinder{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := `{"Pod":{"metadata":{"name":"p1","namespace":"default"}},"NodeNames":["n1"]}`
+	for _, route := range verbs.Routes("/scheduler")[:2] {
+		for _, detailed := range []bool{false, true} {
+			req := httptest.NewRequest(http.MethodPost, route.Path, strings.NewReader(body))
+			note := route.Handler(httptest.NewRecorder(), req, wire.Call{MaxBytes: 1 << 20, Detailed: detailed})
+			if described := note != (wire.Note{}); described != detailed {
+				t.Errorf("%s, detailed %t: note %+v", route.Verb, detailed, note)
+			}
 		}
 	}
 }
 
-func TestNewServerRequiresDependencies(t *testing.T) {
-	_, err := NewServer(ServerOptions{})
-	if err == nil || !strings.Contains(err.Error(), "Log, Ready, Scheduler, MaxRequestBytes") {
-		t.Errorf("err = %v, want all missing dependencies named", err)
-	}
+func TestNewSchedulerVerbsRequiresDependencies(t *testing.T) {
 	if _, err := NewSchedulerVerbs(nil, nil, nil, nil); err == nil {
 		t.Error("NewSchedulerVerbs accepted nil dependencies")
 	}

@@ -18,7 +18,6 @@ import (
 
 	"github.com/cps-extender/cps-extender/extender/config"
 
-	"github.com/julienschmidt/httprouter"
 	gocache "github.com/patrickmn/go-cache"
 	"go.uber.org/zap"
 
@@ -100,12 +99,14 @@ func (v *VolcanoVerbs) tuned() *volcanoTuning { return v.tuning.Load() }
 // URLPrefix is the prefix the Volcano verbs are served under.
 func (v *VolcanoVerbs) URLPrefix() string { return v.prefix }
 
-// Register adds a POST route <prefix>/<verb> for every Volcano verb to r, each wrapped by
-// wrap (the server's readiness check and request size limit).
-func (v *VolcanoVerbs) Register(r *httprouter.Router, wrap func(verb string, fn func(http.ResponseWriter, *http.Request, int64)) httprouter.Handle) {
+// Routes are the Volcano verbs, served under the Volcano prefix. They decide from
+// Volcano's own payloads, not the informers, so they answer from the start (an
+// onSessionOpen that fails would switch the extender off for that session).
+func (v *VolcanoVerbs) Routes() []wire.Route {
+	var out []wire.Route
 	for _, route := range []struct {
-		verb string
-		fn   func(http.ResponseWriter, *http.Request, int64)
+		verb    string
+		handler wire.Handler
 	}{
 		{VolcanoVerbOnSessionOpen, v.onSessionOpen},
 		{VolcanoVerbOnSessionClose, serveVolcano(v.decideSessionClose)},
@@ -117,8 +118,9 @@ func (v *VolcanoVerbs) Register(r *httprouter.Router, wrap func(verb string, fn 
 		{VolcanoVerbJobEnqueueable, serveVolcano(v.decideEnqueue)},
 		{VolcanoVerbJobReady, serveVolcano(v.decideJobReady)},
 	} {
-		r.POST(v.prefix+"/"+route.verb, wrap(route.verb, route.fn))
+		out = append(out, wire.Route{Path: v.prefix + "/" + route.verb, Verb: "volcano/" + route.verb, Handler: route.handler})
 	}
+	return out
 }
 
 // volcanoAnswer is what a Volcano verb decided: the body to answer, and the subject (task or
@@ -132,16 +134,16 @@ type volcanoAnswer struct {
 // serveVolcano is every Volcano verb but onSessionOpen: decode the body (an empty body reads
 // as {}), make the verb's decision, note it for the access log, answer 200 with JSON.
 // Malformed JSON or a field of the wrong type is answered 400, a body over the limit 413.
-func serveVolcano[Req any](decide func(*Req) volcanoAnswer) func(http.ResponseWriter, *http.Request, int64) {
-	return func(w http.ResponseWriter, r *http.Request, maxBytes int64) {
+func serveVolcano[Req any](decide func(*Req) volcanoAnswer) wire.Handler {
+	return func(w http.ResponseWriter, r *http.Request, c wire.Call) wire.Note {
 		var req Req
-		if err := decodeVolcano(w, r, maxBytes, &req); err != nil {
+		if err := decodeVolcano(w, r, c.MaxBytes, &req); err != nil {
 			wire.WriteError(w, err)
-			return
+			return wire.Note{}
 		}
 		a := decide(&req)
-		noteDecision(r.Context(), a.subject, a.decision)
 		wire.WriteJSON(w, http.StatusOK, a.body)
+		return wire.Note{Pod: a.subject, Decision: a.decision}
 	}
 }
 
@@ -235,10 +237,10 @@ func (v *VolcanoVerbs) session() *volcanoSession {
 // would register none of the extender's functions for the session and schedule as if the
 // extender did not exist. A body that cannot be read (malformed, over the limit) drops the
 // previous snapshot, so the session's calls answer from their own payloads, and is logged.
-func (v *VolcanoVerbs) onSessionOpen(w http.ResponseWriter, r *http.Request, maxBytes int64) {
+func (v *VolcanoVerbs) onSessionOpen(w http.ResponseWriter, r *http.Request, c wire.Call) wire.Note {
 	var req volcanoSessionRequest
 	var decision string
-	if err := decodeVolcano(w, r, maxBytes, &req); err != nil {
+	if err := decodeVolcano(w, r, c.MaxBytes, &req); err != nil {
 		v.sessions.Delete(volcanoSessionKey)
 		v.log.Warn("Volcano session snapshot not kept; calls answer from their own payloads until the next session", zap.Error(err))
 		decision = "session not kept: " + err.Error()
@@ -247,8 +249,8 @@ func (v *VolcanoVerbs) onSessionOpen(w http.ResponseWriter, r *http.Request, max
 		v.sessions.SetDefault(volcanoSessionKey, s)
 		decision = fmt.Sprintf("session kept: %d jobs, %d nodes, %d queues", len(s.jobs), len(s.nodes), s.queues)
 	}
-	noteDecision(r.Context(), "", decision)
 	wire.WriteJSON(w, http.StatusOK, volcanoEmpty{})
+	return wire.Note{Decision: decision}
 }
 
 // decideSessionClose drops the session snapshot: the session is over.

@@ -9,10 +9,13 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/cps-extender/cps-extender/extender/server"
 
 	"github.com/cps-extender/cps-extender/extender/gang"
 
@@ -41,7 +44,7 @@ var volcanoNow = time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
 // volcanoServer is a real Server with the Volcano verbs, configured by the fixtures'
 // config.yaml, and a fake kube-scheduler side.
 type volcanoServer struct {
-	srv  *Server
+	srv  *server.Server
 	logs *observer.ObservedLogs
 }
 
@@ -60,7 +63,7 @@ func newVolcanoServerAt(t *testing.T, now time.Time, maxBytes int64, edit func(*
 }
 
 // buildVolcanoServer builds the Server of newVolcanoServerAt with the given logger.
-func buildVolcanoServer(tb testing.TB, log *zap.Logger, now time.Time, maxBytes int64, edit func(*config.Config)) *Server {
+func buildVolcanoServer(tb testing.TB, log *zap.Logger, now time.Time, maxBytes int64, edit func(*config.Config)) *server.Server {
 	tb.Helper()
 	cfg, errs := config.LoadConfig(filepath.Join(volcanoFixtures, "config.yaml"))
 	if edit != nil {
@@ -77,7 +80,7 @@ func buildVolcanoServer(tb testing.TB, log *zap.Logger, now time.Time, maxBytes 
 	if err != nil {
 		tb.Fatal(err)
 	}
-	srv, err := NewServer(ServerOptions{Log: log, URLPrefix: cfg.URLPrefix, MaxRequestBytes: maxBytes, Ready: readyFlag(true), Scheduler: sched, Volcano: volcano})
+	srv, err := server.New(server.Options{Log: log, MaxRequestBytes: maxBytes, Ready: readyFlag(true), Routes: slices.Concat(sched.Routes(cfg.URLPrefix), volcano.Routes())})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -1058,7 +1061,7 @@ func TestVolcanoVerbsChecksItsConfig(t *testing.T) {
 			t.Fatal(err)
 		}
 		sched, _ := NewSchedulerVerbs(log, &fakeDecider{}, &fakeBinder{}, nil)
-		if _, err := NewServer(ServerOptions{Log: log, URLPrefix: "/scheduler", MaxRequestBytes: 1024, Ready: readyFlag(true), Scheduler: sched, Volcano: v}); err == nil {
+		if _, err := server.New(server.Options{Log: log, MaxRequestBytes: 1024, Ready: readyFlag(true), Routes: slices.Concat(sched.Routes("/scheduler"), v.Routes())}); err == nil {
 			t.Error("NewServer accepted the same prefix twice")
 		}
 	})
@@ -1074,7 +1077,7 @@ func TestVolcanoNotReady(t *testing.T) {
 		t.Fatal(err)
 	}
 	sched, _ := NewSchedulerVerbs(log, &fakeDecider{}, &fakeBinder{}, nil)
-	srv, err := NewServer(ServerOptions{Log: log, URLPrefix: "/scheduler", MaxRequestBytes: 1024, Ready: readyFlag(false), Scheduler: sched, Volcano: v})
+	srv, err := server.New(server.Options{Log: log, MaxRequestBytes: 1024, Ready: readyFlag(false), Routes: slices.Concat(sched.Routes("/scheduler"), v.Routes())})
 	if err != nil {
 		t.Fatal(err)
 	}

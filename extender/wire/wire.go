@@ -85,3 +85,30 @@ func WriteError(w http.ResponseWriter, err error) {
 	}
 	WriteJSON(w, status, ErrorBody{Error: err.Error()})
 }
+
+// Note is what a handler decided, for the access log: the pod (or task, or job) it decided
+// about and a short summary.
+type Note struct {
+	Pod      string
+	Decision string
+}
+
+// Call is what the server tells a handler about its request: the body limit, and whether
+// the access log prints successful requests (when not, a handler may skip formatting its
+// Note: filter and prioritize answer every pod attempt).
+type Call struct {
+	MaxBytes int64
+	Detailed bool
+}
+
+// Handler answers one request and says what it decided.
+type Handler func(w http.ResponseWriter, r *http.Request, c Call) Note
+
+// Route is one endpoint a part of the extender serves: POST Path, counted and logged as
+// Verb. NeedsView routes answer 503 until the cluster view has synced.
+type Route struct {
+	Path      string
+	Verb      string
+	Handler   Handler
+	NeedsView bool
+}

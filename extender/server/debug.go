@@ -1,4 +1,4 @@
-package extender
+package server
 
 import (
 	"fmt"
@@ -15,9 +15,10 @@ import (
 	"github.com/cps-extender/cps-extender/priority"
 )
 
-// QueueSource gives the explain endpoint the current admission state.
+// QueueSource gives the explain endpoint the current admission queue and when it was
+// computed (nil before the first).
 type QueueSource interface {
-	Snapshot() *Snapshot
+	Queue() (*priority.Queue, time.Time)
 }
 
 // queueReport is the JSON of /debug/queue: the queue in order, then the unschedulable jobs,
@@ -30,13 +31,12 @@ type queueReport struct {
 // debugQueue answers /debug/queue: the admission queue as JSON, or as a text table with
 // ?format=table.
 func (s *Server) debugQueue(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
-	snap := s.queue.Snapshot()
-	if snap == nil {
+	q, computed := s.queue.Queue()
+	if q == nil {
 		wire.WriteJSON(w, http.StatusServiceUnavailable, wire.ErrorBody{Error: "no queue computed yet: cluster view not synced"})
 		return
 	}
-	q := snap.Queue
-	report := queueReport{Computed: snap.Computed, Jobs: slices.Concat(q.Order, q.Unschedulable, q.Running)}
+	report := queueReport{Computed: computed, Jobs: slices.Concat(q.Order, q.Unschedulable, q.Running)}
 	switch format := r.URL.Query().Get("format"); format {
 	case "", "json":
 		wire.WriteJSON(w, http.StatusOK, report)

@@ -1,4 +1,4 @@
-package extender
+package server
 
 import (
 	"encoding/json"
@@ -13,41 +13,61 @@ import (
 	"github.com/cps-extender/cps-extender/priority"
 )
 
-type nilQueue struct{}
+// fixedQueue serves one queue computed by the real model.
+type fixedQueue struct {
+	q  *priority.Queue
+	at time.Time
+}
 
-func (nilQueue) Snapshot() *Snapshot { return nil }
+func (f fixedQueue) Queue() (*priority.Queue, time.Time) { return f.q, f.at }
 
-// queueTestServer serves /debug/queue from a snapshot of: a running job, a job that has the
-// turn, one that waits because it does not fit beside it, and one that fits no node at all.
+// queueTestServer serves /debug/queue from queue.
 func queueTestServer(t *testing.T, queue QueueSource) *Server {
 	t.Helper()
-	verbs, err := NewSchedulerVerbs(zap.NewNop(), &fakeDecider{}, &fakeBinder{}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := NewServer(ServerOptions{Log: zap.NewNop(), URLPrefix: "/scheduler", MaxRequestBytes: 1 << 20, Ready: readyFlag(true), Scheduler: verbs, Queue: queue})
+	srv, err := New(Options{Log: zap.NewNop(), MaxRequestBytes: 1 << 20, Ready: readyFlag(true), Queue: queue})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return srv
 }
 
-func queueJobs(t *testing.T) *fakeJobView {
-	running := priority.Job{Key: "ns/run", MinMember: 1, Created: time.Unix(1_600_000_000, 0), Pods: []priority.Pod{
-		gangPod("run-0", priority.RoleWorker, 0, priority.PodBound, "n1"),
+type readyFlag bool
+
+func (r readyFlag) Ready() bool { return bool(r) }
+
+func pod(name string, role priority.Role, index int, state priority.PodState, node string, cpu int64) priority.Pod {
+	return priority.Pod{UID: "uid-" + name, Name: "ns/" + name, Role: role, Index: index,
+		Request: priority.Resources{"cpu": cpu}, State: state, Node: node}
+}
+
+// queueJobs is the queue of: a running job, a job that has the turn, one that waits
+// because it does not fit beside it, and one that fits no node at all.
+func queueJobs(t *testing.T) fixedQueue {
+	t.Helper()
+	created := time.Unix(1_600_000_000, 0)
+	running := priority.Job{Key: "ns/run", MinMember: 1, Created: created, Pods: []priority.Pod{
+		pod("run-0", priority.RoleWorker, 0, priority.PodBound, "n1", 1000),
 	}}
-	tooBig := priority.Job{Key: "ns/big", MinMember: 1, Created: time.Unix(1_600_000_000, 0), Pods: []priority.Pod{
-		{UID: "uid-big-0", Name: "ns/big-0", Role: priority.RoleWorker, Request: priority.Resources{"cpu": 90000}},
+	tooBig := priority.Job{Key: "ns/big", MinMember: 1, Created: created, Pods: []priority.Pod{
+		pod("big-0", priority.RoleWorker, 0, priority.PodPending, "", 90000),
 	}}
-	wait := priority.Job{Key: "ns/wait", MinMember: 2, Created: time.Unix(1_600_000_000, 0), Pods: []priority.Pod{
-		{UID: "uid-wait-0", Name: "ns/wait-0", Role: priority.RoleWorker, Request: priority.Resources{"cpu": 7000}},
-		{UID: "uid-wait-1", Name: "ns/wait-1", Role: priority.RoleWorker, Request: priority.Resources{"cpu": 7000}},
+	turn := priority.Job{Key: "ns/a", MinMember: 3, Created: created, Pods: []priority.Pod{
+		pod("a-w-1", priority.RoleWorker, 1, priority.PodPending, "", 1000),
+		pod("a-ps-0", priority.RolePS, 0, priority.PodPending, "", 1000),
+		pod("a-w-0", priority.RoleWorker, 0, priority.PodPending, "", 1000),
 	}}
-	nodes := bigNodes()
-	for i := range nodes {
-		nodes[i].Capacity = nodes[i].Free // nothing but jobs on them
+	wait := priority.Job{Key: "ns/wait", MinMember: 2, Created: created, Pods: []priority.Pod{
+		pod("wait-0", priority.RoleWorker, 0, priority.PodPending, "", 7000),
+		pod("wait-1", priority.RoleWorker, 1, priority.PodPending, "", 7000),
+	}}
+	var nodes []priority.Node
+	for _, name := range []string{"n1", "n2"} {
+		free := priority.Resources{"cpu": 8000}
+		nodes = append(nodes, priority.Node{Name: name, Free: free, Capacity: free}) // nothing but jobs on them
 	}
-	return newFakeJobView(t, []priority.Job{running, tooBig, threePodJob(), wait}, nodes)
+	now := time.Unix(1_700_000_000, 0)
+	q := priority.DefaultModel().Admit(priority.State{Jobs: []priority.Job{running, tooBig, turn, wait}, Nodes: nodes}, now)
+	return fixedQueue{q: q, at: now}
 }
 
 func get(srv http.Handler, path string) *httptest.ResponseRecorder {
@@ -131,7 +151,14 @@ func TestDebugQueueErrors(t *testing.T) {
 	if rec := get(queueTestServer(t, queueJobs(t)), "/debug/queue?format=xml"); rec.Code != http.StatusBadRequest || !strings.Contains(rec.Body.String(), `unknown format \"xml\"`) {
 		t.Errorf("bad format: %d %s", rec.Code, rec.Body)
 	}
-	if rec := get(queueTestServer(t, nilQueue{}), "/debug/queue"); rec.Code != http.StatusServiceUnavailable {
+	if rec := get(queueTestServer(t, fixedQueue{}), "/debug/queue"); rec.Code != http.StatusServiceUnavailable {
 		t.Errorf("before the first queue: %d %s, want 503", rec.Code, rec.Body)
+	}
+}
+
+func TestNewRequiresDependencies(t *testing.T) {
+	_, err := New(Options{})
+	if err == nil || !strings.Contains(err.Error(), "Log, Ready, MaxRequestBytes") {
+		t.Errorf("err = %v, want all missing dependencies named", err)
 	}
 }
