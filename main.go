@@ -96,10 +96,10 @@ func run(args []string, stderr io.Writer) error {
 	if interval := cfg.Events.WaitingInterval.Duration; interval > 0 {
 		recorder, stopEvents := extender.NewAPIEventRecorder(client, "cps-extender")
 		defer stopEvents()
-		waiting = extender.NewWaitingEvents(recorder, interval, meters)
+		waiting = extender.NewWaitingEvents(recorder, interval, meters, nil)
 	}
 	verbs.Observe(meters, waiting)
-	volcano, err := extender.NewVolcanoVerbs(log, cfg.Volcano, cfg.Model.PriorityModel(), cfg.Affinity, cfg.Gang, time.Now)
+	volcano, err := extender.NewVolcanoVerbs(log, cfg.Volcano, cfg.Model.PriorityModel(), cfg.Affinity, cfg.Gang, nil)
 	if err != nil {
 		return err
 	}

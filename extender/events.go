@@ -1,6 +1,7 @@
 package extender
 
 import (
+	"sync"
 	"time"
 
 	"github.com/cps-extender/cps-extender/extender/metrics"
@@ -11,6 +12,7 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
 )
 
 // The reasons of the Events a pod gets while its job is in the queue: it waits for its
@@ -42,13 +44,22 @@ func NewAPIEventRecorder(client kubernetes.Interface, component string) (EventRe
 type WaitingEvents struct {
 	recorder EventRecorder
 	metrics  *metrics.Metrics
-	sent     *gocache.Cache // pod UID (or namespace/name) -> struct{}, for interval
+	interval time.Duration
+	clock    clock.PassiveClock
+
+	mu   sync.Mutex     // makes the check and the mark of NotifyWaiting one step
+	sent *gocache.Cache // pod UID (or namespace/name) -> time.Time of its last Event
 }
 
 // NewWaitingEvents builds the notifier; interval is the least time between two Events on
-// the same pod.
-func NewWaitingEvents(recorder EventRecorder, interval time.Duration, metrics *metrics.Metrics) *WaitingEvents {
-	return &WaitingEvents{recorder: recorder, metrics: metrics, sent: gocache.New(interval, 2*interval)}
+// the same pod, measured on clk (nil means the real clock).
+func NewWaitingEvents(recorder EventRecorder, interval time.Duration, metrics *metrics.Metrics, clk clock.PassiveClock) *WaitingEvents {
+	if clk == nil {
+		clk = clock.RealClock{}
+	}
+	// The clock decides; go-cache's own expiry only frees the memory of pods long gone.
+	return &WaitingEvents{recorder: recorder, metrics: metrics, interval: interval, clock: clk,
+		sent: gocache.New(2*interval, 2*interval)}
 }
 
 // NotifyWaiting records the Event unless the pod had one within the interval.
@@ -60,8 +71,7 @@ func (w *WaitingEvents) NotifyWaiting(pod *corev1.Pod, adm Admission) {
 	if adm.Unschedulable { // a change between waiting and unschedulable is news at once
 		key += "\x00unschedulable"
 	}
-	// Add fails while the key is present: the check and the mark are one atomic step.
-	if err := w.sent.Add(key, struct{}{}, gocache.DefaultExpiration); err != nil {
+	if !w.mark(key) {
 		w.metrics.WaitingEvent(false)
 		return
 	}
@@ -75,4 +85,16 @@ func (w *WaitingEvents) NotifyWaiting(pod *corev1.Pod, adm Admission) {
 		return
 	}
 	w.recorder.Eventf(pod, corev1.EventTypeNormal, ReasonWaitingForTurn, "%s", msg)
+}
+
+// mark notes an Event for key now and reports true, unless key had one within the interval.
+func (w *WaitingEvents) mark(key string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	now := w.clock.Now()
+	if last, ok := w.sent.Get(key); ok && now.Sub(last.(time.Time)) < w.interval {
+		return false
+	}
+	w.sent.SetDefault(key, now)
+	return true
 }

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	testingclock "k8s.io/utils/clock/testing"
 )
 
 // fakeRecorder records the Events it is asked to send, as "pod type reason: message".
@@ -69,7 +70,7 @@ func TestWaitingEventsAreRateLimitedPerPod(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			rec := &fakeRecorder{}
 			m := metrics.New(prometheus.NewRegistry())
-			w := NewWaitingEvents(rec, time.Hour, m)
+			w := NewWaitingEvents(rec, time.Hour, m, testingclock.NewFakeClock(time.Unix(1_700_000_000, 0)))
 			for _, p := range tt.notify {
 				w.NotifyWaiting(p, Admission{Reason: reason, Queued: true})
 			}
@@ -88,7 +89,7 @@ func TestWaitingEventsAreRateLimitedPerPod(t *testing.T) {
 // Event, at once when its job was waiting a moment before, and as rarely as any other.
 func TestUnschedulableEvents(t *testing.T) {
 	rec := &fakeRecorder{}
-	w := NewWaitingEvents(rec, time.Hour, nil)
+	w := NewWaitingEvents(rec, time.Hour, nil, testingclock.NewFakeClock(time.Unix(1_700_000_000, 0)))
 	waiting := Admission{Reason: "job ml/b waits for its turn", Queued: true}
 	never := Admission{Reason: "job ml/b can never fit as the cluster is: ...", Queued: true, Unschedulable: true}
 	for _, adm := range []Admission{waiting, never, never, waiting} {
@@ -100,17 +101,23 @@ func TestUnschedulableEvents(t *testing.T) {
 	}
 }
 
-// TestWaitingEventsAfterTheInterval: once the interval has passed the pod gets its next
-// event (with the sentence of that moment).
+// TestWaitingEventsAfterTheInterval: within the interval a pod's further events are
+// suppressed; once the interval has passed the pod gets its next event (with the sentence
+// of that moment); a flip to unschedulable is sent at once.
 func TestWaitingEventsAfterTheInterval(t *testing.T) {
 	rec := &fakeRecorder{}
-	const interval = 20 * time.Millisecond
-	w := NewWaitingEvents(rec, interval, nil)
-	w.NotifyWaiting(waitingPod("b-0", "u0"), Admission{Reason: "first"})
-	w.NotifyWaiting(waitingPod("b-0", "u0"), Admission{Reason: "suppressed"})
-	time.Sleep(3 * interval)
-	w.NotifyWaiting(waitingPod("b-0", "u0"), Admission{Reason: "second"})
-	want := []string{"ml/b-0 Normal WaitingForTurn: first", "ml/b-0 Normal WaitingForTurn: second"}
+	const interval = time.Minute
+	clk := testingclock.NewFakeClock(time.Unix(1_700_000_000, 0))
+	w := NewWaitingEvents(rec, interval, nil, clk)
+	pod := waitingPod("b-0", "u0")
+	w.NotifyWaiting(pod, Admission{Reason: "first"})
+	clk.Step(interval - time.Second)
+	w.NotifyWaiting(pod, Admission{Reason: "suppressed"})
+	clk.Step(time.Second)
+	w.NotifyWaiting(pod, Admission{Reason: "second"})
+	w.NotifyWaiting(pod, Admission{Reason: "suppressed again"})
+	w.NotifyWaiting(pod, Admission{Reason: "unschedulable", Unschedulable: true})
+	want := []string{"ml/b-0 Normal WaitingForTurn: first", "ml/b-0 Normal WaitingForTurn: second", "ml/b-0 Warning GangUnschedulable: unschedulable"}
 	if diff := cmp.Diff(want, rec.events); diff != "" {
 		t.Errorf("events (-want +got):\n%s", diff)
 	}

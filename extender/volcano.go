@@ -20,6 +20,7 @@ import (
 
 	gocache "github.com/patrickmn/go-cache"
 	"go.uber.org/zap"
+	"k8s.io/utils/clock"
 
 	"github.com/cps-extender/cps-extender/extender/wire"
 	"github.com/cps-extender/cps-extender/priority"
@@ -57,13 +58,15 @@ type VolcanoVerbs struct {
 	prefix   string
 	tuning   atomic.Pointer[volcanoTuning] // swapped by a config reload
 	gang     config.GangConfig
-	now      func() time.Time
+	clock    clock.PassiveClock
+	ttl      time.Duration  // SessionTTL, on clock
 	sessions *gocache.Cache // volcanoSessionKey -> *volcanoSession
 }
 
 // NewVolcanoVerbs builds the Volcano verbs from their dependencies, validating them all at
-// once. now is the clock of the waiting term; nil means time.Now.
-func NewVolcanoVerbs(log *zap.Logger, cfg config.VolcanoConfig, model priority.Model, affinity priority.Affinity, gang config.GangConfig, now func() time.Time) (*VolcanoVerbs, error) {
+// once. clk is the clock of the waiting term and of the session's SessionTTL; nil means the
+// real clock.
+func NewVolcanoVerbs(log *zap.Logger, cfg config.VolcanoConfig, model priority.Model, affinity priority.Affinity, gang config.GangConfig, clk clock.PassiveClock) (*VolcanoVerbs, error) {
 	var errs []error
 	if log == nil {
 		errs = append(errs, errors.New("log is required"))
@@ -74,11 +77,12 @@ func NewVolcanoVerbs(log *zap.Logger, cfg config.VolcanoConfig, model priority.M
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("volcano verbs: %w", errors.Join(errs...))
 	}
-	if now == nil {
-		now = time.Now
+	if clk == nil {
+		clk = clock.RealClock{}
 	}
 	ttl := cfg.SessionTTL.Duration
-	v := &VolcanoVerbs{log: log, prefix: cfg.URLPrefix, gang: gang, now: now, sessions: gocache.New(ttl, ttl)}
+	// The clock decides a session's expiry; go-cache's own only frees the memory.
+	v := &VolcanoVerbs{log: log, prefix: cfg.URLPrefix, gang: gang, clock: clk, ttl: ttl, sessions: gocache.New(2*ttl, ttl)}
 	v.SetModel(model, affinity)
 	return v, nil
 }
@@ -189,6 +193,8 @@ type volcanoSession struct {
 	nodes  map[string]*VolcanoNodeHead // by name
 	queues int
 
+	opened time.Time // when onSessionOpen kept it, on VolcanoVerbs.clock
+
 	planOnce sync.Once
 	plan     *enqueuePlan
 }
@@ -226,7 +232,7 @@ func newVolcanoSession(req *volcanoSessionRequest) *volcanoSession {
 // expired, closed, or the last onSessionOpen could not be read).
 func (v *VolcanoVerbs) session() *volcanoSession {
 	if x, ok := v.sessions.Get(volcanoSessionKey); ok {
-		if s, ok := x.(*volcanoSession); ok {
+		if s, ok := x.(*volcanoSession); ok && v.clock.Since(s.opened) < v.ttl {
 			return s
 		}
 	}
@@ -246,6 +252,7 @@ func (v *VolcanoVerbs) onSessionOpen(w http.ResponseWriter, r *http.Request, c w
 		decision = "session not kept: " + err.Error()
 	} else {
 		s := newVolcanoSession(&req)
+		s.opened = v.clock.Now()
 		v.sessions.SetDefault(volcanoSessionKey, s)
 		decision = fmt.Sprintf("session kept: %d jobs, %d nodes, %d queues", len(s.jobs), len(s.nodes), s.queues)
 	}
@@ -494,7 +501,7 @@ func (v *VolcanoVerbs) decideEvict(req *volcanoEvictRequest) volcanoAnswer {
 	res := VolcanoEvictResult{Status: VolcanoAbstain, Victims: make([]json.RawMessage, 0, len(req.evictees))}
 	a := volcanoAnswer{subject: volcanoTaskKey(req.Evictor)}
 	if req.Evictor != nil && len(req.evictees) > 0 {
-		s, now := v.session(), v.now()
+		s, now := v.session(), v.clock.Now()
 		seen := map[string]rankedJob{}
 		evictor := v.rankTask(s, req.Evictor, now, seen)
 		for _, e := range req.evictees {
@@ -586,10 +593,10 @@ func (v *VolcanoVerbs) decideEnqueue(req *volcanoJobRequest) volcanoAnswer {
 	s := v.session()
 	var plan *enqueuePlan
 	if sj := s.job(j.UID); sj != nil && volcanoPending(sj) {
-		s.planOnce.Do(func() { s.plan = v.enqueuePlanFor(s, nil, v.now()) })
+		s.planOnce.Do(func() { s.plan = v.enqueuePlanFor(s, nil, v.clock.Now()) })
 		plan = s.plan
 	} else {
-		plan = v.enqueuePlanFor(s, j, v.now())
+		plan = v.enqueuePlanFor(s, j, v.clock.Now())
 	}
 	a := volcanoAnswer{subject: volcanoJobKey(j)}
 	pj := plan.byUID[j.UID]

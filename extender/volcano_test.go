@@ -28,6 +28,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+	testingclock "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/yaml"
 
 	"github.com/cps-extender/cps-extender/extender/wire"
@@ -58,12 +60,18 @@ func newVolcanoServer(t *testing.T, maxBytes int64, edit func(*config.Config)) *
 // newVolcanoServerAt is newVolcanoServer with the clock stopped at now.
 func newVolcanoServerAt(t *testing.T, now time.Time, maxBytes int64, edit func(*config.Config)) *volcanoServer {
 	t.Helper()
-	core, logs := observer.New(zap.DebugLevel)
-	return &volcanoServer{srv: buildVolcanoServer(t, zap.New(core), now, maxBytes, edit), logs: logs}
+	return newVolcanoServerOn(t, testingclock.NewFakePassiveClock(now), maxBytes, edit)
 }
 
-// buildVolcanoServer builds the Server of newVolcanoServerAt with the given logger.
-func buildVolcanoServer(tb testing.TB, log *zap.Logger, now time.Time, maxBytes int64, edit func(*config.Config)) *server.Server {
+// newVolcanoServerOn is newVolcanoServer on the clock clk.
+func newVolcanoServerOn(t *testing.T, clk clock.PassiveClock, maxBytes int64, edit func(*config.Config)) *volcanoServer {
+	t.Helper()
+	core, logs := observer.New(zap.DebugLevel)
+	return &volcanoServer{srv: buildVolcanoServer(t, zap.New(core), clk, maxBytes, edit), logs: logs}
+}
+
+// buildVolcanoServer builds the Server of newVolcanoServerOn with the given logger.
+func buildVolcanoServer(tb testing.TB, log *zap.Logger, clk clock.PassiveClock, maxBytes int64, edit func(*config.Config)) *server.Server {
 	tb.Helper()
 	cfg, errs := config.LoadConfig(filepath.Join(volcanoFixtures, "config.yaml"))
 	if edit != nil {
@@ -72,7 +80,7 @@ func buildVolcanoServer(tb testing.TB, log *zap.Logger, now time.Time, maxBytes 
 	if errs = append(errs, cfg.Validate()...); len(errs) > 0 {
 		tb.Fatalf("fixture config: %v", errs)
 	}
-	volcano, err := NewVolcanoVerbs(log, cfg.Volcano, cfg.Model.PriorityModel(), cfg.Affinity, cfg.Gang, func() time.Time { return now })
+	volcano, err := NewVolcanoVerbs(log, cfg.Volcano, cfg.Model.PriorityModel(), cfg.Affinity, cfg.Gang, clk)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -458,12 +466,14 @@ func TestVolcanoSessionLifecycle(t *testing.T) {
 	}
 
 	t.Run("expires after sessionTTL", func(t *testing.T) {
-		vs := newVolcanoServer(t, 1<<20, func(c *config.Config) { c.Volcano.SessionTTL = metav1.Duration{Duration: 50 * time.Millisecond} })
+		clk := testingclock.NewFakePassiveClock(volcanoNow)
+		vs := newVolcanoServerOn(t, clk, 1<<20, func(c *config.Config) { c.Volcano.SessionTTL = metav1.Duration{Duration: time.Hour} })
 		vs.openSession(t, fixture(t, "onSessionOpen.json"))
+		clk.SetTime(volcanoNow.Add(time.Hour - time.Second))
 		if got := status(t, vs); got != VolcanoReject {
 			t.Fatalf("fresh session: status %d, want %d", got, VolcanoReject)
 		}
-		time.Sleep(150 * time.Millisecond)
+		clk.SetTime(volcanoNow.Add(time.Hour))
 		if got := status(t, vs); got != VolcanoPermit {
 			t.Errorf("expired session: status %d, want %d", got, VolcanoPermit)
 		}
@@ -1119,8 +1129,8 @@ func FuzzVolcano(f *testing.F) {
 		}
 		f.Add(uint8(i), []byte(`{"task":{"Status":1023,"Job":"ml/train-a","TaskRole":"ps","Resreq":{"MilliCPU":1e300,"Memory":-1}},"nodes":[null,{"Name":""}],"evictees":[null,{}],"job":{"MinAvailable":-5,"TaskMinAvailable":{"a":2147483647,"b":2147483647}}}`))
 	}
-	vs := &volcanoServer{srv: buildVolcanoServer(f, zap.NewNop(), volcanoNow, 1<<20, nil)}
-	session := &volcanoServer{srv: buildVolcanoServer(f, zap.NewNop(), volcanoNow, 1<<20, nil)}
+	vs := &volcanoServer{srv: buildVolcanoServer(f, zap.NewNop(), testingclock.NewFakePassiveClock(volcanoNow), 1<<20, nil)}
+	session := &volcanoServer{srv: buildVolcanoServer(f, zap.NewNop(), testingclock.NewFakePassiveClock(volcanoNow), 1<<20, nil)}
 	body, err := os.ReadFile(filepath.Join(volcanoFixtures, "onSessionOpen.json"))
 	if err != nil {
 		f.Fatal(err)
