@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cps-extender/cps-extender/extender/config"
@@ -56,6 +57,8 @@ type Gate struct {
 	maxCoolDown time.Duration
 	clock       clock.WithDelayedExecution
 	lanes       chan struct{}
+	// laneWaits counts the gathered gangs waiting for a bind lane.
+	laneWaits atomic.Int32
 
 	mu         sync.Mutex
 	gatherings *gocache.Cache // job key -> *gathering
@@ -343,7 +346,9 @@ func (g *Gate) expire(gat *gathering) {
 // everyone else in parallel. If a first-wave bind fails, the rest are not bound. It waits
 // for one of the bind lanes first.
 func (g *Gate) release(gat *gathering) {
+	g.laneWaits.Add(1)
 	g.lanes <- struct{}{}
+	g.laneWaits.Add(-1)
 	defer func() { <-g.lanes }()
 	holds := make([]*hold, 0, len(gat.holds))
 	for _, h := range gat.holds {

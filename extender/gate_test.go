@@ -3,7 +3,6 @@ package extender
 import (
 	"context"
 	"fmt"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -265,10 +264,10 @@ func TestGateBindsGangsAFewAtATime(t *testing.T) {
 	answers := startBinds(g, pods...)
 	// Wait until the gate has decided about every gang: two post, the others wait for a lane.
 	deadline := time.Now().Add(10 * time.Second)
-	for (binder.posting() < 2*bindLanes || waitingForLane() < len(jobs)-bindLanes) && time.Now().Before(deadline) {
+	for (binder.posting() < 2*bindLanes || int(g.laneWaits.Load()) < len(jobs)-bindLanes) && time.Now().Before(deadline) {
 		time.Sleep(time.Millisecond)
 	}
-	if got, waiting := binder.gangsPosting(), waitingForLane(); got != bindLanes || waiting != len(jobs)-bindLanes {
+	if got, waiting := binder.gangsPosting(), int(g.laneWaits.Load()); got != bindLanes || waiting != len(jobs)-bindLanes {
 		t.Errorf("%d gangs post at once and %d wait for a lane, want %d and %d", got, waiting, bindLanes, len(jobs)-bindLanes)
 	}
 	close(binder.release)
@@ -277,28 +276,6 @@ func TestGateBindsGangsAFewAtATime(t *testing.T) {
 			t.Errorf("%s: %s", pod, e)
 		}
 	}
-}
-
-// waitingForLane counts the gangs whose release waits for a bind lane: goroutines blocked
-// sending in Gate.release, read from a dump of all goroutines.
-func waitingForLane() int {
-	buf := make([]byte, 1<<20)
-	for {
-		n := runtime.Stack(buf, true)
-		if n < len(buf) {
-			buf = buf[:n]
-			break
-		}
-		buf = make([]byte, 2*len(buf))
-	}
-	count := 0
-	for _, g := range strings.Split(string(buf), "\n\n") {
-		header, frames, _ := strings.Cut(g, "\n")
-		if top, _, _ := strings.Cut(frames, "\n"); strings.Contains(header, "[chan send") && strings.Contains(top, ".(*Gate).release(") {
-			count++
-		}
-	}
-	return count
 }
 
 // slowBinder holds every Binding until release is closed, and tells which jobs post.
