@@ -37,8 +37,10 @@ unit: ## Unit tests with the race detector.
 FUZZTIME ?= 8s
 .PHONY: fuzz
 fuzz: ## A short fuzz run ($(FUZZTIME)) of every handler's fuzz target (seed corpora run in `unit` too).
-	@for f in $$($(GO) test -list '^Fuzz' ./extender | grep '^Fuzz'); do \
-	  echo "fuzz $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) ./extender || exit 1; \
+	@for pkg in $$($(GO) list ./extender/...); do \
+	  for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
+	    echo "fuzz $$pkg $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
+	  done; \
 	done
 
 BENCH ?= .
@@ -46,7 +48,7 @@ BENCHTIME ?= 300ms
 BENCHCOUNT ?= 3
 .PHONY: bench
 bench: ## Go benchmarks (ns/op, B/op, allocs/op) of the model, the handlers, the bind decision and the queue recompute; BENCH=regexp to pick.
-	$(GO) test -run '^$$' -bench '$(BENCH)' -benchtime $(BENCHTIME) -count $(BENCHCOUNT) -benchmem ./priority ./extender
+	$(GO) test -run '^$$' -bench '$(BENCH)' -benchtime $(BENCHTIME) -count $(BENCHCOUNT) -benchmem ./priority ./extender/...
 
 LOAD_NODES ?= 5000
 LOAD_JOBS ?= 4000

@@ -20,6 +20,7 @@ import (
 
 	"github.com/cps-extender/cps-extender/extender/config"
 	"github.com/cps-extender/cps-extender/extender/server"
+	"github.com/cps-extender/cps-extender/extender/volcano"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -99,13 +100,13 @@ func run(args []string, stderr io.Writer) error {
 		waiting = extender.NewWaitingEvents(recorder, interval, meters, nil)
 	}
 	verbs.Observe(meters, waiting)
-	volcano, err := extender.NewVolcanoVerbs(log, cfg.Volcano, cfg.Model.PriorityModel(), cfg.Affinity, cfg.Gang, nil)
+	vc, err := volcano.New(log, cfg.Volcano, cfg.Model.PriorityModel(), cfg.Affinity, cfg.Gang, nil)
 	if err != nil {
 		return err
 	}
 	handler, err := server.New(server.Options{
 		Log: log, MaxRequestBytes: cfg.MaxRequestBytes, Ready: cluster, Queue: cluster, Metrics: meters,
-		Routes: slices.Concat(verbs.Routes(cfg.URLPrefix), volcano.Routes()),
+		Routes: slices.Concat(verbs.Routes(cfg.URLPrefix), vc.Routes()),
 	})
 	if err != nil {
 		return err
@@ -127,7 +128,7 @@ func run(args []string, stderr io.Writer) error {
 	if interval := cfg.Reload.Interval.Duration; src.path != "" && interval > 0 {
 		reloader := config.NewConfigReloader(config.ConfigReloaderOptions{
 			Log: log, Path: src.path, Current: cfg, Overlay: src.overlay,
-			Receivers: []config.ModelReceiver{cluster, volcano}, Metrics: meters,
+			Receivers: []config.ModelReceiver{cluster, vc}, Metrics: meters,
 		})
 		go reloader.Run(ctx, interval)
 	}

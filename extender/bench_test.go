@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cps-extender/cps-extender/extender/volcano"
+
 	"github.com/cps-extender/cps-extender/extender/server"
 
 	"github.com/cps-extender/cps-extender/extender/config"
@@ -113,11 +115,11 @@ func benchCluster(tb testing.TB, nodes, pods, jobs int) *benchEnv {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	volcano, err := NewVolcanoVerbs(log, cfg.Volcano, cfg.Model.PriorityModel(), cfg.Affinity, cfg.Gang, nil)
+	vc, err := volcano.New(log, cfg.Volcano, cfg.Model.PriorityModel(), cfg.Affinity, cfg.Gang, nil)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	e.srv, err = server.New(server.Options{Log: log, MaxRequestBytes: 1 << 30, Ready: c, Routes: slices.Concat(verbs.Routes("/scheduler"), volcano.Routes())})
+	e.srv, err = server.New(server.Options{Log: log, MaxRequestBytes: 1 << 30, Ready: c, Routes: slices.Concat(verbs.Routes("/scheduler"), vc.Routes())})
 	if err != nil {
 		tb.Fatal(err)
 	}

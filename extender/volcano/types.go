@@ -1,4 +1,4 @@
-package extender
+package volcano
 
 import (
 	"encoding/json"
@@ -15,41 +15,41 @@ import (
 
 // Volcano task status bit flags (Volcano's api.TaskStatus).
 const (
-	VolcanoTaskPending   = 1 << 0
-	VolcanoTaskAllocated = 1 << 1
-	VolcanoTaskPipelined = 1 << 2
-	VolcanoTaskBinding   = 1 << 3
-	VolcanoTaskBound     = 1 << 4
-	VolcanoTaskRunning   = 1 << 5
-	VolcanoTaskReleasing = 1 << 6
-	VolcanoTaskSucceeded = 1 << 7
-	VolcanoTaskFailed    = 1 << 8
-	VolcanoTaskUnknown   = 1 << 9
+	TaskPending   = 1 << 0
+	TaskAllocated = 1 << 1
+	TaskPipelined = 1 << 2
+	TaskBinding   = 1 << 3
+	TaskBound     = 1 << 4
+	TaskRunning   = 1 << 5
+	TaskReleasing = 1 << 6
+	TaskSucceeded = 1 << 7
+	TaskFailed    = 1 << 8
+	TaskUnknown   = 1 << 9
 )
 
 // volcanoTaskPlaced are the statuses of a task that holds (or is about to hold) its node:
 // jobReady counts them, and the affinity verbs treat such a task with a node as placed there.
-const volcanoTaskPlaced = VolcanoTaskAllocated | VolcanoTaskPipelined | VolcanoTaskBinding | VolcanoTaskBound | VolcanoTaskRunning
+const volcanoTaskPlaced = TaskAllocated | TaskPipelined | TaskBinding | TaskBound | TaskRunning
 
-// VolcanoNodeNotReady is the NodeInfo.State.Phase of a node Volcano does not schedule to.
-const VolcanoNodeNotReady = 2
+// NodeNotReady is the NodeInfo.State.Phase of a node Volcano does not schedule to.
+const NodeNotReady = 2
 
 // The PodGroup phases the extender distinguishes (PodGroup status.phase).
 const (
-	VolcanoPodGroupPending = "Pending"
-	VolcanoPodGroupInqueue = "Inqueue"
+	PodGroupPending = "Pending"
+	PodGroupInqueue = "Inqueue"
 )
 
-// VolcanoResource is Volcano's api.Resource: cpu in millicores, memory in bytes, and scalar
+// Resource is Volcano's api.Resource: cpu in millicores, memory in bytes, and scalar
 // resources (GPUs, hugepages, ...) in milli-units, as Volcano stores them.
-type VolcanoResource struct {
+type Resource struct {
 	MilliCPU        float64
 	Memory          float64
 	ScalarResources map[string]float64
 }
 
-// VolcanoTaskInfo is Volcano's api.TaskInfo: one pod of a job.
-type VolcanoTaskInfo struct {
+// TaskInfo is Volcano's api.TaskInfo: one pod of a job.
+type TaskInfo struct {
 	UID string
 	// Job is the task's JobID, "namespace/podgroup-name".
 	Job       string
@@ -57,37 +57,37 @@ type VolcanoTaskInfo struct {
 	Namespace string
 	// TaskRole is the value of volcano.sh/task-spec (Volcano v1.12 and later; absent before).
 	TaskRole string
-	Resreq   *VolcanoResource
+	Resreq   *Resource
 	NodeName string
-	// Status is a bit flag: VolcanoTaskPending, VolcanoTaskAllocated, ...
+	// Status is a bit flag: TaskPending, TaskAllocated, ...
 	Status   int
 	Priority int32
 	Pod      *corev1.Pod
 }
 
-// VolcanoPodGroup is the part of a PodGroup (scheduling.volcano.sh) that JobInfo carries and
+// PodGroup is the part of a PodGroup (scheduling.volcano.sh) that JobInfo carries and
 // the extender reads.
-type VolcanoPodGroup struct {
+type PodGroup struct {
 	Metadata metav1.ObjectMeta     `json:"metadata"`
-	Spec     VolcanoPodGroupSpec   `json:"spec"`
-	Status   VolcanoPodGroupStatus `json:"status"`
+	Spec     PodGroupSpec   `json:"spec"`
+	Status   PodGroupStatus `json:"status"`
 }
 
-// VolcanoPodGroupSpec is a PodGroup's spec: the gang minimum and what it needs in total.
-type VolcanoPodGroupSpec struct {
+// PodGroupSpec is a PodGroup's spec: the gang minimum and what it needs in total.
+type PodGroupSpec struct {
 	MinMember     int32               `json:"minMember"`
 	MinTaskMember map[string]int32    `json:"minTaskMember"`
 	Queue         string              `json:"queue"`
 	MinResources  corev1.ResourceList `json:"minResources"`
 }
 
-// VolcanoPodGroupStatus is a PodGroup's status: Pending, Inqueue, Running, ...
-type VolcanoPodGroupStatus struct {
+// PodGroupStatus is a PodGroup's status: Pending, Inqueue, Running, ...
+type PodGroupStatus struct {
 	Phase string `json:"phase"`
 }
 
-// VolcanoJobInfo is Volcano's api.JobInfo: one PodGroup and its tasks.
-type VolcanoJobInfo struct {
+// JobInfo is Volcano's api.JobInfo: one PodGroup and its tasks.
+type JobInfo struct {
 	// UID is the JobID, "namespace/podgroup-name".
 	UID       string
 	Name      string
@@ -99,38 +99,38 @@ type VolcanoJobInfo struct {
 	// TaskMinAvailable is the minimum per task (role) name, e.g. {"ps": 1, "worker": 2}.
 	TaskMinAvailable map[string]int32
 	// Tasks maps a pod UID to its task; {} while a Volcano Job's pods are not created yet.
-	Tasks map[string]*VolcanoTaskInfo
+	Tasks map[string]*TaskInfo
 	// Allocated is the sum of the requests of the job's allocated tasks.
-	Allocated         *VolcanoResource
+	Allocated         *Resource
 	CreationTimestamp metav1.Time
-	PodGroup          *VolcanoPodGroup
+	PodGroup          *PodGroup
 }
 
-// VolcanoNodeState is Volcano's api.NodeState.
-type VolcanoNodeState struct {
+// NodeState is Volcano's api.NodeState.
+type NodeState struct {
 	Phase  int
 	Reason string
 }
 
-// VolcanoNodeHead is the part of Volcano's api.NodeInfo that the session snapshot keeps.
-type VolcanoNodeHead struct {
+// NodeHead is the part of Volcano's api.NodeInfo that the session snapshot keeps.
+type NodeHead struct {
 	Name  string
 	Node  *corev1.Node
-	State VolcanoNodeState
+	State NodeState
 	// Idle is allocatable minus what the node's allocated tasks request.
-	Idle        *VolcanoResource
-	Allocatable *VolcanoResource
+	Idle        *Resource
+	Allocatable *Resource
 }
 
-// VolcanoNodeInfo is Volcano's api.NodeInfo as predicate and prioritize receive it: with the
+// NodeInfo is Volcano's api.NodeInfo as predicate and prioritize receive it: with the
 // tasks on the node, which include those allocated earlier in the same session.
-type VolcanoNodeInfo struct {
-	VolcanoNodeHead
-	Tasks map[string]*VolcanoTaskInfo
+type NodeInfo struct {
+	NodeHead
+	Tasks map[string]*TaskInfo
 }
 
-// VolcanoQueueInfo is Volcano's api.QueueInfo.
-type VolcanoQueueInfo struct {
+// QueueInfo is Volcano's api.QueueInfo.
+type QueueInfo struct {
 	UID    string
 	Name   string
 	Weight int32
@@ -139,9 +139,9 @@ type VolcanoQueueInfo struct {
 // volcanoSessionRequest is the body of onSessionOpen. Session nodes are read without their
 // tasks: the job tasks carry the same pods, and decoding them twice is the largest cost.
 type volcanoSessionRequest struct {
-	Jobs   map[string]*VolcanoJobInfo
-	Nodes  map[string]*VolcanoNodeHead
-	Queues map[string]*VolcanoQueueInfo
+	Jobs   map[string]*JobInfo
+	Nodes  map[string]*NodeHead
+	Queues map[string]*QueueInfo
 }
 
 // volcanoEmpty is the body of onSessionClose and of the answers to both session verbs.
@@ -149,31 +149,31 @@ type volcanoEmpty struct{}
 
 // volcanoPredicateRequest is the body of predicate.
 type volcanoPredicateRequest struct {
-	Task *VolcanoTaskInfo `json:"task"`
-	Node *VolcanoNodeInfo `json:"node"`
+	Task *TaskInfo `json:"task"`
+	Node *NodeInfo `json:"node"`
 }
 
-// VolcanoPredicateResult answers predicate: an empty Status passes, whatever the code.
-type VolcanoPredicateResult struct {
+// PredicateResult answers predicate: an empty Status passes, whatever the code.
+type PredicateResult struct {
 	Status string `json:"status"`
 	Code   int    `json:"code"`
 }
 
 // The predicate codes (Volcano's api.StatusCode).
 const (
-	VolcanoPredicateSuccess                      = 0
-	VolcanoPredicateUnschedulableAndUnresolvable = 3
+	PredicateSuccess                      = 0
+	PredicateUnschedulableAndUnresolvable = 3
 )
 
 // volcanoPrioritizeRequest is the body of prioritize.
 type volcanoPrioritizeRequest struct {
-	Task  *VolcanoTaskInfo   `json:"task"`
-	Nodes []*VolcanoNodeInfo `json:"nodes"`
+	Task  *TaskInfo   `json:"task"`
+	Nodes []*NodeInfo `json:"nodes"`
 }
 
-// VolcanoPrioritizeResult answers prioritize: a score in 0..100 per node name. NodeScore is
+// PrioritizeResult answers prioritize: a score in 0..100 per node name. NodeScore is
 // never null (Volcano reads a null map as an error).
-type VolcanoPrioritizeResult struct {
+type PrioritizeResult struct {
 	NodeScore    map[string]float64 `json:"nodeScore"`
 	ErrorMessage string             `json:"errorMessage"`
 }
@@ -182,45 +182,45 @@ type VolcanoPrioritizeResult struct {
 // "evictees": [TaskInfo]}. Its UnmarshalJSON keeps each evictee's raw JSON, so the victims
 // echoed back are the very objects Volcano sent.
 type volcanoEvictRequest struct {
-	Evictor  *VolcanoTaskInfo
+	Evictor  *TaskInfo
 	evictees []volcanoEvictee
 }
 
-// VolcanoEvictResult answers preemptable and reclaimable: Status 1 permit, 0 abstain, -1
+// EvictResult answers preemptable and reclaimable: Status 1 permit, 0 abstain, -1
 // reject; Victims are full TaskInfo objects, never null.
-type VolcanoEvictResult struct {
+type EvictResult struct {
 	Status  int               `json:"status"`
 	Victims []json.RawMessage `json:"victims"`
 }
 
 // The votes of jobEnqueueable, preemptable and reclaimable.
 const (
-	VolcanoPermit  = 1
-	VolcanoAbstain = 0
-	VolcanoReject  = -1
+	Permit  = 1
+	Abstain = 0
+	Reject  = -1
 )
 
 // volcanoJobRequest is the body of jobEnqueueable and jobReady.
 type volcanoJobRequest struct {
-	Job *VolcanoJobInfo `json:"job"`
+	Job *JobInfo `json:"job"`
 }
 
-// VolcanoEnqueueResult answers jobEnqueueable: VolcanoPermit, VolcanoAbstain or VolcanoReject.
-type VolcanoEnqueueResult struct {
+// EnqueueResult answers jobEnqueueable: Permit, Abstain or Reject.
+type EnqueueResult struct {
 	Status int `json:"status"`
 }
 
-// VolcanoJobReadyResult answers jobReady.
-type VolcanoJobReadyResult struct {
+// JobReadyResult answers jobReady.
+type JobReadyResult struct {
 	Status bool `json:"status"`
 }
 
 // volcanoQueueRequest is the body of queueOverused.
 type volcanoQueueRequest struct {
-	Queue *VolcanoQueueInfo `json:"queue"`
+	Queue *QueueInfo `json:"queue"`
 }
 
-// VolcanoQueueOverusedResult answers queueOverused.
-type VolcanoQueueOverusedResult struct {
+// QueueOverusedResult answers queueOverused.
+type QueueOverusedResult struct {
 	Overused bool `json:"overused"`
 }

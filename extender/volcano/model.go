@@ -1,4 +1,4 @@
-package extender
+package volcano
 
 import (
 	"maps"
@@ -38,7 +38,7 @@ func volcanoAmount(v float64) int64 {
 // volcanoResources converts a Volcano resource to the model's: "cpu" in millicores,
 // "memory" in bytes, scalar resources in Volcano's milli-units. Volcano's "pods" count is
 // not a request and is left out. A nil resource is empty.
-func volcanoResources(r *VolcanoResource) priority.Resources {
+func volcanoResources(r *Resource) priority.Resources {
 	out := priority.Resources{}
 	if r == nil {
 		return out
@@ -91,7 +91,7 @@ func addResources(a, b priority.Resources) {
 }
 
 // podMeta returns the labels and annotations of a task's pod (nil maps without a pod).
-func podMeta(t *VolcanoTaskInfo) (labels, annotations map[string]string) {
+func podMeta(t *TaskInfo) (labels, annotations map[string]string) {
 	if t == nil || t.Pod == nil {
 		return nil, nil
 	}
@@ -101,7 +101,7 @@ func podMeta(t *VolcanoTaskInfo) (labels, annotations map[string]string) {
 // volcanoRole reads a task's role: TaskRole (Volcano v1.12 and later), else the pod's
 // volcano.sh/task-spec annotation or label, else the Kubeflow replica type, else the
 // project's own role label.
-func volcanoRole(g config.GangConfig, t *VolcanoTaskInfo) priority.Role {
+func volcanoRole(g config.GangConfig, t *TaskInfo) priority.Role {
 	labels, annotations := podMeta(t)
 	return priority.ParseRole(gang.FirstNonEmpty(t.TaskRole, annotations[gang.VolcanoTaskSpec], labels[gang.VolcanoTaskSpec],
 		labels[gang.KubeflowReplicaType], labels[g.RoleLabel]))
@@ -112,8 +112,8 @@ func volcanoRole(g config.GangConfig, t *VolcanoTaskInfo) priority.Role {
 // status (allocated, pipelined, binding, bound, running) with a node is bound there; any
 // other task is pending. onNode names the node when the task came from a node's task list
 // without a NodeName of its own.
-func volcanoPod(g config.GangConfig, t *VolcanoTaskInfo, onNode string) (priority.Pod, bool) {
-	if t == nil || t.Status&^(VolcanoTaskPending|volcanoTaskPlaced) != 0 {
+func volcanoPod(g config.GangConfig, t *TaskInfo, onNode string) (priority.Pod, bool) {
+	if t == nil || t.Status&^(TaskPending|volcanoTaskPlaced) != 0 {
 		return priority.Pod{}, false
 	}
 	labels, annotations := podMeta(t)
@@ -138,7 +138,7 @@ func volcanoPod(g config.GangConfig, t *VolcanoTaskInfo, onNode string) (priorit
 }
 
 // volcanoJobKey names a job "namespace/name", or by its UID when either is missing.
-func volcanoJobKey(j *VolcanoJobInfo) string {
+func volcanoJobKey(j *JobInfo) string {
 	if j.Namespace != "" && j.Name != "" {
 		return j.Namespace + "/" + j.Name
 	}
@@ -146,7 +146,7 @@ func volcanoJobKey(j *VolcanoJobInfo) string {
 }
 
 // sortedTasks returns a job's tasks ordered by UID, so that every "first of" is stable.
-func sortedTasks(tasks map[string]*VolcanoTaskInfo) []*VolcanoTaskInfo {
+func sortedTasks(tasks map[string]*TaskInfo) []*TaskInfo {
 	keys := make([]string, 0, len(tasks))
 	for k, t := range tasks {
 		if t != nil {
@@ -154,7 +154,7 @@ func sortedTasks(tasks map[string]*VolcanoTaskInfo) []*VolcanoTaskInfo {
 		}
 	}
 	slices.Sort(keys)
-	out := make([]*VolcanoTaskInfo, len(keys))
+	out := make([]*TaskInfo, len(keys))
 	for i, k := range keys {
 		out[i] = tasks[k]
 	}
@@ -171,7 +171,7 @@ func sortedTasks(tasks map[string]*VolcanoTaskInfo) []*VolcanoTaskInfo {
 //
 // MinMember is set to that gang size and Pods is left empty: the job is only ordered, never
 // fitted, so nothing else of it matters.
-func volcanoJobHeader(g config.GangConfig, j *VolcanoJobInfo, tasks []*VolcanoTaskInfo) priority.Job {
+func volcanoJobHeader(g config.GangConfig, j *JobInfo, tasks []*TaskInfo) priority.Job {
 	job := priority.Job{Key: volcanoJobKey(j), Priority: j.Priority, Created: j.CreationTimestamp.Time}
 	var pgLabels, pgAnnotations map[string]string
 	if pg := j.PodGroup; pg != nil {
@@ -204,7 +204,7 @@ func volcanoJobHeader(g config.GangConfig, j *VolcanoJobInfo, tasks []*VolcanoTa
 // volcanoTaskJob is the job of a task Volcano sent without its JobInfo (no session
 // snapshot, or a job the snapshot does not hold): the task alone, a gang of one, with the
 // user from its pod's label (else its namespace), the task's priority and the pod's creation.
-func volcanoTaskJob(g config.GangConfig, t *VolcanoTaskInfo) priority.Job {
+func volcanoTaskJob(g config.GangConfig, t *TaskInfo) priority.Job {
 	labels, annotations := podMeta(t)
 	ns := t.Namespace
 	if ns == "" && t.Pod != nil {
@@ -227,7 +227,7 @@ func volcanoTaskJob(g config.GangConfig, t *VolcanoTaskInfo) priority.Job {
 }
 
 // volcanoTaskJobKey names a task's job "namespace/name" from its JobID.
-func volcanoTaskJobKey(t *VolcanoTaskInfo, ns string) string {
+func volcanoTaskJobKey(t *TaskInfo, ns string) string {
 	switch {
 	case strings.Contains(t.Job, "/"):
 		return t.Job
@@ -239,7 +239,7 @@ func volcanoTaskJobKey(t *VolcanoTaskInfo, ns string) string {
 
 // volcanoNode converts a node for the affinity score: its idle resources as free capacity and
 // the Kubernetes node's labels.
-func volcanoNode(n *VolcanoNodeHead) priority.Node {
+func volcanoNode(n *NodeHead) priority.Node {
 	out := priority.Node{Name: n.Name, Free: volcanoResources(n.Idle)}
 	if n.Node != nil {
 		out.Labels = n.Node.Labels
@@ -252,8 +252,8 @@ func volcanoNode(n *VolcanoNodeHead) priority.Node {
 
 // usableNode reports whether a session node counts toward the cluster's idle capacity: it is
 // not NotReady in Volcano's eyes and not cordoned.
-func usableNode(n *VolcanoNodeHead) bool {
-	return n != nil && n.State.Phase != VolcanoNodeNotReady && (n.Node == nil || !n.Node.Spec.Unschedulable)
+func usableNode(n *NodeHead) bool {
+	return n != nil && n.State.Phase != NodeNotReady && (n.Node == nil || !n.Node.Spec.Unschedulable)
 }
 
 // --- jobEnqueueable ----------------------------------------------------------------------
@@ -262,7 +262,7 @@ func usableNode(n *VolcanoNodeHead) bool {
 // (what Volcano itself reserves for an Inqueue job), else the requests of its first
 // MinAvailable tasks in intra-job order (PS first; all of them when MinAvailable is 0), else
 // nothing (the size of the job is unknown, so it is not held back for it).
-func volcanoDemand(g config.GangConfig, j *VolcanoJobInfo, tasks []*VolcanoTaskInfo) priority.Resources {
+func volcanoDemand(g config.GangConfig, j *JobInfo, tasks []*TaskInfo) priority.Resources {
 	if pg := j.PodGroup; pg != nil && len(pg.Spec.MinResources) > 0 {
 		return resourceListToVolcano(pg.Spec.MinResources)
 	}
@@ -285,7 +285,7 @@ func volcanoDemand(g config.GangConfig, j *VolcanoJobInfo, tasks []*VolcanoTaskI
 
 // volcanoReserved is what an Inqueue job will still take: its demand less what it has
 // allocated (JobInfo.Allocated, else the requests of its placed tasks), never negative.
-func volcanoReserved(g config.GangConfig, j *VolcanoJobInfo, tasks []*VolcanoTaskInfo) priority.Resources {
+func volcanoReserved(g config.GangConfig, j *JobInfo, tasks []*TaskInfo) priority.Resources {
 	demand := volcanoDemand(g, j, tasks)
 	var allocated priority.Resources
 	if j.Allocated != nil {
@@ -342,7 +342,7 @@ type enqueuePlan struct {
 
 // volcanoCapacity sums the usable nodes' idle and allocatable resources and lists the
 // resources they report (cpu and memory whenever there is a usable node).
-func volcanoCapacity(nodes []*VolcanoNodeHead) (idle, capacity priority.Resources, compared []string) {
+func volcanoCapacity(nodes []*NodeHead) (idle, capacity priority.Resources, compared []string) {
 	idle, capacity = priority.Resources{}, priority.Resources{}
 	seen := map[string]bool{}
 	for _, n := range nodes {
@@ -377,7 +377,7 @@ func volcanoCapacity(nodes []*VolcanoNodeHead) (idle, capacity priority.Resource
 // resource than all usable nodes have allocatable together can never start: it is marked too
 // big and does not hold anyone back. Every other job's need is its demand plus the demands of
 // the jobs ahead of it that are not too big.
-func newEnqueuePlan(model priority.Model, now time.Time, pending []enqueueCandidate, reserved priority.Resources, nodes []*VolcanoNodeHead) *enqueuePlan {
+func newEnqueuePlan(model priority.Model, now time.Time, pending []enqueueCandidate, reserved priority.Resources, nodes []*NodeHead) *enqueuePlan {
 	idle, capacity, compared := volcanoCapacity(nodes)
 	plan := &enqueuePlan{byUID: make(map[string]*plannedJob, len(pending)), capacity: capacity, compared: compared}
 	plan.free = idle
@@ -451,7 +451,7 @@ func (p *enqueuePlan) decide(pj *plannedJob) (int, string) {
 		b.WriteString(", more than the ")
 		b.WriteString(volcanoQuantity(pj.tooBig, p.capacity[pj.tooBig]))
 		b.WriteString(" all usable nodes have")
-		return VolcanoReject, b.String()
+		return Reject, b.String()
 	}
 	short := p.firstShort(pj.need, p.free)
 	if short == "" {
@@ -481,7 +481,7 @@ func (p *enqueuePlan) decide(pj *plannedJob) (int, string) {
 	}
 	if len(p.compared) == 0 {
 		b.WriteString("; no node capacity to compare with")
-		return VolcanoPermit, b.String()
+		return Permit, b.String()
 	}
 	if short == "" {
 		b.WriteString("; with the jobs ahead it needs")
@@ -505,7 +505,7 @@ func (p *enqueuePlan) decide(pj *plannedJob) (int, string) {
 			b.WriteString(" nothing")
 		}
 		b.WriteString(" free")
-		return VolcanoPermit, b.String()
+		return Permit, b.String()
 	}
 	b.WriteString("; short of ")
 	b.WriteString(short)
@@ -514,7 +514,7 @@ func (p *enqueuePlan) decide(pj *plannedJob) (int, string) {
 	b.WriteString(" needed with the jobs ahead, ")
 	b.WriteString(volcanoQuantity(short, max(p.free[short], 0)))
 	b.WriteString(" free")
-	return VolcanoReject, b.String()
+	return Reject, b.String()
 }
 
 // volcanoQuantity writes an amount in volcanoResources units the way users read it: cpu in
@@ -546,7 +546,7 @@ func volcanoQuantity(resource string, v int64) string {
 // volcanoJobReady reports whether a job has its minimum placed: the tasks in an allocated,
 // pipelined, binding, bound or running status number at least MinAvailable. It also returns
 // that count. A nil job is ready (nothing to wait for).
-func volcanoJobReady(j *VolcanoJobInfo) (bool, int) {
+func volcanoJobReady(j *JobInfo) (bool, int) {
 	if j == nil {
 		return true, 0
 	}

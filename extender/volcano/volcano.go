@@ -1,4 +1,8 @@
-package extender
+// Package volcano serves Volcano's scheduler extender verbs (predicate, prioritize, preemptable,
+// reclaimable, queueOverused, jobEnqueueable, jobReady, the session calls). It decides from
+// Volcano's own payloads and the priority model, with no informers; it imports wire, config,
+// gang and the model.
+package volcano
 
 import (
 	"bufio"
@@ -28,15 +32,15 @@ import (
 
 // The verbs of Volcano's scheduler `extender` plugin, served under VolcanoConfig.URLPrefix.
 const (
-	VolcanoVerbOnSessionOpen  = "onSessionOpen"
-	VolcanoVerbOnSessionClose = "onSessionClose"
-	VolcanoVerbPredicate      = "predicate"
-	VolcanoVerbPrioritize     = "prioritize"
-	VolcanoVerbPreemptable    = "preemptable"
-	VolcanoVerbReclaimable    = "reclaimable"
-	VolcanoVerbQueueOverused  = "queueOverused"
-	VolcanoVerbJobEnqueueable = "jobEnqueueable"
-	VolcanoVerbJobReady       = "jobReady"
+	VerbOnSessionOpen  = "onSessionOpen"
+	VerbOnSessionClose = "onSessionClose"
+	VerbPredicate      = "predicate"
+	VerbPrioritize     = "prioritize"
+	VerbPreemptable    = "preemptable"
+	VerbReclaimable    = "reclaimable"
+	VerbQueueOverused  = "queueOverused"
+	VerbJobEnqueueable = "jobEnqueueable"
+	VerbJobReady       = "jobReady"
 )
 
 // volcanoScoreScale maps the affinity score (0..10) onto Volcano's node-score range (0..100).
@@ -46,14 +50,14 @@ const volcanoScoreScale = 10
 // session at a time, so the latest is the one every call belongs to.
 const volcanoSessionKey = "latest"
 
-// VolcanoVerbs answers Volcano's scheduler through its `extender` plugin
+// Verbs answers Volcano's scheduler through its `extender` plugin
 // (protocols.md, section 2). Volcano gangs, queues and binds itself; the extender adds what
 // it knows: the combined-priority order of enqueueing, PS-worker affinity, hard PS
 // anti-affinity, and no eviction of a job for one that ranks below it. It needs no
 // informers: every decision is made from the session snapshot that onSessionOpen sends (kept
 // in go-cache for SessionTTL, replaced by the next session, dropped at onSessionClose) and
 // from each call's own payload; a call without a snapshot answers from its payload alone.
-type VolcanoVerbs struct {
+type Verbs struct {
 	log      *zap.Logger
 	prefix   string
 	tuning   atomic.Pointer[volcanoTuning] // swapped by a config reload
@@ -63,10 +67,10 @@ type VolcanoVerbs struct {
 	sessions *gocache.Cache // volcanoSessionKey -> *volcanoSession
 }
 
-// NewVolcanoVerbs builds the Volcano verbs from their dependencies, validating them all at
+// New builds the Volcano verbs from their dependencies, validating them all at
 // once. clk is the clock of the waiting term and of the session's SessionTTL; nil means the
 // real clock.
-func NewVolcanoVerbs(log *zap.Logger, cfg config.VolcanoConfig, model priority.Model, affinity priority.Affinity, gang config.GangConfig, clk clock.PassiveClock) (*VolcanoVerbs, error) {
+func New(log *zap.Logger, cfg config.VolcanoConfig, model priority.Model, affinity priority.Affinity, gang config.GangConfig, clk clock.PassiveClock) (*Verbs, error) {
 	var errs []error
 	if log == nil {
 		errs = append(errs, errors.New("log is required"))
@@ -82,7 +86,7 @@ func NewVolcanoVerbs(log *zap.Logger, cfg config.VolcanoConfig, model priority.M
 	}
 	ttl := cfg.SessionTTL.Duration
 	// The clock decides a session's expiry; go-cache's own only frees the memory.
-	v := &VolcanoVerbs{log: log, prefix: cfg.URLPrefix, gang: gang, clock: clk, ttl: ttl, sessions: gocache.New(2*ttl, ttl)}
+	v := &Verbs{log: log, prefix: cfg.URLPrefix, gang: gang, clock: clk, ttl: ttl, sessions: gocache.New(2*ttl, ttl)}
 	v.SetModel(model, affinity)
 	return v, nil
 }
@@ -94,33 +98,33 @@ type volcanoTuning struct {
 }
 
 // SetModel swaps the model and affinity the verbs use (a config reload).
-func (v *VolcanoVerbs) SetModel(model priority.Model, affinity priority.Affinity) {
+func (v *Verbs) SetModel(model priority.Model, affinity priority.Affinity) {
 	v.tuning.Store(&volcanoTuning{model: model, affinity: affinity})
 }
 
-func (v *VolcanoVerbs) tuned() *volcanoTuning { return v.tuning.Load() }
+func (v *Verbs) tuned() *volcanoTuning { return v.tuning.Load() }
 
 // URLPrefix is the prefix the Volcano verbs are served under.
-func (v *VolcanoVerbs) URLPrefix() string { return v.prefix }
+func (v *Verbs) URLPrefix() string { return v.prefix }
 
 // Routes are the Volcano verbs, served under the Volcano prefix. They decide from
 // Volcano's own payloads, not the informers, so they answer from the start (an
 // onSessionOpen that fails would switch the extender off for that session).
-func (v *VolcanoVerbs) Routes() []wire.Route {
+func (v *Verbs) Routes() []wire.Route {
 	var out []wire.Route
 	for _, route := range []struct {
 		verb    string
 		handler wire.Handler
 	}{
-		{VolcanoVerbOnSessionOpen, v.onSessionOpen},
-		{VolcanoVerbOnSessionClose, serveVolcano(v.decideSessionClose)},
-		{VolcanoVerbPredicate, serveVolcano(v.decidePredicate)},
-		{VolcanoVerbPrioritize, serveVolcano(v.decidePrioritize)},
-		{VolcanoVerbPreemptable, serveVolcano(v.decideEvict)},
-		{VolcanoVerbReclaimable, serveVolcano(v.decideEvict)},
-		{VolcanoVerbQueueOverused, serveVolcano(v.decideQueueOverused)},
-		{VolcanoVerbJobEnqueueable, serveVolcano(v.decideEnqueue)},
-		{VolcanoVerbJobReady, serveVolcano(v.decideJobReady)},
+		{VerbOnSessionOpen, v.onSessionOpen},
+		{VerbOnSessionClose, serveVolcano(v.decideSessionClose)},
+		{VerbPredicate, serveVolcano(v.decidePredicate)},
+		{VerbPrioritize, serveVolcano(v.decidePrioritize)},
+		{VerbPreemptable, serveVolcano(v.decideEvict)},
+		{VerbReclaimable, serveVolcano(v.decideEvict)},
+		{VerbQueueOverused, serveVolcano(v.decideQueueOverused)},
+		{VerbJobEnqueueable, serveVolcano(v.decideEnqueue)},
+		{VerbJobReady, serveVolcano(v.decideJobReady)},
 	} {
 		out = append(out, wire.Route{Path: v.prefix + "/" + route.verb, Verb: "volcano/" + route.verb, Handler: route.handler})
 	}
@@ -189,11 +193,11 @@ func decodeVolcano(w http.ResponseWriter, r *http.Request, maxBytes int64, v any
 // concurrent calls (predicates arrive 16 at a time) read it without locks; the enqueue plan
 // is computed once, on the first jobEnqueueable of the session.
 type volcanoSession struct {
-	jobs   map[string]*VolcanoJobInfo  // by JobID
-	nodes  map[string]*VolcanoNodeHead // by name
+	jobs   map[string]*JobInfo  // by JobID
+	nodes  map[string]*NodeHead // by name
 	queues int
 
-	opened time.Time // when onSessionOpen kept it, on VolcanoVerbs.clock
+	opened time.Time // when onSessionOpen kept it, on Verbs.clock
 
 	planOnce sync.Once
 	plan     *enqueuePlan
@@ -203,8 +207,8 @@ type volcanoSession struct {
 // UID is missing), nodes by name (likewise); nil entries are dropped.
 func newVolcanoSession(req *volcanoSessionRequest) *volcanoSession {
 	s := &volcanoSession{
-		jobs:   make(map[string]*VolcanoJobInfo, len(req.Jobs)),
-		nodes:  make(map[string]*VolcanoNodeHead, len(req.Nodes)),
+		jobs:   make(map[string]*JobInfo, len(req.Jobs)),
+		nodes:  make(map[string]*NodeHead, len(req.Nodes)),
 		queues: len(req.Queues),
 	}
 	for k, j := range req.Jobs {
@@ -230,7 +234,7 @@ func newVolcanoSession(req *volcanoSessionRequest) *volcanoSession {
 
 // session returns the latest session snapshot, or nil when there is none (none opened yet,
 // expired, closed, or the last onSessionOpen could not be read).
-func (v *VolcanoVerbs) session() *volcanoSession {
+func (v *Verbs) session() *volcanoSession {
 	if x, ok := v.sessions.Get(volcanoSessionKey); ok {
 		if s, ok := x.(*volcanoSession); ok && v.clock.Since(s.opened) < v.ttl {
 			return s
@@ -243,7 +247,7 @@ func (v *VolcanoVerbs) session() *volcanoSession {
 // would register none of the extender's functions for the session and schedule as if the
 // extender did not exist. A body that cannot be read (malformed, over the limit) drops the
 // previous snapshot, so the session's calls answer from their own payloads, and is logged.
-func (v *VolcanoVerbs) onSessionOpen(w http.ResponseWriter, r *http.Request, c wire.Call) wire.Note {
+func (v *Verbs) onSessionOpen(w http.ResponseWriter, r *http.Request, c wire.Call) wire.Note {
 	var req volcanoSessionRequest
 	var decision string
 	if err := decodeVolcano(w, r, c.MaxBytes, &req); err != nil {
@@ -261,7 +265,7 @@ func (v *VolcanoVerbs) onSessionOpen(w http.ResponseWriter, r *http.Request, c w
 }
 
 // decideSessionClose drops the session snapshot: the session is over.
-func (v *VolcanoVerbs) decideSessionClose(*volcanoEmpty) volcanoAnswer {
+func (v *Verbs) decideSessionClose(*volcanoEmpty) volcanoAnswer {
 	v.sessions.Delete(volcanoSessionKey)
 	return volcanoAnswer{body: volcanoEmpty{}, decision: "session closed"}
 }
@@ -269,7 +273,7 @@ func (v *VolcanoVerbs) decideSessionClose(*volcanoEmpty) volcanoAnswer {
 // --- predicate and prioritize ------------------------------------------------------------
 
 // volcanoTaskKey names a task "namespace/name" for the access log.
-func volcanoTaskKey(t *VolcanoTaskInfo) string {
+func volcanoTaskKey(t *TaskInfo) string {
 	if t == nil {
 		return ""
 	}
@@ -285,7 +289,7 @@ func volcanoTaskKey(t *VolcanoTaskInfo) string {
 
 // askingPod is the task Volcano asks about, as a member of its job; a task in a status the
 // model does not place (which Volcano does not ask about) still keeps its identity and role.
-func (v *VolcanoVerbs) askingPod(t *VolcanoTaskInfo) priority.Pod {
+func (v *Verbs) askingPod(t *TaskInfo) priority.Pod {
 	if p, ok := volcanoPod(v.gang, t, ""); ok {
 		return p
 	}
@@ -296,9 +300,9 @@ func (v *VolcanoVerbs) askingPod(t *VolcanoTaskInfo) priority.Pod {
 // tasks of the job, overlaid with the job's tasks that the request's nodes list (fresher:
 // they include tasks allocated earlier in this session). Without the job in the snapshot the
 // job is the task alone plus what the nodes list.
-func (v *VolcanoVerbs) affinityJob(s *volcanoSession, task *VolcanoTaskInfo, nodes []*VolcanoNodeInfo) priority.Job {
+func (v *Verbs) affinityJob(s *volcanoSession, task *TaskInfo, nodes []*NodeInfo) priority.Job {
 	members := map[string]*priority.Pod{}
-	put := func(t *VolcanoTaskInfo, onNode string) {
+	put := func(t *TaskInfo, onNode string) {
 		key := gang.FirstNonEmpty(t.UID, volcanoTaskKey(t))
 		if p, ok := volcanoPod(v.gang, t, onNode); ok {
 			members[key] = &p
@@ -339,7 +343,7 @@ func (v *VolcanoVerbs) affinityJob(s *volcanoSession, task *VolcanoTaskInfo, nod
 }
 
 // job returns the snapshot's job by JobID; nil without a snapshot or such a job.
-func (s *volcanoSession) job(uid string) *VolcanoJobInfo {
+func (s *volcanoSession) job(uid string) *JobInfo {
 	if s == nil || uid == "" {
 		return nil
 	}
@@ -350,13 +354,13 @@ func (s *volcanoSession) job(uid string) *VolcanoJobInfo {
 // fails on a node that already hosts another placed PS of its job, as the snapshot or the
 // node's own task list shows, with code 3 (UnschedulableAndUnresolvable) and the reason.
 // Everything else passes: {"status":"","code":0}.
-func (v *VolcanoVerbs) decidePredicate(req *volcanoPredicateRequest) volcanoAnswer {
-	pass := volcanoAnswer{body: VolcanoPredicateResult{Code: VolcanoPredicateSuccess}, subject: volcanoTaskKey(req.Task)}
+func (v *Verbs) decidePredicate(req *volcanoPredicateRequest) volcanoAnswer {
+	pass := volcanoAnswer{body: PredicateResult{Code: PredicateSuccess}, subject: volcanoTaskKey(req.Task)}
 	if req.Task == nil || req.Node == nil {
 		pass.decision = "pass: no task or node in the request"
 		return pass
 	}
-	node := volcanoNode(&req.Node.VolcanoNodeHead).Name
+	node := volcanoNode(&req.Node.NodeHead).Name
 	pass.decision = "pass " + node
 	aff := v.tuned().affinity
 	if aff.PSAntiAffinity != priority.AntiAffinityHard {
@@ -367,10 +371,10 @@ func (v *VolcanoVerbs) decidePredicate(req *volcanoPredicateRequest) volcanoAnsw
 		return pass
 	}
 	req.Node.Name = node
-	job := v.affinityJob(v.session(), req.Task, []*VolcanoNodeInfo{req.Node})
+	job := v.affinityJob(v.session(), req.Task, []*NodeInfo{req.Node})
 	if conflict, why := aff.PSConflict(pod, &job, node); conflict {
 		return volcanoAnswer{
-			body:    VolcanoPredicateResult{Status: why, Code: VolcanoPredicateUnschedulableAndUnresolvable},
+			body:    PredicateResult{Status: why, Code: PredicateUnschedulableAndUnresolvable},
 			subject: pass.subject, decision: "fail: " + why,
 		}
 	}
@@ -381,16 +385,16 @@ func (v *VolcanoVerbs) decidePredicate(req *volcanoPredicateRequest) volcanoAnsw
 // (priority.Affinity.Score, 0..10) times 10, onto Volcano's 0..100 node-score range. Free
 // capacity is each node's Idle, topology labels are its Node's. nodeScore is never null: with
 // no nodes it is {}, and a request without a task scores every node 0.
-func (v *VolcanoVerbs) decidePrioritize(req *volcanoPrioritizeRequest) volcanoAnswer {
-	res := VolcanoPrioritizeResult{NodeScore: make(map[string]float64, len(req.Nodes))}
-	nodes := make([]*VolcanoNodeInfo, 0, len(req.Nodes))
+func (v *Verbs) decidePrioritize(req *volcanoPrioritizeRequest) volcanoAnswer {
+	res := PrioritizeResult{NodeScore: make(map[string]float64, len(req.Nodes))}
+	nodes := make([]*NodeInfo, 0, len(req.Nodes))
 	candidates := make([]priority.Node, 0, len(req.Nodes))
 	labels := make(map[string]map[string]string, len(req.Nodes))
 	for _, n := range req.Nodes {
 		if n == nil {
 			continue
 		}
-		c := volcanoNode(&n.VolcanoNodeHead)
+		c := volcanoNode(&n.NodeHead)
 		if c.Name == "" {
 			continue
 		}
@@ -439,14 +443,14 @@ func (v *VolcanoVerbs) decidePrioritize(req *volcanoPrioritizeRequest) volcanoAn
 // its decoded fields.
 type volcanoEvictee struct {
 	raw  json.RawMessage
-	task *VolcanoTaskInfo
+	task *TaskInfo
 }
 
 // UnmarshalJSON decodes an evict request, keeping each evictee's raw JSON next to its decoded
 // fields. "evictees": null and null elements are dropped.
 func (r *volcanoEvictRequest) UnmarshalJSON(b []byte) error {
 	var onWire struct {
-		Evictor  *VolcanoTaskInfo  `json:"evictor"`
+		Evictor  *TaskInfo  `json:"evictor"`
 		Evictees []json.RawMessage `json:"evictees"`
 	}
 	if err := json.Unmarshal(b, &onWire); err != nil {
@@ -457,7 +461,7 @@ func (r *volcanoEvictRequest) UnmarshalJSON(b []byte) error {
 		if bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
 			continue
 		}
-		t := &VolcanoTaskInfo{}
+		t := &TaskInfo{}
 		if err := json.Unmarshal(raw, t); err != nil {
 			return fmt.Errorf("evictees[%d]: %w", i, err)
 		}
@@ -474,7 +478,7 @@ type rankedJob struct {
 
 // rankTask returns the combined priority of task's job at now: from the session snapshot's
 // JobInfo when it has the job, else from the task alone (volcanoTaskJob).
-func (v *VolcanoVerbs) rankTask(s *volcanoSession, t *VolcanoTaskInfo, now time.Time, seen map[string]rankedJob) rankedJob {
+func (v *Verbs) rankTask(s *volcanoSession, t *TaskInfo, now time.Time, seen map[string]rankedJob) rankedJob {
 	if r, ok := seen[t.Job]; ok && t.Job != "" {
 		return r
 	}
@@ -497,8 +501,8 @@ func (v *VolcanoVerbs) rankTask(s *volcanoSession, t *VolcanoTaskInfo, now time.
 // with no victims. Otherwise the extender abstains (0) and echoes every evictee, whole, as a
 // victim. Null evictees, or none, abstain with no victims; so does a request without an
 // evictor (every evictee echoed). Tasks of the evictor's own job are not compared.
-func (v *VolcanoVerbs) decideEvict(req *volcanoEvictRequest) volcanoAnswer {
-	res := VolcanoEvictResult{Status: VolcanoAbstain, Victims: make([]json.RawMessage, 0, len(req.evictees))}
+func (v *Verbs) decideEvict(req *volcanoEvictRequest) volcanoAnswer {
+	res := EvictResult{Status: Abstain, Victims: make([]json.RawMessage, 0, len(req.evictees))}
 	a := volcanoAnswer{subject: volcanoTaskKey(req.Evictor)}
 	if req.Evictor != nil && len(req.evictees) > 0 {
 		s, now := v.session(), v.clock.Now()
@@ -507,7 +511,7 @@ func (v *VolcanoVerbs) decideEvict(req *volcanoEvictRequest) volcanoAnswer {
 		for _, e := range req.evictees {
 			victim := v.rankTask(s, e.task, now, seen)
 			if victim.key != evictor.key && victim.p > evictor.p {
-				res.Status = VolcanoReject
+				res.Status = Reject
 				a.body = res
 				a.decision = fmt.Sprintf("reject: %s of job %s (P=%.2f) ranks above the evictor's job %s (P=%.2f)",
 					volcanoTaskKey(e.task), victim.key, victim.p, evictor.key, evictor.p)
@@ -527,22 +531,22 @@ func (v *VolcanoVerbs) decideEvict(req *volcanoEvictRequest) volcanoAnswer {
 
 // volcanoPending reports whether a job waits to be enqueued: its PodGroup is Pending (or it
 // has no PodGroup phase yet).
-func volcanoPending(j *VolcanoJobInfo) bool {
-	return j.PodGroup == nil || j.PodGroup.Status.Phase == "" || j.PodGroup.Status.Phase == VolcanoPodGroupPending
+func volcanoPending(j *JobInfo) bool {
+	return j.PodGroup == nil || j.PodGroup.Status.Phase == "" || j.PodGroup.Status.Phase == PodGroupPending
 }
 
 // volcanoInqueue reports whether a job has been enqueued but may not have all it needs yet.
-func volcanoInqueue(j *VolcanoJobInfo) bool {
-	return j.PodGroup != nil && j.PodGroup.Status.Phase == VolcanoPodGroupInqueue
+func volcanoInqueue(j *JobInfo) bool {
+	return j.PodGroup != nil && j.PodGroup.Status.Phase == PodGroupInqueue
 }
 
 // enqueuePlanFor builds the enqueue plan of a session (nil: none) at now. With asked set, the
 // asked job is one of the pending jobs whatever the snapshot says of it, with its payload.
-func (v *VolcanoVerbs) enqueuePlanFor(s *volcanoSession, asked *VolcanoJobInfo, now time.Time) *enqueuePlan {
+func (v *Verbs) enqueuePlanFor(s *volcanoSession, asked *JobInfo, now time.Time) *enqueuePlan {
 	var pending []enqueueCandidate
 	reserved := priority.Resources{}
-	var nodes []*VolcanoNodeHead
-	candidate := func(j *VolcanoJobInfo) enqueueCandidate {
+	var nodes []*NodeHead
+	candidate := func(j *JobInfo) enqueueCandidate {
 		tasks := sortedTasks(j.Tasks)
 		return enqueueCandidate{uid: j.UID, job: volcanoJobHeader(v.gang, j, tasks), demand: volcanoDemand(v.gang, j, tasks)}
 	}
@@ -582,10 +586,10 @@ func (v *VolcanoVerbs) enqueuePlanFor(s *volcanoSession, asked *VolcanoJobInfo, 
 // still-pending job ahead of it, else reject (-1). The session's plan is computed once, on
 // its first call; a job the snapshot does not hold as pending (or a call without a
 // snapshot) gets a plan of its own with the job's payload. A request without a job abstains.
-func (v *VolcanoVerbs) decideEnqueue(req *volcanoJobRequest) volcanoAnswer {
+func (v *Verbs) decideEnqueue(req *volcanoJobRequest) volcanoAnswer {
 	j := req.Job
 	if j == nil {
-		return volcanoAnswer{body: VolcanoEnqueueResult{Status: VolcanoAbstain}, decision: "abstain: no job in the request"}
+		return volcanoAnswer{body: EnqueueResult{Status: Abstain}, decision: "abstain: no job in the request"}
 	}
 	if j.UID == "" {
 		j.UID = volcanoJobKey(j)
@@ -601,14 +605,14 @@ func (v *VolcanoVerbs) decideEnqueue(req *volcanoJobRequest) volcanoAnswer {
 	a := volcanoAnswer{subject: volcanoJobKey(j)}
 	pj := plan.byUID[j.UID]
 	if pj == nil { // not reachable: every candidate is in the queue order
-		a.body, a.decision = VolcanoEnqueueResult{Status: VolcanoAbstain}, "abstain: job not in the enqueue plan"
+		a.body, a.decision = EnqueueResult{Status: Abstain}, "abstain: job not in the enqueue plan"
 		return a
 	}
 	status, reason := plan.decide(pj)
 	if s == nil {
 		reason = "no session snapshot; " + reason
 	}
-	a.body, a.decision = VolcanoEnqueueResult{Status: status}, volcanoVote(status)+": "+reason
+	a.body, a.decision = EnqueueResult{Status: status}, volcanoVote(status)+": "+reason
 	return a
 }
 
@@ -625,9 +629,9 @@ func volcanoVote(status int) string {
 
 // decideJobReady answers whether the job has its minimum placed (volcanoJobReady). A request
 // without a job is ready: the extender never holds a job it was not shown.
-func (v *VolcanoVerbs) decideJobReady(req *volcanoJobRequest) volcanoAnswer {
+func (v *Verbs) decideJobReady(req *volcanoJobRequest) volcanoAnswer {
 	ready, placed := volcanoJobReady(req.Job)
-	a := volcanoAnswer{body: VolcanoJobReadyResult{Status: ready}}
+	a := volcanoAnswer{body: JobReadyResult{Status: ready}}
 	if req.Job == nil {
 		a.decision = "ready: no job in the request"
 		return a
@@ -642,8 +646,8 @@ func (v *VolcanoVerbs) decideJobReady(req *volcanoJobRequest) volcanoAnswer {
 }
 
 // decideQueueOverused abstains: queues are Volcano's own business, so no queue is overused.
-func (v *VolcanoVerbs) decideQueueOverused(req *volcanoQueueRequest) volcanoAnswer {
-	a := volcanoAnswer{body: VolcanoQueueOverusedResult{Overused: false}, decision: "not overused"}
+func (v *Verbs) decideQueueOverused(req *volcanoQueueRequest) volcanoAnswer {
+	a := volcanoAnswer{body: QueueOverusedResult{Overused: false}, decision: "not overused"}
 	if req.Queue != nil {
 		a.subject = gang.FirstNonEmpty(req.Queue.Name, req.Queue.UID)
 	}

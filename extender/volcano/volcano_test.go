@@ -1,4 +1,4 @@
-package extender
+package volcano
 
 import (
 	"bytes"
@@ -37,7 +37,7 @@ import (
 )
 
 // volcanoFixtures holds the Volcano request fixtures, usable with curl too (README.md there).
-const volcanoFixtures = "../test/testdata/volcano"
+const volcanoFixtures = "../../test/testdata/volcano"
 
 // volcanoNow is the clock of the contract tests: the fixtures' jobs were created 2 to 60
 // minutes before it.
@@ -80,15 +80,11 @@ func buildVolcanoServer(tb testing.TB, log *zap.Logger, clk clock.PassiveClock, 
 	if errs = append(errs, cfg.Validate()...); len(errs) > 0 {
 		tb.Fatalf("fixture config: %v", errs)
 	}
-	volcano, err := NewVolcanoVerbs(log, cfg.Volcano, cfg.Model.PriorityModel(), cfg.Affinity, cfg.Gang, clk)
+	volcano, err := New(log, cfg.Volcano, cfg.Model.PriorityModel(), cfg.Affinity, cfg.Gang, clk)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	sched, err := NewSchedulerVerbs(log, &fakeDecider{}, &fakeBinder{}, nil)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	srv, err := server.New(server.Options{Log: log, MaxRequestBytes: maxBytes, Ready: readyFlag(true), Routes: slices.Concat(sched.Routes(cfg.URLPrefix), volcano.Routes())})
+	srv, err := server.New(server.Options{Log: log, MaxRequestBytes: maxBytes, Ready: readyFlag(true), Routes: slices.Concat(viewRoutes(cfg.URLPrefix), volcano.Routes())})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -120,7 +116,7 @@ func (vs *volcanoServer) mustPost(t *testing.T, verb, body string) []byte {
 // openSession posts an onSessionOpen body.
 func (vs *volcanoServer) openSession(t *testing.T, body string) {
 	t.Helper()
-	if got := string(vs.mustPost(t, VolcanoVerbOnSessionOpen, body)); got != "{}\n" {
+	if got := string(vs.mustPost(t, VerbOnSessionOpen, body)); got != "{}\n" {
 		t.Fatalf("onSessionOpen answered %q, want {}", got)
 	}
 }
@@ -189,43 +185,43 @@ func TestVolcanoContract(t *testing.T) {
 		want    any
 		edit    func(*config.Config) // nil: the fixtures' config.yaml as it is
 	}{
-		{"session open", false, VolcanoVerbOnSessionOpen, "onSessionOpen.json", map[string]any{}, nil},
-		{"session close", true, VolcanoVerbOnSessionClose, "onSessionClose.json", map[string]any{}, nil},
-		{"predicate: a PS on its sibling's node fails, unresolvable", true, VolcanoVerbPredicate, "predicate.json",
-			VolcanoPredicateResult{Status: conflict, Code: VolcanoPredicateUnschedulableAndUnresolvable}, nil},
-		{"predicate without a session: the node's tasks show the sibling", false, VolcanoVerbPredicate, "predicate.json",
-			VolcanoPredicateResult{Status: conflict, Code: VolcanoPredicateUnschedulableAndUnresolvable}, nil},
-		{"predicate: a PS on a free node passes", true, VolcanoVerbPredicate, "predicate-pass.json", VolcanoPredicateResult{}, nil},
-		{"prioritize: the worker's PS node, then its rack, then its zone", true, VolcanoVerbPrioritize, "prioritize.json",
-			VolcanoPrioritizeResult{NodeScore: map[string]float64{"node-a": 100, "node-b": 60, "node-c": 30}}, nil},
-		{"prioritize without a session", false, VolcanoVerbPrioritize, "prioritize.json",
-			VolcanoPrioritizeResult{NodeScore: map[string]float64{"node-a": 100, "node-b": 60, "node-c": 30}}, nil},
-		{"jobEnqueueable: the head of the queue, Tasks {}, fits", true, VolcanoVerbJobEnqueueable, "jobEnqueueable.json",
-			VolcanoEnqueueResult{Status: VolcanoPermit}, nil},
-		{"jobEnqueueable without a session: alone, nothing to compare", false, VolcanoVerbJobEnqueueable, "jobEnqueueable.json",
-			VolcanoEnqueueResult{Status: VolcanoPermit}, nil},
-		{"jobEnqueueable: second in line and short of cpu", true, VolcanoVerbJobEnqueueable, "jobEnqueueable-veto.json",
-			VolcanoEnqueueResult{Status: VolcanoReject}, nil},
-		{"jobEnqueueable without a session: no jobs ahead", false, VolcanoVerbJobEnqueueable, "jobEnqueueable-veto.json",
-			VolcanoEnqueueResult{Status: VolcanoPermit}, nil},
-		{"jobReady: 1 of minimum 1 running", true, VolcanoVerbJobReady, "jobReady.json", VolcanoJobReadyResult{Status: true}, nil},
-		{"jobReady: 2 of minimum 4 running", true, VolcanoVerbJobReady, "jobReady-not-ready.json", VolcanoJobReadyResult{Status: false}, nil},
-		{"preemptable: the victim's job ranks below, abstain and echo it", true, VolcanoVerbPreemptable, "preemptable.json",
-			VolcanoEvictResult{Status: VolcanoAbstain, Victims: preemptVictims}, nil},
-		{"preemptable without a session", false, VolcanoVerbPreemptable, "preemptable.json",
-			VolcanoEvictResult{Status: VolcanoAbstain, Victims: preemptVictims}, nil},
-		{"preemptable with null evictees", true, VolcanoVerbPreemptable, "preemptable-null.json",
-			VolcanoEvictResult{Status: VolcanoAbstain, Victims: []json.RawMessage{}}, nil},
-		{"reclaimable: the victim's job ranks above, reject", true, VolcanoVerbReclaimable, "reclaimable.json",
-			VolcanoEvictResult{Status: VolcanoReject, Victims: []json.RawMessage{}}, nil},
-		{"reclaimable without a session", false, VolcanoVerbReclaimable, "reclaimable.json",
-			VolcanoEvictResult{Status: VolcanoReject, Victims: []json.RawMessage{}}, nil},
-		{"queueOverused", true, VolcanoVerbQueueOverused, "queueOverused.json", VolcanoQueueOverusedResult{}, nil},
-		{"default config: soft anti-affinity, the PS passes", true, VolcanoVerbPredicate, "predicate.json", VolcanoPredicateResult{}, defaults},
-		{"default config: zone is the only topology level", true, VolcanoVerbPrioritize, "prioritize.json",
-			VolcanoPrioritizeResult{NodeScore: map[string]float64{"node-a": 100, "node-b": 60, "node-c": 60}}, defaults},
-		{"default config: the same enqueue votes", true, VolcanoVerbJobEnqueueable, "jobEnqueueable-veto.json",
-			VolcanoEnqueueResult{Status: VolcanoReject}, defaults},
+		{"session open", false, VerbOnSessionOpen, "onSessionOpen.json", map[string]any{}, nil},
+		{"session close", true, VerbOnSessionClose, "onSessionClose.json", map[string]any{}, nil},
+		{"predicate: a PS on its sibling's node fails, unresolvable", true, VerbPredicate, "predicate.json",
+			PredicateResult{Status: conflict, Code: PredicateUnschedulableAndUnresolvable}, nil},
+		{"predicate without a session: the node's tasks show the sibling", false, VerbPredicate, "predicate.json",
+			PredicateResult{Status: conflict, Code: PredicateUnschedulableAndUnresolvable}, nil},
+		{"predicate: a PS on a free node passes", true, VerbPredicate, "predicate-pass.json", PredicateResult{}, nil},
+		{"prioritize: the worker's PS node, then its rack, then its zone", true, VerbPrioritize, "prioritize.json",
+			PrioritizeResult{NodeScore: map[string]float64{"node-a": 100, "node-b": 60, "node-c": 30}}, nil},
+		{"prioritize without a session", false, VerbPrioritize, "prioritize.json",
+			PrioritizeResult{NodeScore: map[string]float64{"node-a": 100, "node-b": 60, "node-c": 30}}, nil},
+		{"jobEnqueueable: the head of the queue, Tasks {}, fits", true, VerbJobEnqueueable, "jobEnqueueable.json",
+			EnqueueResult{Status: Permit}, nil},
+		{"jobEnqueueable without a session: alone, nothing to compare", false, VerbJobEnqueueable, "jobEnqueueable.json",
+			EnqueueResult{Status: Permit}, nil},
+		{"jobEnqueueable: second in line and short of cpu", true, VerbJobEnqueueable, "jobEnqueueable-veto.json",
+			EnqueueResult{Status: Reject}, nil},
+		{"jobEnqueueable without a session: no jobs ahead", false, VerbJobEnqueueable, "jobEnqueueable-veto.json",
+			EnqueueResult{Status: Permit}, nil},
+		{"jobReady: 1 of minimum 1 running", true, VerbJobReady, "jobReady.json", JobReadyResult{Status: true}, nil},
+		{"jobReady: 2 of minimum 4 running", true, VerbJobReady, "jobReady-not-ready.json", JobReadyResult{Status: false}, nil},
+		{"preemptable: the victim's job ranks below, abstain and echo it", true, VerbPreemptable, "preemptable.json",
+			EvictResult{Status: Abstain, Victims: preemptVictims}, nil},
+		{"preemptable without a session", false, VerbPreemptable, "preemptable.json",
+			EvictResult{Status: Abstain, Victims: preemptVictims}, nil},
+		{"preemptable with null evictees", true, VerbPreemptable, "preemptable-null.json",
+			EvictResult{Status: Abstain, Victims: []json.RawMessage{}}, nil},
+		{"reclaimable: the victim's job ranks above, reject", true, VerbReclaimable, "reclaimable.json",
+			EvictResult{Status: Reject, Victims: []json.RawMessage{}}, nil},
+		{"reclaimable without a session", false, VerbReclaimable, "reclaimable.json",
+			EvictResult{Status: Reject, Victims: []json.RawMessage{}}, nil},
+		{"queueOverused", true, VerbQueueOverused, "queueOverused.json", QueueOverusedResult{}, nil},
+		{"default config: soft anti-affinity, the PS passes", true, VerbPredicate, "predicate.json", PredicateResult{}, defaults},
+		{"default config: zone is the only topology level", true, VerbPrioritize, "prioritize.json",
+			PrioritizeResult{NodeScore: map[string]float64{"node-a": 100, "node-b": 60, "node-c": 60}}, defaults},
+		{"default config: the same enqueue votes", true, VerbJobEnqueueable, "jobEnqueueable-veto.json",
+			EnqueueResult{Status: Reject}, defaults},
 	}
 	for _, now := range []time.Time{volcanoNow, volcanoNow.AddDate(5, 0, 0)} {
 		for _, tt := range tests {
@@ -246,7 +242,7 @@ func TestVolcanoContract(t *testing.T) {
 // TestVolcanoSchedulerConf checks the shipped Volcano scheduler configuration against the
 // server: the extender plugin points at the default prefix and every verb it names is served.
 func TestVolcanoSchedulerConf(t *testing.T) {
-	b, err := os.ReadFile("../scheduler-config/volcano-scheduler.conf")
+	b, err := os.ReadFile("../../scheduler-config/volcano-scheduler.conf")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -281,8 +277,8 @@ func TestVolcanoSchedulerConf(t *testing.T) {
 		t.Errorf("ignorable %v, httpTimeout %v; want false, 1s", args["extender.ignorable"], args["extender.httpTimeout"])
 	}
 	vs := newVolcanoServer(t, 1<<20, nil)
-	verbs := []string{VolcanoVerbOnSessionOpen, VolcanoVerbOnSessionClose, VolcanoVerbPredicate, VolcanoVerbPrioritize,
-		VolcanoVerbPreemptable, VolcanoVerbReclaimable, VolcanoVerbQueueOverused, VolcanoVerbJobEnqueueable, VolcanoVerbJobReady}
+	verbs := []string{VerbOnSessionOpen, VerbOnSessionClose, VerbPredicate, VerbPrioritize,
+		VerbPreemptable, VerbReclaimable, VerbQueueOverused, VerbJobEnqueueable, VerbJobReady}
 	for _, verb := range verbs {
 		key := "extender." + verb + "Verb"
 		if args[key] != verb {
@@ -317,7 +313,7 @@ func TestVolcanoFixtureShapes(t *testing.T) {
 			t.Errorf("train-a task %s should carry TaskRole", uid)
 		}
 	}
-	if n := session.Nodes["node-d"]; n == nil || n.State.Phase != VolcanoNodeNotReady {
+	if n := session.Nodes["node-d"]; n == nil || n.State.Phase != NodeNotReady {
 		t.Errorf("node-d should be NotReady: %+v", n)
 	}
 	var enqueue struct {
@@ -341,15 +337,15 @@ func TestVolcanoEmptyBody(t *testing.T) {
 		verb string
 		want string
 	}{
-		{VolcanoVerbOnSessionOpen, `{}`},
-		{VolcanoVerbOnSessionClose, `{}`},
-		{VolcanoVerbPredicate, `{"status":"","code":0}`},
-		{VolcanoVerbPrioritize, `{"nodeScore":{},"errorMessage":""}`},
-		{VolcanoVerbPreemptable, `{"status":0,"victims":[]}`},
-		{VolcanoVerbReclaimable, `{"status":0,"victims":[]}`},
-		{VolcanoVerbJobEnqueueable, `{"status":0}`},
-		{VolcanoVerbJobReady, `{"status":true}`},
-		{VolcanoVerbQueueOverused, `{"overused":false}`},
+		{VerbOnSessionOpen, `{}`},
+		{VerbOnSessionClose, `{}`},
+		{VerbPredicate, `{"status":"","code":0}`},
+		{VerbPrioritize, `{"nodeScore":{},"errorMessage":""}`},
+		{VerbPreemptable, `{"status":0,"victims":[]}`},
+		{VerbReclaimable, `{"status":0,"victims":[]}`},
+		{VerbJobEnqueueable, `{"status":0}`},
+		{VerbJobReady, `{"status":true}`},
+		{VerbQueueOverused, `{"overused":false}`},
 	}
 	for _, tt := range tests {
 		for _, body := range []string{"", " \n", "{}", "null"} {
@@ -382,14 +378,14 @@ func TestVolcanoBadInput(t *testing.T) {
 		{"over the limit", big, 413, "larger than the limit of 2048 bytes"},
 	}
 	perVerb := map[string][]badCase{
-		VolcanoVerbPredicate:      {{"status as a string", `{"task":{"Status":"Running"}}`, 400, "wrong type"}},
-		VolcanoVerbPrioritize:     {{"nodes as an object", `{"nodes":{"Name":"n1"}}`, 400, "wrong type"}},
-		VolcanoVerbPreemptable:    {{"an evictee that is a number", `{"evictees":[7]}`, 400, "wrong type"}},
-		VolcanoVerbReclaimable:    {{"evictees as a string", `{"evictees":"all"}`, 400, "wrong type"}},
-		VolcanoVerbJobEnqueueable: {{"MinAvailable as a string", `{"job":{"MinAvailable":"3"}}`, 400, "wrong type"}},
-		VolcanoVerbJobReady:       {{"Tasks as a list", `{"job":{"Tasks":[]}}`, 400, "wrong type"}},
-		VolcanoVerbQueueOverused:  {{"Weight as a string", `{"queue":{"Weight":"x"}}`, 400, "wrong type"}},
-		VolcanoVerbOnSessionClose: {},
+		VerbPredicate:      {{"status as a string", `{"task":{"Status":"Running"}}`, 400, "wrong type"}},
+		VerbPrioritize:     {{"nodes as an object", `{"nodes":{"Name":"n1"}}`, 400, "wrong type"}},
+		VerbPreemptable:    {{"an evictee that is a number", `{"evictees":[7]}`, 400, "wrong type"}},
+		VerbReclaimable:    {{"evictees as a string", `{"evictees":"all"}`, 400, "wrong type"}},
+		VerbJobEnqueueable: {{"MinAvailable as a string", `{"job":{"MinAvailable":"3"}}`, 400, "wrong type"}},
+		VerbJobReady:       {{"Tasks as a list", `{"job":{"Tasks":[]}}`, 400, "wrong type"}},
+		VerbQueueOverused:  {{"Weight as a string", `{"queue":{"Weight":"x"}}`, 400, "wrong type"}},
+		VerbOnSessionClose: {},
 	}
 	for verb, extra := range perVerb {
 		for _, tt := range append(append([]badCase{}, common...), extra...) {
@@ -412,7 +408,7 @@ func TestVolcanoBadInput(t *testing.T) {
 	for _, tt := range append(common, badCase{name: "binary", body: "\x00\xff\xfe"}, badCase{name: "wrong types", body: `{"Jobs":[1],"Nodes":"x"}`}) {
 		t.Run("onSessionOpen "+tt.name, func(t *testing.T) {
 			vs := newVolcanoServer(t, 2048, nil)
-			if got := string(vs.mustPost(t, VolcanoVerbOnSessionOpen, tt.body)); got != "{}\n" {
+			if got := string(vs.mustPost(t, VerbOnSessionOpen, tt.body)); got != "{}\n" {
 				t.Errorf("answer %q, want {}", got)
 			}
 		})
@@ -440,8 +436,8 @@ func TestVolcanoSessionLifecycle(t *testing.T) {
 	veto := fixture(t, "jobEnqueueable-veto.json")
 	status := func(t *testing.T, vs *volcanoServer) int {
 		t.Helper()
-		var got VolcanoEnqueueResult
-		if err := json.Unmarshal(vs.mustPost(t, VolcanoVerbJobEnqueueable, veto), &got); err != nil {
+		var got EnqueueResult
+		if err := json.Unmarshal(vs.mustPost(t, VerbJobEnqueueable, veto), &got); err != nil {
 			t.Fatal(err)
 		}
 		return got.Status
@@ -452,11 +448,11 @@ func TestVolcanoSessionLifecycle(t *testing.T) {
 		do   func(t *testing.T)
 		want int
 	}{
-		{"no session yet", func(*testing.T) {}, VolcanoPermit},
-		{"session open", func(t *testing.T) { vs.openSession(t, fixture(t, "onSessionOpen.json")) }, VolcanoReject},
-		{"garbage open drops it", func(t *testing.T) { vs.openSession(t, `{"Jobs":`) }, VolcanoPermit},
-		{"reopened", func(t *testing.T) { vs.openSession(t, fixture(t, "onSessionOpen.json")) }, VolcanoReject},
-		{"closed", func(t *testing.T) { vs.mustPost(t, VolcanoVerbOnSessionClose, `{}`) }, VolcanoPermit},
+		{"no session yet", func(*testing.T) {}, Permit},
+		{"session open", func(t *testing.T) { vs.openSession(t, fixture(t, "onSessionOpen.json")) }, Reject},
+		{"garbage open drops it", func(t *testing.T) { vs.openSession(t, `{"Jobs":`) }, Permit},
+		{"reopened", func(t *testing.T) { vs.openSession(t, fixture(t, "onSessionOpen.json")) }, Reject},
+		{"closed", func(t *testing.T) { vs.mustPost(t, VerbOnSessionClose, `{}`) }, Permit},
 	}
 	for _, st := range steps {
 		st.do(t)
@@ -470,28 +466,28 @@ func TestVolcanoSessionLifecycle(t *testing.T) {
 		vs := newVolcanoServerOn(t, clk, 1<<20, func(c *config.Config) { c.Volcano.SessionTTL = metav1.Duration{Duration: time.Hour} })
 		vs.openSession(t, fixture(t, "onSessionOpen.json"))
 		clk.SetTime(volcanoNow.Add(time.Hour - time.Second))
-		if got := status(t, vs); got != VolcanoReject {
-			t.Fatalf("fresh session: status %d, want %d", got, VolcanoReject)
+		if got := status(t, vs); got != Reject {
+			t.Fatalf("fresh session: status %d, want %d", got, Reject)
 		}
 		clk.SetTime(volcanoNow.Add(time.Hour))
-		if got := status(t, vs); got != VolcanoPermit {
-			t.Errorf("expired session: status %d, want %d", got, VolcanoPermit)
+		if got := status(t, vs); got != Permit {
+			t.Errorf("expired session: status %d, want %d", got, Permit)
 		}
 	})
 }
 
 // --- builders ---------------------------------------------------------------------------
 
-// jobB builds a VolcanoJobInfo: a Pending PodGroup in namespace ns.
-type jobB struct{ j *VolcanoJobInfo }
+// jobB builds a JobInfo: a Pending PodGroup in namespace ns.
+type jobB struct{ j *JobInfo }
 
 func newJob(ns, name string) jobB {
-	return jobB{&VolcanoJobInfo{
-		UID: ns + "/" + name, Name: name, Namespace: ns, Tasks: map[string]*VolcanoTaskInfo{},
+	return jobB{&JobInfo{
+		UID: ns + "/" + name, Name: name, Namespace: ns, Tasks: map[string]*TaskInfo{},
 		CreationTimestamp: metav1.NewTime(volcanoNow.Add(-time.Minute)),
-		PodGroup: &VolcanoPodGroup{
+		PodGroup: &PodGroup{
 			Metadata: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{}},
-			Status:   VolcanoPodGroupStatus{Phase: VolcanoPodGroupPending},
+			Status:   PodGroupStatus{Phase: PodGroupPending},
 		},
 	}}
 }
@@ -514,7 +510,7 @@ func (b jobB) needs(kv ...string) jobB {
 	return b
 }
 
-func (b jobB) tasks(ts ...*VolcanoTaskInfo) jobB {
+func (b jobB) tasks(ts ...*TaskInfo) jobB {
 	for _, t := range ts {
 		t.Job, t.Namespace, t.Pod.Namespace = b.j.UID, b.j.Namespace, b.j.Namespace
 		b.j.Tasks[t.UID] = t
@@ -522,15 +518,15 @@ func (b jobB) tasks(ts ...*VolcanoTaskInfo) jobB {
 	return b
 }
 
-func (b jobB) obj() *VolcanoJobInfo { return b.j }
+func (b jobB) obj() *JobInfo { return b.j }
 
-// taskB builds a pending VolcanoTaskInfo whose role is in its pod's volcano.sh/task-spec
+// taskB builds a pending TaskInfo whose role is in its pod's volcano.sh/task-spec
 // annotation (the shape without TaskRole).
-type taskB struct{ t *VolcanoTaskInfo }
+type taskB struct{ t *TaskInfo }
 
 func newTask(name, role string) taskB {
-	return taskB{&VolcanoTaskInfo{
-		UID: "uid-" + name, Name: name, Status: VolcanoTaskPending, Resreq: &VolcanoResource{MilliCPU: 1000, Memory: 1 << 30},
+	return taskB{&TaskInfo{
+		UID: "uid-" + name, Name: name, Status: TaskPending, Resreq: &Resource{MilliCPU: 1000, Memory: 1 << 30},
 		Pod: &corev1.Pod{ObjectMeta: metav1.ObjectMeta{
 			Name: name, UID: types.UID("uid-" + name), Annotations: map[string]string{gang.VolcanoTaskSpec: role},
 			CreationTimestamp: metav1.NewTime(volcanoNow.Add(-time.Minute)), Labels: map[string]string{},
@@ -546,23 +542,23 @@ func (b taskB) job(uid string) taskB {
 	b.t.Job, b.t.Namespace, b.t.Pod.Namespace = uid, ns, ns
 	return b
 }
-func (b taskB) obj() *VolcanoTaskInfo { return b.t }
+func (b taskB) obj() *TaskInfo { return b.t }
 
-// nodeB builds a ready VolcanoNodeInfo with 8 cpu allocatable.
-type nodeB struct{ n *VolcanoNodeInfo }
+// nodeB builds a ready NodeInfo with 8 cpu allocatable.
+type nodeB struct{ n *NodeInfo }
 
 func newNode(name, rack string) nodeB {
-	return nodeB{&VolcanoNodeInfo{
-		VolcanoNodeHead: VolcanoNodeHead{
+	return nodeB{&NodeInfo{
+		NodeHead: NodeHead{
 			Name: name,
 			Node: &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
 				"example.com/rack": rack, priority.ZoneLabel: "z1",
 			}}},
-			State:       VolcanoNodeState{Phase: 1},
-			Idle:        &VolcanoResource{MilliCPU: 8000, Memory: 32 << 30},
-			Allocatable: &VolcanoResource{MilliCPU: 8000, Memory: 32 << 30},
+			State:       NodeState{Phase: 1},
+			Idle:        &Resource{MilliCPU: 8000, Memory: 32 << 30},
+			Allocatable: &Resource{MilliCPU: 8000, Memory: 32 << 30},
 		},
-		Tasks: map[string]*VolcanoTaskInfo{},
+		Tasks: map[string]*TaskInfo{},
 	}}
 }
 
@@ -573,27 +569,27 @@ func (b nodeB) scalar(name string, idle, alloc float64) nodeB {
 	return b
 }
 func (b nodeB) notReady() nodeB {
-	b.n.State = VolcanoNodeState{Phase: VolcanoNodeNotReady, Reason: "NotReady"}
+	b.n.State = NodeState{Phase: NodeNotReady, Reason: "NotReady"}
 	return b
 }
 func (b nodeB) cordoned() nodeB { b.n.Node.Spec.Unschedulable = true; return b }
-func (b nodeB) running(ts ...*VolcanoTaskInfo) nodeB {
+func (b nodeB) running(ts ...*TaskInfo) nodeB {
 	for _, t := range ts {
 		b.n.Tasks[t.UID] = t
 	}
 	return b
 }
-func (b nodeB) obj() *VolcanoNodeInfo { return b.n }
+func (b nodeB) obj() *NodeInfo { return b.n }
 
 // sessionBody marshals an onSessionOpen body. The project's structs have no json tags, so
 // they marshal with Go field names, as Volcano's do.
-func sessionBody(t *testing.T, jobs []*VolcanoJobInfo, nodes []*VolcanoNodeInfo) string {
+func sessionBody(t *testing.T, jobs []*JobInfo, nodes []*NodeInfo) string {
 	t.Helper()
 	body := struct {
-		Jobs   map[string]*VolcanoJobInfo
-		Nodes  map[string]*VolcanoNodeInfo
-		Queues map[string]*VolcanoQueueInfo
-	}{map[string]*VolcanoJobInfo{}, map[string]*VolcanoNodeInfo{}, map[string]*VolcanoQueueInfo{"default": {UID: "default", Name: "default", Weight: 1}}}
+		Jobs   map[string]*JobInfo
+		Nodes  map[string]*NodeInfo
+		Queues map[string]*QueueInfo
+	}{map[string]*JobInfo{}, map[string]*NodeInfo{}, map[string]*QueueInfo{"default": {UID: "default", Name: "default", Weight: 1}}}
 	for _, j := range jobs {
 		body.Jobs[j.UID] = j
 	}
@@ -613,12 +609,12 @@ func mustJSON(t *testing.T, v any) string {
 }
 
 // enqueueStatuses asks jobEnqueueable for each job, in the order given, and returns the votes.
-func enqueueStatuses(t *testing.T, vs *volcanoServer, jobs ...*VolcanoJobInfo) map[string]int {
+func enqueueStatuses(t *testing.T, vs *volcanoServer, jobs ...*JobInfo) map[string]int {
 	t.Helper()
 	out := map[string]int{}
 	for _, j := range jobs {
-		var got VolcanoEnqueueResult
-		if err := json.Unmarshal(vs.mustPost(t, VolcanoVerbJobEnqueueable, mustJSON(t, map[string]any{"job": j})), &got); err != nil {
+		var got EnqueueResult
+		if err := json.Unmarshal(vs.mustPost(t, VerbJobEnqueueable, mustJSON(t, map[string]any{"job": j})), &got); err != nil {
 			t.Fatal(err)
 		}
 		out[j.UID] = got.Status
@@ -631,7 +627,7 @@ func enqueueStatuses(t *testing.T, vs *volcanoServer, jobs ...*VolcanoJobInfo) m
 // are short only those that fit together with every job ahead are permitted, and all are
 // once enough is idle. The answers do not depend on the order Volcano asks in.
 func TestVolcanoEnqueueScenario(t *testing.T) {
-	jobs := func() (high, mid, low *VolcanoJobInfo) {
+	jobs := func() (high, mid, low *JobInfo) {
 		low = newJob("lab", "low").user("carol").priority(0).min(2).age(20*time.Minute).needs("cpu", "4").obj()
 		mid = newJob("lab", "mid").user("bob").priority(500000).min(2).age(10*time.Minute).needs("cpu", "4").obj()
 		high = newJob("lab", "high").user("alice").priority(1000000).min(2).age(5*time.Minute).needs("cpu", "4").obj()
@@ -640,7 +636,7 @@ func TestVolcanoEnqueueScenario(t *testing.T) {
 	tests := []struct {
 		name  string
 		idle  []float64 // per node, millicores
-		edit  func(high, mid, low *VolcanoJobInfo)
+		edit  func(high, mid, low *JobInfo)
 		wantH int
 		wantM int
 		wantL int
@@ -650,9 +646,9 @@ func TestVolcanoEnqueueScenario(t *testing.T) {
 		{"16 cpu idle: not short, all", []float64{8000, 8000}, nil, 1, 1, 1},
 		{"3 cpu idle: none, not even the head", []float64{3000}, nil, -1, -1, -1},
 		{"8 cpu idle, the highest already Inqueue reserves its 4", []float64{8000},
-			func(high, _, _ *VolcanoJobInfo) { high.PodGroup.Status.Phase = VolcanoPodGroupInqueue }, 1, 1, -1},
+			func(high, _, _ *JobInfo) { high.PodGroup.Status.Phase = PodGroupInqueue }, 1, 1, -1},
 		{"an urgent low job passes the middle one", []float64{4000, 4000},
-			func(_, _, low *VolcanoJobInfo) { low.PodGroup.Metadata.Labels["cps-extender.io/urgent"] = "true" }, 1, -1, 1},
+			func(_, _, low *JobInfo) { low.PodGroup.Metadata.Labels["cps-extender.io/urgent"] = "true" }, 1, -1, 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -660,16 +656,16 @@ func TestVolcanoEnqueueScenario(t *testing.T) {
 			if tt.edit != nil {
 				tt.edit(high, mid, low)
 			}
-			var nodes []*VolcanoNodeInfo
+			var nodes []*NodeInfo
 			for i, idle := range tt.idle {
 				nodes = append(nodes, newNode(fmt.Sprintf("n%d", i), "r1").idle(idle).obj())
 			}
 			vs := newVolcanoServer(t, 1<<20, nil)
-			vs.openSession(t, sessionBody(t, []*VolcanoJobInfo{low, mid, high}, nodes))
+			vs.openSession(t, sessionBody(t, []*JobInfo{low, mid, high}, nodes))
 			want := map[string]int{high.UID: tt.wantH, mid.UID: tt.wantM, low.UID: tt.wantL}
 			// Volcano asks for pending jobs only; the Inqueue one is asked anyway, to show
 			// that a job the snapshot holds as Inqueue is judged as pending when asked.
-			for _, order := range [][]*VolcanoJobInfo{{low, mid, high}, {high, mid, low}} {
+			for _, order := range [][]*JobInfo{{low, mid, high}, {high, mid, low}} {
 				if diff := cmp.Diff(want, enqueueStatuses(t, vs, order...)); diff != "" {
 					t.Errorf("votes (-want +got):\n%s", diff)
 				}
@@ -684,68 +680,68 @@ func TestVolcanoEnqueueRule(t *testing.T) {
 	next := func() jobB { return newJob("ns", "next").user("carol").priority(0).min(1) }
 	tests := []struct {
 		name  string
-		jobs  []*VolcanoJobInfo
-		nodes []*VolcanoNodeInfo
+		jobs  []*JobInfo
+		nodes []*NodeInfo
 		ask   string
 		want  int
 	}{
 		{
 			name:  "a job too big for the whole cluster holds nobody back",
-			jobs:  []*VolcanoJobInfo{head().needs("cpu", "64").obj(), next().needs("cpu", "2").obj()},
-			nodes: []*VolcanoNodeInfo{newNode("n1", "r1").obj()},
-			ask:   "ns/next", want: VolcanoPermit,
+			jobs:  []*JobInfo{head().needs("cpu", "64").obj(), next().needs("cpu", "2").obj()},
+			nodes: []*NodeInfo{newNode("n1", "r1").obj()},
+			ask:   "ns/next", want: Permit,
 		},
 		{
 			name:  "the too big job itself is vetoed",
-			jobs:  []*VolcanoJobInfo{head().needs("cpu", "64").obj()},
-			nodes: []*VolcanoNodeInfo{newNode("n1", "r1").obj()},
-			ask:   "ns/head", want: VolcanoReject,
+			jobs:  []*JobInfo{head().needs("cpu", "64").obj()},
+			nodes: []*NodeInfo{newNode("n1", "r1").obj()},
+			ask:   "ns/head", want: Reject,
 		},
 		{
 			name:  "NotReady and cordoned nodes do not count",
-			jobs:  []*VolcanoJobInfo{head().needs("cpu", "10").obj()},
-			nodes: []*VolcanoNodeInfo{newNode("n1", "r1").obj(), newNode("n2", "r1").notReady().obj(), newNode("n3", "r1").cordoned().obj()},
-			ask:   "ns/head", want: VolcanoReject,
+			jobs:  []*JobInfo{head().needs("cpu", "10").obj()},
+			nodes: []*NodeInfo{newNode("n1", "r1").obj(), newNode("n2", "r1").notReady().obj(), newNode("n3", "r1").cordoned().obj()},
+			ask:   "ns/head", want: Reject,
 		},
 		{
 			name: "without minResources the first MinAvailable tasks count, PS first",
-			jobs: []*VolcanoJobInfo{
+			jobs: []*JobInfo{
 				head().min(2).tasks(newTask("w1", "worker").cpu(6000).obj(), newTask("ps0", "ps").cpu(1000).obj(), newTask("w0", "worker").cpu(1000).obj()).obj(),
 				next().needs("cpu", "1").obj(),
 			},
-			nodes: []*VolcanoNodeInfo{newNode("n1", "r1").idle(3000).obj()},
+			nodes: []*NodeInfo{newNode("n1", "r1").idle(3000).obj()},
 			// head needs ps0 + w0 (workers of unknown index go by name) = 2000m, not w1's 6000m
-			ask: "ns/next", want: VolcanoPermit,
+			ask: "ns/next", want: Permit,
 		},
 		{
 			name:  "a resource no node reports is not compared",
-			jobs:  []*VolcanoJobInfo{head().needs("cpu", "1", "ephemeral-storage", "100Gi").obj()},
-			nodes: []*VolcanoNodeInfo{newNode("n1", "r1").obj()},
-			ask:   "ns/head", want: VolcanoPermit,
+			jobs:  []*JobInfo{head().needs("cpu", "1", "ephemeral-storage", "100Gi").obj()},
+			nodes: []*NodeInfo{newNode("n1", "r1").obj()},
+			ask:   "ns/head", want: Permit,
 		},
 		{
 			name:  "a scalar resource the nodes report is compared",
-			jobs:  []*VolcanoJobInfo{head().needs("cpu", "1", "nvidia.com/gpu", "2").obj()},
-			nodes: []*VolcanoNodeInfo{newNode("n1", "r1").scalar("nvidia.com/gpu", 1000, 2000).obj()},
-			ask:   "ns/head", want: VolcanoReject,
+			jobs:  []*JobInfo{head().needs("cpu", "1", "nvidia.com/gpu", "2").obj()},
+			nodes: []*NodeInfo{newNode("n1", "r1").scalar("nvidia.com/gpu", 1000, 2000).obj()},
+			ask:   "ns/head", want: Reject,
 		},
 		{
 			name: "a session without nodes has nothing to compare",
-			jobs: []*VolcanoJobInfo{head().needs("cpu", "1").obj()},
-			ask:  "ns/head", want: VolcanoPermit,
+			jobs: []*JobInfo{head().needs("cpu", "1").obj()},
+			ask:  "ns/head", want: Permit,
 		},
 		{
 			name:  "a job of unknown size takes nothing",
-			jobs:  []*VolcanoJobInfo{head().obj(), next().needs("cpu", "8").obj()},
-			nodes: []*VolcanoNodeInfo{newNode("n1", "r1").obj()},
-			ask:   "ns/next", want: VolcanoPermit,
+			jobs:  []*JobInfo{head().obj(), next().needs("cpu", "8").obj()},
+			nodes: []*NodeInfo{newNode("n1", "r1").obj()},
+			ask:   "ns/next", want: Permit,
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			vs := newVolcanoServer(t, 1<<20, nil)
 			vs.openSession(t, sessionBody(t, tt.jobs, tt.nodes))
-			var asked *VolcanoJobInfo
+			var asked *JobInfo
 			for _, j := range tt.jobs {
 				if j.UID == tt.ask {
 					asked = j
@@ -762,8 +758,8 @@ func TestVolcanoEnqueueRule(t *testing.T) {
 func TestVolcanoEnqueueReasonInAccessLog(t *testing.T) {
 	vs := newVolcanoServer(t, 1<<20, nil)
 	vs.openSession(t, fixture(t, "onSessionOpen.json"))
-	vs.mustPost(t, VolcanoVerbJobEnqueueable, fixture(t, "jobEnqueueable-veto.json"))
-	vs.mustPost(t, VolcanoVerbJobEnqueueable, fixture(t, "jobEnqueueable.json"))
+	vs.mustPost(t, VerbJobEnqueueable, fixture(t, "jobEnqueueable-veto.json"))
+	vs.mustPost(t, VerbJobEnqueueable, fixture(t, "jobEnqueueable.json"))
 	entries := vs.logs.FilterMessage("request").All()
 	var got []map[string]any
 	for _, e := range entries[1:] {
@@ -791,14 +787,14 @@ func TestVolcanoEnqueueReasonInAccessLog(t *testing.T) {
 // earlier in the same session).
 func TestVolcanoPrioritizeFavoursPSNode(t *testing.T) {
 	const job = "ml/j"
-	ps := func() *VolcanoTaskInfo { return newTask("j-ps-0", "ps").job(job).on("n2", VolcanoTaskRunning).obj() }
-	worker := func() *VolcanoTaskInfo { return newTask("j-worker-0", "worker").job(job).obj() }
-	nodes := func(withPS bool) []*VolcanoNodeInfo {
+	ps := func() *TaskInfo { return newTask("j-ps-0", "ps").job(job).on("n2", TaskRunning).obj() }
+	worker := func() *TaskInfo { return newTask("j-worker-0", "worker").job(job).obj() }
+	nodes := func(withPS bool) []*NodeInfo {
 		n2 := newNode("n2", "r1")
 		if withPS {
 			n2.running(ps())
 		}
-		return []*VolcanoNodeInfo{newNode("n1", "r1").obj(), n2.obj(), newNode("n3", "r2").obj()}
+		return []*NodeInfo{newNode("n1", "r1").obj(), n2.obj(), newNode("n3", "r2").obj()}
 	}
 	want := map[string]float64{"n1": 60, "n2": 100, "n3": 30}
 	tests := []struct {
@@ -816,12 +812,12 @@ func TestVolcanoPrioritizeFavoursPSNode(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			vs := newVolcanoServer(t, 1<<20, nil)
 			if tt.session {
-				j := newJob("ml", "j").min(2).phase(VolcanoPodGroupInqueue).tasks(ps(), worker()).obj()
-				vs.openSession(t, sessionBody(t, []*VolcanoJobInfo{j}, nodes(false)))
+				j := newJob("ml", "j").min(2).phase(PodGroupInqueue).tasks(ps(), worker()).obj()
+				vs.openSession(t, sessionBody(t, []*JobInfo{j}, nodes(false)))
 			}
 			body := mustJSON(t, map[string]any{"task": worker(), "nodes": nodes(tt.nodesWithPS)})
-			got := decodeAs(t, VolcanoPrioritizeResult{}, vs.mustPost(t, VolcanoVerbPrioritize, body))
-			if diff := cmp.Diff(VolcanoPrioritizeResult{NodeScore: tt.want}, got); diff != "" {
+			got := decodeAs(t, PrioritizeResult{}, vs.mustPost(t, VerbPrioritize, body))
+			if diff := cmp.Diff(PrioritizeResult{NodeScore: tt.want}, got); diff != "" {
 				t.Errorf("prioritize (-want +got):\n%s", diff)
 			}
 		})
@@ -832,39 +828,39 @@ func TestVolcanoPrioritizeFavoursPSNode(t *testing.T) {
 func TestVolcanoPredicate(t *testing.T) {
 	const job = "ml/j"
 	const reason = "node n1 already hosts ps ml/j-ps-0 of job ml/j (hard PS anti-affinity)"
-	ps0 := func(status int) *VolcanoTaskInfo { return newTask("j-ps-0", "ps").job(job).on("n1", status).obj() }
+	ps0 := func(status int) *TaskInfo { return newTask("j-ps-0", "ps").job(job).on("n1", status).obj() }
 	ps1 := newTask("j-ps-1", "ps").job(job).obj()
-	fail := VolcanoPredicateResult{Status: reason, Code: VolcanoPredicateUnschedulableAndUnresolvable}
+	fail := PredicateResult{Status: reason, Code: PredicateUnschedulableAndUnresolvable}
 	tests := []struct {
 		name     string
 		mode     priority.AntiAffinityMode
-		session  []*VolcanoTaskInfo // the job's tasks in the snapshot; nil: no snapshot
-		task     *VolcanoTaskInfo
-		nodeTask *VolcanoTaskInfo // on the node in the request
-		want     VolcanoPredicateResult
+		session  []*TaskInfo // the job's tasks in the snapshot; nil: no snapshot
+		task     *TaskInfo
+		nodeTask *TaskInfo // on the node in the request
+		want     PredicateResult
 	}{
-		{"hard: sibling PS on the node's task list", priority.AntiAffinityHard, nil, ps1, ps0(VolcanoTaskRunning), fail},
-		{"hard: sibling PS allocated in this session", priority.AntiAffinityHard, nil, ps1, ps0(VolcanoTaskAllocated), fail},
-		{"hard: sibling PS known from the snapshot only", priority.AntiAffinityHard, []*VolcanoTaskInfo{ps0(VolcanoTaskBound)}, ps1, nil, fail},
-		{"hard: a releasing sibling PS does not count", priority.AntiAffinityHard, nil, ps1, ps0(VolcanoTaskReleasing), VolcanoPredicateResult{}},
-		{"hard: a worker is never rejected", priority.AntiAffinityHard, nil, newTask("j-w-0", "worker").job(job).obj(), ps0(VolcanoTaskRunning), VolcanoPredicateResult{}},
-		{"hard: another job's PS does not count", priority.AntiAffinityHard, nil, ps1, newTask("k-ps-0", "ps").job("ml/k").on("n1", VolcanoTaskRunning).obj(), VolcanoPredicateResult{}},
-		{"soft: always passes", priority.AntiAffinitySoft, nil, ps1, ps0(VolcanoTaskRunning), VolcanoPredicateResult{}},
-		{"off: always passes", priority.AntiAffinityOff, nil, ps1, ps0(VolcanoTaskRunning), VolcanoPredicateResult{}},
+		{"hard: sibling PS on the node's task list", priority.AntiAffinityHard, nil, ps1, ps0(TaskRunning), fail},
+		{"hard: sibling PS allocated in this session", priority.AntiAffinityHard, nil, ps1, ps0(TaskAllocated), fail},
+		{"hard: sibling PS known from the snapshot only", priority.AntiAffinityHard, []*TaskInfo{ps0(TaskBound)}, ps1, nil, fail},
+		{"hard: a releasing sibling PS does not count", priority.AntiAffinityHard, nil, ps1, ps0(TaskReleasing), PredicateResult{}},
+		{"hard: a worker is never rejected", priority.AntiAffinityHard, nil, newTask("j-w-0", "worker").job(job).obj(), ps0(TaskRunning), PredicateResult{}},
+		{"hard: another job's PS does not count", priority.AntiAffinityHard, nil, ps1, newTask("k-ps-0", "ps").job("ml/k").on("n1", TaskRunning).obj(), PredicateResult{}},
+		{"soft: always passes", priority.AntiAffinitySoft, nil, ps1, ps0(TaskRunning), PredicateResult{}},
+		{"off: always passes", priority.AntiAffinityOff, nil, ps1, ps0(TaskRunning), PredicateResult{}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			vs := newVolcanoServer(t, 1<<20, func(c *config.Config) { c.Affinity.PSAntiAffinity = tt.mode })
 			if tt.session != nil {
-				j := newJob("ml", "j").min(2).phase(VolcanoPodGroupInqueue).tasks(tt.session...).obj()
-				vs.openSession(t, sessionBody(t, []*VolcanoJobInfo{j}, []*VolcanoNodeInfo{newNode("n1", "r1").obj()}))
+				j := newJob("ml", "j").min(2).phase(PodGroupInqueue).tasks(tt.session...).obj()
+				vs.openSession(t, sessionBody(t, []*JobInfo{j}, []*NodeInfo{newNode("n1", "r1").obj()}))
 			}
 			node := newNode("n1", "r1")
 			if tt.nodeTask != nil {
 				node.running(tt.nodeTask)
 			}
 			body := mustJSON(t, map[string]any{"task": tt.task, "node": node.obj()})
-			got := decodeAs(t, VolcanoPredicateResult{}, vs.mustPost(t, VolcanoVerbPredicate, body))
+			got := decodeAs(t, PredicateResult{}, vs.mustPost(t, VerbPredicate, body))
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("predicate (-want +got):\n%s", diff)
 			}
@@ -875,13 +871,13 @@ func TestVolcanoPredicate(t *testing.T) {
 // TestVolcanoEvict covers preemptable and reclaimable: never a victim from a job that ranks
 // above the evictor's, otherwise abstain and echo every evictee whole.
 func TestVolcanoEvict(t *testing.T) {
-	alice := func(name string) *VolcanoTaskInfo {
-		return newTask(name, "worker").job("ml/a").user("alice").on("n1", VolcanoTaskRunning).obj()
+	alice := func(name string) *TaskInfo {
+		return newTask(name, "worker").job("ml/a").user("alice").on("n1", TaskRunning).obj()
 	}
-	carol := func(name string) *VolcanoTaskInfo {
-		return newTask(name, "worker").job("lab/c").user("carol").on("n1", VolcanoTaskRunning).obj()
+	carol := func(name string) *TaskInfo {
+		return newTask(name, "worker").job("lab/c").user("carol").on("n1", TaskRunning).obj()
 	}
-	raw := func(t *testing.T, ts ...*VolcanoTaskInfo) []json.RawMessage {
+	raw := func(t *testing.T, ts ...*TaskInfo) []json.RawMessage {
 		out := []json.RawMessage{}
 		for _, x := range ts {
 			out = append(out, json.RawMessage(mustJSON(t, x)))
@@ -890,41 +886,41 @@ func TestVolcanoEvict(t *testing.T) {
 	}
 	tests := []struct {
 		name     string
-		evictor  *VolcanoTaskInfo
+		evictor  *TaskInfo
 		evictees string // JSON; built per test
-		build    func(t *testing.T) (string, VolcanoEvictResult)
+		build    func(t *testing.T) (string, EvictResult)
 	}{
-		{name: "evictee of a higher job: reject", build: func(t *testing.T) (string, VolcanoEvictResult) {
+		{name: "evictee of a higher job: reject", build: func(t *testing.T) (string, EvictResult) {
 			return mustJSON(t, map[string]any{"evictor": carol("c-1"), "evictees": []any{carol("c-2"), alice("a-1")}}),
-				VolcanoEvictResult{Status: VolcanoReject, Victims: []json.RawMessage{}}
+				EvictResult{Status: Reject, Victims: []json.RawMessage{}}
 		}},
-		{name: "evictees of lower jobs: abstain, echoed", build: func(t *testing.T) (string, VolcanoEvictResult) {
+		{name: "evictees of lower jobs: abstain, echoed", build: func(t *testing.T) (string, EvictResult) {
 			return mustJSON(t, map[string]any{"evictor": alice("a-1"), "evictees": []any{carol("c-1"), carol("c-2")}}),
-				VolcanoEvictResult{Status: VolcanoAbstain, Victims: raw(t, carol("c-1"), carol("c-2"))}
+				EvictResult{Status: Abstain, Victims: raw(t, carol("c-1"), carol("c-2"))}
 		}},
-		{name: "evictees of the evictor's own job: abstain", build: func(t *testing.T) (string, VolcanoEvictResult) {
+		{name: "evictees of the evictor's own job: abstain", build: func(t *testing.T) (string, EvictResult) {
 			return mustJSON(t, map[string]any{"evictor": carol("c-1"), "evictees": []any{carol("c-2")}}),
-				VolcanoEvictResult{Status: VolcanoAbstain, Victims: raw(t, carol("c-2"))}
+				EvictResult{Status: Abstain, Victims: raw(t, carol("c-2"))}
 		}},
-		{name: "null elements are dropped", build: func(t *testing.T) (string, VolcanoEvictResult) {
+		{name: "null elements are dropped", build: func(t *testing.T) (string, EvictResult) {
 			return mustJSON(t, map[string]any{"evictor": alice("a-1"), "evictees": []any{nil, carol("c-1"), nil}}),
-				VolcanoEvictResult{Status: VolcanoAbstain, Victims: raw(t, carol("c-1"))}
+				EvictResult{Status: Abstain, Victims: raw(t, carol("c-1"))}
 		}},
-		{name: "no evictor: abstain, echoed", build: func(t *testing.T) (string, VolcanoEvictResult) {
+		{name: "no evictor: abstain, echoed", build: func(t *testing.T) (string, EvictResult) {
 			return mustJSON(t, map[string]any{"evictees": []any{alice("a-1")}}),
-				VolcanoEvictResult{Status: VolcanoAbstain, Victims: raw(t, alice("a-1"))}
+				EvictResult{Status: Abstain, Victims: raw(t, alice("a-1"))}
 		}},
-		{name: "null evictees", build: func(t *testing.T) (string, VolcanoEvictResult) {
+		{name: "null evictees", build: func(t *testing.T) (string, EvictResult) {
 			return mustJSON(t, map[string]any{"evictor": alice("a-1"), "evictees": nil}),
-				VolcanoEvictResult{Status: VolcanoAbstain, Victims: []json.RawMessage{}}
+				EvictResult{Status: Abstain, Victims: []json.RawMessage{}}
 		}},
-		{name: "unknown fields of an evictee are echoed too", build: func(t *testing.T) (string, VolcanoEvictResult) {
+		{name: "unknown fields of an evictee are echoed too", build: func(t *testing.T) (string, EvictResult) {
 			e := `{"UID":"x-1","Job":"lab/c","Name":"x-1","Namespace":"lab","Status":32,"NumaInfo":{"Policies":{"cpu":"none"}},"Custom":[1,2]}`
 			return `{"evictor":` + mustJSON(t, alice("a-1")) + `,"evictees":[` + e + `]}`,
-				VolcanoEvictResult{Status: VolcanoAbstain, Victims: []json.RawMessage{json.RawMessage(e)}}
+				EvictResult{Status: Abstain, Victims: []json.RawMessage{json.RawMessage(e)}}
 		}},
 	}
-	for _, verb := range []string{VolcanoVerbPreemptable, VolcanoVerbReclaimable} {
+	for _, verb := range []string{VerbPreemptable, VerbReclaimable} {
 		for _, tt := range tests {
 			t.Run(verb+" "+tt.name, func(t *testing.T) {
 				vs := newVolcanoServer(t, 1<<20, nil)
@@ -940,15 +936,15 @@ func TestVolcanoEvict(t *testing.T) {
 		// Without a session both tasks rank by their pods alone (same user, same priority);
 		// the snapshot says the evictee's job has a high PriorityClass value.
 		vs := newVolcanoServer(t, 1<<20, nil)
-		victim := newTask("v-1", "worker").job("lab/v").user("carol").on("n1", VolcanoTaskRunning).obj()
+		victim := newTask("v-1", "worker").job("lab/v").user("carol").on("n1", TaskRunning).obj()
 		evictor := newTask("e-1", "worker").job("lab/e").user("carol").obj()
 		body := mustJSON(t, map[string]any{"evictor": evictor, "evictees": []any{victim}})
-		if got := decodeAs(t, VolcanoEvictResult{}, vs.mustPost(t, VolcanoVerbPreemptable, body)).(VolcanoEvictResult); got.Status != VolcanoAbstain {
+		if got := decodeAs(t, EvictResult{}, vs.mustPost(t, VerbPreemptable, body)).(EvictResult); got.Status != Abstain {
 			t.Fatalf("without a session: status %d, want abstain", got.Status)
 		}
 		vj := newJob("lab", "v").user("carol").priority(1000000).min(1).phase("Running").tasks(victim).obj()
-		vs.openSession(t, sessionBody(t, []*VolcanoJobInfo{vj}, nil))
-		if got := decodeAs(t, VolcanoEvictResult{}, vs.mustPost(t, VolcanoVerbPreemptable, body)).(VolcanoEvictResult); got.Status != VolcanoReject {
+		vs.openSession(t, sessionBody(t, []*JobInfo{vj}, nil))
+		if got := decodeAs(t, EvictResult{}, vs.mustPost(t, VerbPreemptable, body)).(EvictResult); got.Status != Reject {
 			t.Errorf("with the session: status %d, want reject", got.Status)
 		}
 	})
@@ -956,16 +952,16 @@ func TestVolcanoEvict(t *testing.T) {
 
 // TestVolcanoJobReady counts the placed tasks against MinAvailable.
 func TestVolcanoJobReady(t *testing.T) {
-	task := func(name string, status int) *VolcanoTaskInfo { return newTask(name, "worker").on("n1", status).obj() }
+	task := func(name string, status int) *TaskInfo { return newTask(name, "worker").on("n1", status).obj() }
 	tests := []struct {
 		name  string
 		min   int32
-		tasks []*VolcanoTaskInfo
+		tasks []*TaskInfo
 		want  bool
 	}{
-		{"running and allocated reach the minimum", 2, []*VolcanoTaskInfo{task("a", VolcanoTaskRunning), task("b", VolcanoTaskAllocated), task("c", VolcanoTaskPending)}, true},
-		{"pipelined, binding and bound count", 3, []*VolcanoTaskInfo{task("a", VolcanoTaskPipelined), task("b", VolcanoTaskBinding), task("c", VolcanoTaskBound)}, true},
-		{"releasing, succeeded and pending do not", 2, []*VolcanoTaskInfo{task("a", VolcanoTaskRunning), task("b", VolcanoTaskReleasing), task("c", VolcanoTaskSucceeded), task("d", VolcanoTaskPending)}, false},
+		{"running and allocated reach the minimum", 2, []*TaskInfo{task("a", TaskRunning), task("b", TaskAllocated), task("c", TaskPending)}, true},
+		{"pipelined, binding and bound count", 3, []*TaskInfo{task("a", TaskPipelined), task("b", TaskBinding), task("c", TaskBound)}, true},
+		{"releasing, succeeded and pending do not", 2, []*TaskInfo{task("a", TaskRunning), task("b", TaskReleasing), task("c", TaskSucceeded), task("d", TaskPending)}, false},
 		{"no tasks yet", 3, nil, false},
 		{"minimum 0", 0, nil, true},
 	}
@@ -973,8 +969,8 @@ func TestVolcanoJobReady(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			vs := newVolcanoServer(t, 1<<20, nil)
 			j := newJob("ml", "j").min(tt.min).phase("Running").tasks(tt.tasks...).obj()
-			got := decodeAs(t, VolcanoJobReadyResult{}, vs.mustPost(t, VolcanoVerbJobReady, mustJSON(t, map[string]any{"job": j})))
-			if diff := cmp.Diff(VolcanoJobReadyResult{Status: tt.want}, got); diff != "" {
+			got := decodeAs(t, JobReadyResult{}, vs.mustPost(t, VerbJobReady, mustJSON(t, map[string]any{"job": j})))
+			if diff := cmp.Diff(JobReadyResult{Status: tt.want}, got); diff != "" {
 				t.Errorf("jobReady (-want +got):\n%s", diff)
 			}
 		})
@@ -990,15 +986,15 @@ func TestVolcanoTaskRole(t *testing.T) {
 	}
 	tests := []struct {
 		name string
-		task VolcanoTaskInfo
+		task TaskInfo
 		want priority.Role
 	}{
-		{"TaskRole", VolcanoTaskInfo{TaskRole: "ps", Pod: pod(nil, map[string]string{gang.VolcanoTaskSpec: "worker"})}, priority.RolePS},
-		{"task-spec annotation", VolcanoTaskInfo{Pod: pod(nil, map[string]string{gang.VolcanoTaskSpec: "ps"})}, priority.RolePS},
-		{"task-spec label", VolcanoTaskInfo{Pod: pod(map[string]string{gang.VolcanoTaskSpec: "chief"}, nil)}, priority.RoleChief},
-		{"Kubeflow replica type", VolcanoTaskInfo{Pod: pod(map[string]string{gang.KubeflowReplicaType: "PS"}, nil)}, priority.RolePS},
-		{"the project's role label", VolcanoTaskInfo{Pod: pod(map[string]string{"cps-extender.io/role": "evaluator"}, nil)}, priority.RoleEvaluator},
-		{"no pod", VolcanoTaskInfo{}, priority.RoleOther},
+		{"TaskRole", TaskInfo{TaskRole: "ps", Pod: pod(nil, map[string]string{gang.VolcanoTaskSpec: "worker"})}, priority.RolePS},
+		{"task-spec annotation", TaskInfo{Pod: pod(nil, map[string]string{gang.VolcanoTaskSpec: "ps"})}, priority.RolePS},
+		{"task-spec label", TaskInfo{Pod: pod(map[string]string{gang.VolcanoTaskSpec: "chief"}, nil)}, priority.RoleChief},
+		{"Kubeflow replica type", TaskInfo{Pod: pod(map[string]string{gang.KubeflowReplicaType: "PS"}, nil)}, priority.RolePS},
+		{"the project's role label", TaskInfo{Pod: pod(map[string]string{"cps-extender.io/role": "evaluator"}, nil)}, priority.RoleEvaluator},
+		{"no pod", TaskInfo{}, priority.RoleOther},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -1015,11 +1011,11 @@ func TestVolcanoConcurrentCalls(t *testing.T) {
 	vs := newVolcanoServer(t, 1<<20, nil)
 	session := fixture(t, "onSessionOpen.json")
 	calls := []struct{ verb, body string }{
-		{VolcanoVerbPredicate, fixture(t, "predicate.json")},
-		{VolcanoVerbPrioritize, fixture(t, "prioritize.json")},
-		{VolcanoVerbJobEnqueueable, fixture(t, "jobEnqueueable-veto.json")},
-		{VolcanoVerbJobEnqueueable, fixture(t, "jobEnqueueable.json")},
-		{VolcanoVerbPreemptable, fixture(t, "preemptable.json")},
+		{VerbPredicate, fixture(t, "predicate.json")},
+		{VerbPrioritize, fixture(t, "prioritize.json")},
+		{VerbJobEnqueueable, fixture(t, "jobEnqueueable-veto.json")},
+		{VerbJobEnqueueable, fixture(t, "jobEnqueueable.json")},
+		{VerbPreemptable, fixture(t, "preemptable.json")},
 	}
 	var wg sync.WaitGroup
 	errs := make(chan string, 64)
@@ -1040,8 +1036,8 @@ func TestVolcanoConcurrentCalls(t *testing.T) {
 	go func() {
 		defer wg.Done()
 		for i := 0; i < 10; i++ {
-			vs.post(VolcanoVerbOnSessionOpen, session)
-			vs.post(VolcanoVerbOnSessionClose, `{}`)
+			vs.post(VerbOnSessionOpen, session)
+			vs.post(VerbOnSessionClose, `{}`)
 		}
 	}()
 	wg.Wait()
@@ -1057,7 +1053,7 @@ func TestVolcanoVerbsChecksItsConfig(t *testing.T) {
 	t.Run("constructor lists every problem", func(t *testing.T) {
 		bad := priority.DefaultModel()
 		bad.Tau = 0
-		_, err := NewVolcanoVerbs(nil, config.VolcanoConfig{}, bad, priority.Affinity{PSAntiAffinity: "Hard"}, def.Gang, nil)
+		_, err := New(nil, config.VolcanoConfig{}, bad, priority.Affinity{PSAntiAffinity: "Hard"}, def.Gang, nil)
 		for _, want := range []string{"log is required", "volcano.urlPrefix", "volcano.sessionTTL", "model.tau", "affinity.psAntiAffinity"} {
 			if err == nil || !strings.Contains(err.Error(), want) {
 				t.Errorf("error %v does not name %q", err, want)
@@ -1066,12 +1062,11 @@ func TestVolcanoVerbsChecksItsConfig(t *testing.T) {
 	})
 	t.Run("server refuses the kube-scheduler prefix", func(t *testing.T) {
 		log := zap.NewNop()
-		v, err := NewVolcanoVerbs(log, config.VolcanoConfig{URLPrefix: "/scheduler", SessionTTL: metav1.Duration{Duration: time.Second}}, def.Model.PriorityModel(), def.Affinity, def.Gang, nil)
+		v, err := New(log, config.VolcanoConfig{URLPrefix: "/scheduler", SessionTTL: metav1.Duration{Duration: time.Second}}, def.Model.PriorityModel(), def.Affinity, def.Gang, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		sched, _ := NewSchedulerVerbs(log, &fakeDecider{}, &fakeBinder{}, nil)
-		if _, err := server.New(server.Options{Log: log, MaxRequestBytes: 1024, Ready: readyFlag(true), Routes: slices.Concat(sched.Routes("/scheduler"), v.Routes())}); err == nil {
+		if _, err := server.New(server.Options{Log: log, MaxRequestBytes: 1024, Ready: readyFlag(true), Routes: slices.Concat(viewRoutes("/scheduler"), v.Routes())}); err == nil {
 			t.Error("NewServer accepted the same prefix twice")
 		}
 	})
@@ -1082,12 +1077,11 @@ func TestVolcanoVerbsChecksItsConfig(t *testing.T) {
 func TestVolcanoNotReady(t *testing.T) {
 	log := zap.NewNop()
 	def := config.DefaultConfig()
-	v, err := NewVolcanoVerbs(log, def.Volcano, def.Model.PriorityModel(), def.Affinity, def.Gang, nil)
+	v, err := New(log, def.Volcano, def.Model.PriorityModel(), def.Affinity, def.Gang, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	sched, _ := NewSchedulerVerbs(log, &fakeDecider{}, &fakeBinder{}, nil)
-	srv, err := server.New(server.Options{Log: log, MaxRequestBytes: 1024, Ready: readyFlag(false), Routes: slices.Concat(sched.Routes("/scheduler"), v.Routes())})
+	srv, err := server.New(server.Options{Log: log, MaxRequestBytes: 1024, Ready: readyFlag(false), Routes: slices.Concat(viewRoutes("/scheduler"), v.Routes())})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1111,13 +1105,13 @@ func TestVolcanoNotReady(t *testing.T) {
 //
 //	go test -run '^$' -fuzz FuzzVolcano -fuzztime 60s -parallel 1 ./extender/
 func FuzzVolcano(f *testing.F) {
-	verbs := []string{VolcanoVerbPredicate, VolcanoVerbPrioritize, VolcanoVerbPreemptable, VolcanoVerbReclaimable,
-		VolcanoVerbQueueOverused, VolcanoVerbJobEnqueueable, VolcanoVerbJobReady, VolcanoVerbOnSessionOpen, VolcanoVerbOnSessionClose}
+	verbs := []string{VerbPredicate, VerbPrioritize, VerbPreemptable, VerbReclaimable,
+		VerbQueueOverused, VerbJobEnqueueable, VerbJobReady, VerbOnSessionOpen, VerbOnSessionClose}
 	seeds := map[string]string{
-		VolcanoVerbPredicate: "predicate.json", VolcanoVerbPrioritize: "prioritize.json", VolcanoVerbPreemptable: "preemptable.json",
-		VolcanoVerbReclaimable: "reclaimable.json", VolcanoVerbQueueOverused: "queueOverused.json",
-		VolcanoVerbJobEnqueueable: "jobEnqueueable.json", VolcanoVerbJobReady: "jobReady-not-ready.json",
-		VolcanoVerbOnSessionClose: "onSessionClose.json",
+		VerbPredicate: "predicate.json", VerbPrioritize: "prioritize.json", VerbPreemptable: "preemptable.json",
+		VerbReclaimable: "reclaimable.json", VerbQueueOverused: "queueOverused.json",
+		VerbJobEnqueueable: "jobEnqueueable.json", VerbJobReady: "jobReady-not-ready.json",
+		VerbOnSessionClose: "onSessionClose.json",
 	}
 	for i, verb := range verbs {
 		if name, ok := seeds[verb]; ok {
@@ -1135,13 +1129,13 @@ func FuzzVolcano(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	if rec := vs.post(VolcanoVerbOnSessionOpen, string(body)); rec.Code != http.StatusOK {
+	if rec := vs.post(VerbOnSessionOpen, string(body)); rec.Code != http.StatusOK {
 		f.Fatalf("onSessionOpen: %d", rec.Code)
 	}
 	f.Fuzz(func(t *testing.T, verb uint8, body []byte) {
 		v := verbs[int(verb)%len(verbs)]
 		target := vs
-		if v == VolcanoVerbOnSessionOpen || v == VolcanoVerbOnSessionClose {
+		if v == VerbOnSessionOpen || v == VerbOnSessionClose {
 			target = session
 		}
 		rec := target.post(v, string(body))
@@ -1155,11 +1149,28 @@ func FuzzVolcano(f *testing.F) {
 			if err := json.Unmarshal(rec.Body.Bytes(), &e); err != nil || e.Error == "" {
 				t.Fatalf("%s: %d without a JSON error: %q", v, rec.Code, rec.Body)
 			}
-			if v == VolcanoVerbOnSessionOpen {
+			if v == VerbOnSessionOpen {
 				t.Fatalf("onSessionOpen answered %d", rec.Code)
 			}
 		default:
 			t.Fatalf("%s: status %d: %s", v, rec.Code, rec.Body)
 		}
 	})
+}
+
+type readyFlag bool
+
+func (r readyFlag) Ready() bool { return bool(r) }
+
+// viewRoutes stand in for the kube-scheduler verbs under prefix: routes that need the
+// cluster view, answering {}.
+func viewRoutes(prefix string) []wire.Route {
+	answer := func(w http.ResponseWriter, _ *http.Request, _ wire.Call) wire.Note {
+		wire.WriteJSON(w, http.StatusOK, struct{}{})
+		return wire.Note{}
+	}
+	return []wire.Route{
+		{Path: prefix + "/filter", Verb: "filter", Handler: answer, NeedsView: true},
+		{Path: prefix + "/prioritize", Verb: "prioritize", Handler: answer, NeedsView: true},
+	}
 }
