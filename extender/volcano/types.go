@@ -68,9 +68,9 @@ type TaskInfo struct {
 // PodGroup is the part of a PodGroup (scheduling.volcano.sh) that JobInfo carries and
 // the extender reads.
 type PodGroup struct {
-	Metadata metav1.ObjectMeta     `json:"metadata"`
-	Spec     PodGroupSpec   `json:"spec"`
-	Status   PodGroupStatus `json:"status"`
+	Metadata metav1.ObjectMeta `json:"metadata"`
+	Spec     PodGroupSpec      `json:"spec"`
+	Status   PodGroupStatus    `json:"status"`
 }
 
 // PodGroupSpec is a PodGroup's spec: the gang minimum and what it needs in total.

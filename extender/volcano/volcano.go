@@ -450,7 +450,7 @@ type volcanoEvictee struct {
 // fields. "evictees": null and null elements are dropped.
 func (r *volcanoEvictRequest) UnmarshalJSON(b []byte) error {
 	var onWire struct {
-		Evictor  *TaskInfo  `json:"evictor"`
+		Evictor  *TaskInfo         `json:"evictor"`
 		Evictees []json.RawMessage `json:"evictees"`
 	}
 	if err := json.Unmarshal(b, &onWire); err != nil {
