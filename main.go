@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/cps-extender/cps-extender/extender/config"
+	"github.com/cps-extender/cps-extender/extender/gate"
 	"github.com/cps-extender/cps-extender/extender/server"
 	"github.com/cps-extender/cps-extender/extender/volcano"
 
@@ -83,13 +84,13 @@ func run(args []string, stderr io.Writer) error {
 	turns := extender.NewTurns(extender.TurnsOptions{Log: log, Nudger: extender.NewAPINudger(client, cfg.BindTimeout.Duration), Metrics: meters,
 		Delay: 200 * time.Millisecond})
 	go turns.Run(ctx, 4)
-	cluster := extender.NewCluster(extender.ClusterOptions{Log: log, Client: client, Dynamic: dyn, Config: cfg, Metrics: meters, Turns: turns})
-	meters.WatchInformers(cluster)
-	gate := extender.NewGate(extender.GateOptions{
-		Log: log, View: cluster, Binder: extender.NewAPIBinder(client, cfg.BindTimeout.Duration), Config: cfg.Gate, Metrics: meters,
+	gangGate := gate.New(gate.Options{
+		Log: log, Binder: gate.NewAPIBinder(client, cfg.BindTimeout.Duration), Config: cfg.Gate, Metrics: meters,
 	})
-	cluster.SetHolds(gate)
-	verbs, err := extender.NewSchedulerVerbs(log, cluster, gate, turns)
+	cluster := extender.NewCluster(extender.ClusterOptions{Log: log, Client: client, Dynamic: dyn, Config: cfg, Metrics: meters,
+		Turns: turns, Holds: gangGate})
+	meters.WatchInformers(cluster)
+	verbs, err := extender.NewSchedulerVerbs(log, cluster, gangGate.For(cluster), turns)
 	if err != nil {
 		return err
 	}

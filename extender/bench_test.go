@@ -13,6 +13,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cps-extender/cps-extender/extender/gate"
+
+	"github.com/cps-extender/cps-extender/extender/gang"
+
 	"github.com/cps-extender/cps-extender/extender/volcano"
 
 	"github.com/cps-extender/cps-extender/extender/server"
@@ -55,7 +59,7 @@ var (
 // noopBinder binds nothing and never fails.
 type noopBinder struct{}
 
-func (noopBinder) Bind(context.Context, PodRef, string) error { return nil }
+func (noopBinder) Bind(context.Context, gang.PodRef, string) error { return nil }
 
 // benchCluster builds (once per size) a view of nodes nodes and pods pending pods in jobs
 // jobs, plus a waiting and a running job.
@@ -82,9 +86,8 @@ func benchCluster(tb testing.TB, nodes, pods, jobs int) *benchEnv {
 
 	cfg := config.DefaultConfig()
 	log := zap.NewNop()
-	c := NewCluster(ClusterOptions{Log: log, Client: fake.NewClientset(), Config: cfg})
-	gate := NewGate(GateOptions{Log: log, View: c, Binder: noopBinder{}, Config: cfg.Gate})
-	c.SetHolds(gate)
+	gate := gate.New(gate.Options{Log: log, Binder: noopBinder{}, Config: cfg.Gate})
+	c := NewCluster(ClusterOptions{Log: log, Client: fake.NewClientset(), Config: cfg, Holds: gate})
 	fillStores(tb, c, e.nodes, e.pods)
 	c.recompute(time.Now())
 	c.ready.Store(true)
@@ -111,7 +114,7 @@ func benchCluster(tb testing.TB, nodes, pods, jobs int) *benchEnv {
 			tb.Fatalf("bench cluster %s: pod %s/%s is in job %q (%t), want %q", key, p.Namespace, p.Name, got, ok, want)
 		}
 	}
-	verbs, err := NewSchedulerVerbs(log, c, gate, nil)
+	verbs, err := NewSchedulerVerbs(log, c, gate.For(c), nil)
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -53,8 +53,7 @@ func TestFreeAndCapacity(t *testing.T) {
 		deleting, done,
 	}
 	holds := &fixedHolds{held: map[types.UID]string{"uid-job-w-1": "n2"}, coolDowns: map[string]time.Time{}}
-	c := NewCluster(ClusterOptions{Log: zap.NewNop(), Client: fake.NewClientset(), Config: config.DefaultConfig()})
-	c.SetHolds(holds)
+	c := NewCluster(ClusterOptions{Log: zap.NewNop(), Client: fake.NewClientset(), Config: config.DefaultConfig(), Holds: holds})
 	fillStores(t, c, []*corev1.Node{node("n1"), node("n2")}, pods)
 	c.recompute(time.Unix(1_700_000_000, 0))
 	got := map[string][2]priority.Resources{}

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cps-extender/cps-extender/extender/gate"
+
 	"github.com/cps-extender/cps-extender/extender/server"
 
 	"github.com/cps-extender/cps-extender/extender/config"
@@ -52,15 +54,14 @@ func TestConcurrentVerbsDuringChurn(t *testing.T) {
 	cfg := config.DefaultConfig()
 	cfg.Gate.RecomputeInterval = metav1.Duration{Duration: 20 * time.Millisecond}
 	log := zap.NewNop()
-	cluster := NewCluster(ClusterOptions{Log: log, Client: client, Config: cfg})
-	gate := NewGate(GateOptions{Log: log, View: cluster, Binder: noopBinder{}, Config: cfg.Gate})
-	cluster.SetHolds(gate)
+	gate := gate.New(gate.Options{Log: log, Binder: noopBinder{}, Config: cfg.Gate})
+	cluster := NewCluster(ClusterOptions{Log: log, Client: client, Config: cfg, Holds: gate})
 	runCtx, cancel := context.WithCancel(ctx)
 	t.Cleanup(func() { cancel(); cluster.Shutdown() })
 	if err := cluster.Start(runCtx); err != nil {
 		t.Fatal(err)
 	}
-	verbs, err := NewSchedulerVerbs(log, cluster, gate, nil)
+	verbs, err := NewSchedulerVerbs(log, cluster, gate.For(cluster), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -75,11 +75,13 @@ type ClusterOptions struct {
 	// Turns is told of every published snapshot, so that turned-away pods whose job's
 	// turn came are brought back; nil means none.
 	Turns *Turns
+	// Holds are the gate's held binds and cool-downs; nil means none.
+	Holds HoldSource
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }
 
-// NewCluster builds the cluster view; SetHolds wires the gate in, and Start runs it.
+// NewCluster builds the cluster view; Start runs it.
 func NewCluster(o ClusterOptions) *Cluster {
 	factory := informers.NewSharedInformerFactory(o.Client, o.Config.ResyncPeriod.Duration)
 	nodeInf := factory.Core().V1().Nodes()
@@ -94,6 +96,7 @@ func NewCluster(o ClusterOptions) *Cluster {
 		namespaces: nsInf.Lister(),
 		metrics:    o.Metrics,
 		turns:      o.Turns,
+		holds:      o.Holds,
 		now:        o.Now,
 		interval:   o.Config.Gate.RecomputeInterval.Duration,
 		kick:       make(chan struct{}, 1),
@@ -133,9 +136,6 @@ func NewCluster(o ClusterOptions) *Cluster {
 	return c
 }
 
-// SetHolds wires in the gate's held binds and cool-downs. Call it before Start.
-func (c *Cluster) SetHolds(h HoldSource) { c.holds = h }
-
 // Start starts the informers, waits until their caches have synced, computes the first
 // queue and then keeps it current until ctx ends. It returns an error when ctx ends before
 // the caches sync.
@@ -164,11 +164,16 @@ func (c *Cluster) Start(ctx context.Context) error {
 func (c *Cluster) loop(ctx context.Context) {
 	ticker := time.NewTicker(c.interval)
 	defer ticker.Stop()
+	var holdsChanged <-chan struct{}
+	if c.holds != nil {
+		holdsChanged = c.holds.Changed()
+	}
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-c.kick:
+		case <-holdsChanged:
 		case <-ticker.C:
 		}
 		c.recompute(c.now())
@@ -256,4 +261,9 @@ func (c *Cluster) Queue() (*priority.Queue, time.Time) {
 		return nil, time.Time{}
 	}
 	return snap.Queue, snap.Computed
+}
+
+// Job returns a job and its admission decision in the current snapshot.
+func (c *Cluster) Job(key string) (*priority.Job, *priority.Decision, bool) {
+	return c.Snapshot().Job(key)
 }

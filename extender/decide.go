@@ -63,7 +63,7 @@ func (c *Cluster) jobMember(snap *Snapshot, pod *corev1.Pod) (*priority.Job, pri
 	if !ok {
 		return nil, priority.Pod{}, false
 	}
-	member := memberOf(job, PodRef{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID})
+	member := gang.MemberOf(job, gang.PodRef{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID})
 	if member.UID == "" {
 		m, _ := membershipOf(c.config().gang, pod, c.podGroup)
 		member = priority.Pod{UID: string(pod.UID), Name: pod.Namespace + "/" + pod.Name, Role: m.role, Index: m.index, Request: gang.PodRequest(pod)}
@@ -130,7 +130,7 @@ func (c *Cluster) affinity() priority.Affinity { return c.config().affinity }
 
 // JobOfPod classifies a pod named in a bind request: from the snapshot, else from the
 // informer cache, else (a pod newer than the cache) from the API server.
-func (c *Cluster) JobOfPod(ctx context.Context, ref PodRef) (string, bool, error) {
+func (c *Cluster) JobOfPod(ctx context.Context, ref gang.PodRef) (string, bool, error) {
 	snap := c.Snapshot()
 	if key, ok := snap.JobOf(ref.UID, ref.Namespace, ref.Name); ok {
 		return key, true, nil
@@ -160,7 +160,7 @@ func (c *Cluster) MayPreempt(pod *corev1.Pod) bool {
 
 // MayEvict says whether a pod may be a preemption victim: not when it belongs to a gang,
 // since evicting one member can leave the whole job below its minimum.
-func (c *Cluster) MayEvict(victim PodRef) bool {
+func (c *Cluster) MayEvict(victim gang.PodRef) bool {
 	_, inJob := c.Snapshot().JobOf(victim.UID, victim.Namespace, victim.Name)
 	return !inJob
 }

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cps-extender/cps-extender/extender/gate"
+
 	"github.com/cps-extender/cps-extender/extender/server"
 
 	"github.com/cps-extender/cps-extender/extender/config"
@@ -31,15 +33,14 @@ func newFuzzServer(f *testing.F) *server.Server {
 	cfg := config.DefaultConfig()
 	cfg.Gate.HoldTimeout = metav1.Duration{Duration: 10 * time.Millisecond}
 	log := zap.NewNop()
-	cluster := NewCluster(ClusterOptions{Log: log, Client: client, Config: cfg})
-	gate := NewGate(GateOptions{Log: log, View: cluster, Binder: &fakeBinder{}, Config: cfg.Gate})
-	cluster.SetHolds(gate)
+	gate := gate.New(gate.Options{Log: log, Binder: &fakeBinder{}, Config: cfg.Gate})
+	cluster := NewCluster(ClusterOptions{Log: log, Client: client, Config: cfg, Holds: gate})
 	ctx, cancel := context.WithCancel(context.Background())
 	f.Cleanup(func() { cancel(); cluster.Shutdown() })
 	if err := cluster.Start(ctx); err != nil {
 		f.Fatal(err)
 	}
-	verbs, err := NewSchedulerVerbs(log, cluster, gate, nil)
+	verbs, err := NewSchedulerVerbs(log, cluster, gate.For(cluster), nil)
 	if err != nil {
 		f.Fatal(err)
 	}

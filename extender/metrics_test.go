@@ -1,20 +1,13 @@
 package extender
 
 import (
-	"context"
-	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/cps-extender/cps-extender/extender/config"
-
 	"github.com/prometheus/client_golang/prometheus"
-	"go.uber.org/zap"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/cps-extender/cps-extender/extender/metrics"
 	"github.com/cps-extender/cps-extender/priority"
@@ -129,70 +122,4 @@ func TestMetricsAreNilSafe(t *testing.T) {
 	m.ConfigReload(true)
 	m.ObserveQueue(&priority.Queue{}, 0)
 	m.WatchInformers(fakeInformers{})
-}
-
-// TestGateCountsOutcomes: every way a bind ends is counted under its outcome, and failed
-// Bindings in bind failures.
-func TestGateCountsOutcomes(t *testing.T) {
-	running := priority.Job{Key: "ns/run", MinMember: 1, Created: time.Unix(1_600_000_000, 0), Pods: []priority.Pod{
-		gangPod("run-0", priority.RoleWorker, 0, priority.PodBound, "n1"),
-		gangPod("run-1", priority.RoleWorker, 1, priority.PodPending, ""),
-	}}
-	tooBig := priority.Job{Key: "ns/big", MinMember: 1, Created: time.Unix(1_600_000_000, 0), Pods: []priority.Pod{
-		{UID: "uid-big-0", Name: "ns/big-0", Role: priority.RoleWorker, Request: priority.Resources{"cpu": 90000}},
-	}}
-	tests := []struct {
-		name string
-		run  func(g *Gate, clk *testingclock.FakeClock)
-		want []string
-	}{
-		{"a pod in no job and an elastic pod pass", func(g *Gate, clk *testingclock.FakeClock) {
-			_ = g.Bind(context.Background(), ref("plain"), "n1")
-			_ = g.Bind(context.Background(), ref("run-1"), "n1")
-		}, []string{`cps_extender_gate_decisions_total{outcome="passed",verb="bind"} 2`}},
-		{"a waiting job is refused", func(g *Gate, clk *testingclock.FakeClock) {
-			_ = g.Bind(context.Background(), ref("big-0"), "n1")
-		}, []string{`cps_extender_gate_decisions_total{outcome="refused",verb="bind"} 1`}},
-		{"a gathered gang", func(g *Gate, clk *testingclock.FakeClock) {
-			bindConcurrently(context.Background(), g, "a-ps-0", "a-w-0", "a-w-1")
-		}, []string{`cps_extender_gate_decisions_total{outcome="gathered",verb="bind"} 3`, `cps_extender_bind_failures_total 0`}},
-		{"a hold timeout", func(g *Gate, clk *testingclock.FakeClock) {
-			answers := startBinds(g, "a-ps-0", "a-w-0")
-			waitHeld(t, g, 2)
-			clk.Step(20 * time.Second)
-			answers()
-		}, []string{`cps_extender_gate_decisions_total{outcome="timeout",verb="bind"} 2`}},
-		{"a hold that expires while the gang grows", func(g *Gate, clk *testingclock.FakeClock) {
-			first := startBinds(g, "a-ps-0")
-			waitHeld(t, g, 1)
-			clk.Step(10 * time.Second)
-			startBinds(g, "a-w-0")
-			waitHeld(t, g, 2)
-			clk.Step(10 * time.Second)
-			first()
-		}, []string{`cps_extender_gate_decisions_total{outcome="expired",verb="bind"} 1`}},
-		{"a cancelled hold", func(g *Gate, clk *testingclock.FakeClock) {
-			ctx, cancel := context.WithCancel(context.Background())
-			done := make(chan struct{})
-			go func() { _ = g.Bind(ctx, ref("a-w-0"), "n1"); close(done) }()
-			waitHeld(t, g, 1)
-			cancel()
-			<-done
-		}, []string{`cps_extender_gate_decisions_total{outcome="cancelled",verb="bind"} 1`}},
-		{"a failed Binding", func(g *Gate, clk *testingclock.FakeClock) {
-			_ = g.Bind(context.Background(), ref("broken"), "n1")
-		}, []string{`cps_extender_gate_decisions_total{outcome="failed",verb="bind"} 1`, `cps_extender_bind_failures_total 1`}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			view := newFakeJobView(t, []priority.Job{running, tooBig, threePodJob()}, bigNodes())
-			m := metrics.New(prometheus.NewRegistry())
-			clk := testingclock.NewFakeClock(time.Unix(1_700_000_000, 0))
-			g := NewGate(GateOptions{Log: zap.NewNop(), View: view, Metrics: m, Clock: clk,
-				Binder: &fakeBinder{fail: map[string]error{"broken": errors.New("boom")}},
-				Config: config.GateConfig{HoldTimeout: metav1.Duration{Duration: 20 * time.Second}, CoolDown: metav1.Duration{Duration: time.Minute}, MaxCoolDown: metav1.Duration{Duration: time.Minute}}})
-			tt.run(g, clk)
-			wantSamples(t, scrape(t, m), tt.want...)
-		})
-	}
 }

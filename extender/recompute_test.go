@@ -25,6 +25,7 @@ type fixedHolds struct {
 
 func (h *fixedHolds) Held() map[types.UID]string      { return h.held }
 func (h *fixedHolds) CoolDowns() map[string]time.Time { return h.coolDowns }
+func (h *fixedHolds) Changed() <-chan struct{}        { return nil }
 
 // recomputeCluster is a view of 40 nodes and 30 jobs of 5, created a minute apart before
 // t0, some of their pods on nodes.
@@ -38,8 +39,7 @@ func recomputeCluster(t *testing.T, holds *fixedHolds, t0 time.Time) *Cluster {
 			p.Spec.NodeName = nodes[i].Name
 		}
 	}
-	c := NewCluster(ClusterOptions{Log: zap.NewNop(), Client: fake.NewClientset(), Config: config.DefaultConfig()})
-	c.SetHolds(holds)
+	c := NewCluster(ClusterOptions{Log: zap.NewNop(), Client: fake.NewClientset(), Config: config.DefaultConfig(), Holds: holds})
 	fillStores(t, c, nodes, pods)
 	return c
 }

@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cps-extender/cps-extender/extender/gang"
+
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -28,7 +30,7 @@ const TurnAnnotation = "cps-extender.io/turn"
 
 // PodNudger writes to a pod so that kube-scheduler looks at it again.
 type PodNudger interface {
-	Nudge(ctx context.Context, pod PodRef, at time.Time) error
+	Nudge(ctx context.Context, pod gang.PodRef, at time.Time) error
 }
 
 // APINudger nudges pods through the API server: a merge patch that sets TurnAnnotation,
@@ -44,7 +46,7 @@ func NewAPINudger(client kubernetes.Interface, timeout time.Duration) *APINudger
 }
 
 // Nudge sets the pod's TurnAnnotation to at.
-func (n *APINudger) Nudge(ctx context.Context, pod PodRef, at time.Time) error {
+func (n *APINudger) Nudge(ctx context.Context, pod gang.PodRef, at time.Time) error {
 	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
 		"uid":         pod.UID, // a precondition: the same name may be a new pod by now
 		"annotations": map[string]string{TurnAnnotation: at.UTC().Format(time.RFC3339Nano)},
@@ -93,13 +95,13 @@ type Turns struct {
 	// (kube-scheduler came back by itself) or it is nudged.
 	queued map[types.UID]bool
 
-	queue workqueue.TypedRateLimitingInterface[PodRef]
+	queue workqueue.TypedRateLimitingInterface[gang.PodRef]
 	sent  atomic.Uint64
 }
 
 // parkedPod is a pod the filter turned away.
 type parkedPod struct {
-	ref PodRef
+	ref gang.PodRef
 	job string
 }
 
@@ -128,12 +130,12 @@ func NewTurns(o TurnsOptions) *Turns {
 	if o.MinInterval <= 0 {
 		o.MinInterval = time.Second
 	}
-	limiter := workqueue.NewTypedItemExponentialFailureRateLimiter[PodRef](100*time.Millisecond, 10*time.Second)
+	limiter := workqueue.NewTypedItemExponentialFailureRateLimiter[gang.PodRef](100*time.Millisecond, 10*time.Second)
 	return &Turns{
 		log: o.Log, nudger: o.Nudger, metrics: o.Metrics, clock: o.Clock, minInterval: o.MinInterval, delay: o.Delay,
 		parked: map[types.UID]parkedPod{}, byJob: map[string]map[types.UID]struct{}{}, nudged: map[types.UID]time.Time{},
 		queued: map[types.UID]bool{},
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(limiter, workqueue.TypedRateLimitingQueueConfig[PodRef]{
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(limiter, workqueue.TypedRateLimitingQueueConfig[gang.PodRef]{
 			Name: "turns", Clock: o.Clock,
 		}),
 	}
@@ -161,12 +163,12 @@ func (t *Turns) Parked(pod *corev1.Pod, job string) (turnCame bool) {
 	if hasTurn(t.current, job) {
 		return true
 	}
-	t.park(PodRef{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID}, job)
+	t.park(gang.PodRef{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID}, job)
 	return false
 }
 
 // park records one pod. t.mu is held.
-func (t *Turns) park(ref PodRef, job string) {
+func (t *Turns) park(ref gang.PodRef, job string) {
 	if old, ok := t.parked[ref.UID]; ok && old.job != job {
 		t.forget(ref.UID)
 	}
@@ -365,7 +367,7 @@ func (t *Turns) pruneNudged(now time.Time) {
 
 // stillPending reports whether snap has the pod pending (no node, no held bind) in a job
 // that has the turn.
-func stillPending(snap *Snapshot, ref PodRef) bool {
+func stillPending(snap *Snapshot, ref gang.PodRef) bool {
 	key, ok := snap.JobOf(ref.UID, ref.Namespace, ref.Name)
 	if !ok || !hasTurn(snap, key) {
 		return false

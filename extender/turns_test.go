@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cps-extender/cps-extender/extender/gang"
+
 	"github.com/google/go-cmp/cmp"
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
@@ -27,7 +29,7 @@ type fakeNudger struct {
 	fail   map[string]error
 }
 
-func (f *fakeNudger) Nudge(_ context.Context, pod PodRef, _ time.Time) error {
+func (f *fakeNudger) Nudge(_ context.Context, pod gang.PodRef, _ time.Time) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.fail[pod.Name]; err != nil {
@@ -168,7 +170,7 @@ func TestTurnsFailures(t *testing.T) {
 	tu.Parked(turnsPod("a-w-0"), "ns/a")
 	tu.Published(turn)
 	drain(t, tu, 2)
-	if got := tu.queue.NumRequeues(PodRef{Namespace: "ns", Name: "a-w-0", UID: "uid-a-w-0"}); got != 1 {
+	if got := tu.queue.NumRequeues(gang.PodRef{Namespace: "ns", Name: "a-w-0", UID: "uid-a-w-0"}); got != 1 {
 		t.Fatalf("a-w-0 requeued %d times, want 1", got)
 	}
 	n.mu.Lock()
@@ -218,8 +220,8 @@ func TestTurnsSeed(t *testing.T) {
 	tu := newTestTurns(n, testingclock.NewFakeClock(time.Now()))
 	tu.Published(turn)
 	tu.Seed([]parkedPod{
-		{ref: PodRef{Namespace: "ns", Name: "a-ps-0", UID: "uid-a-ps-0"}, job: "ns/a"},
-		{ref: PodRef{Namespace: "ns", Name: "b-0", UID: "uid-b-0"}, job: "ns/b"}, // not in the view
+		{ref: gang.PodRef{Namespace: "ns", Name: "a-ps-0", UID: "uid-a-ps-0"}, job: "ns/a"},
+		{ref: gang.PodRef{Namespace: "ns", Name: "b-0", UID: "uid-b-0"}, job: "ns/b"}, // not in the view
 	})
 	drain(t, tu, 1)
 	if diff := cmp.Diff([]string{"a-ps-0"}, n.calls()); diff != "" {

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/cps-extender/cps-extender/extender/gang"
+
 	"github.com/cps-extender/cps-extender/extender/metrics"
 	"github.com/cps-extender/cps-extender/extender/wire"
 	"go.uber.org/zap"
@@ -29,18 +31,9 @@ type NodeLookup interface {
 	HasNode(name string) bool
 }
 
-// PodRef names one pod.
-type PodRef struct {
-	Namespace string
-	Name      string
-	UID       types.UID
-}
-
-func (p PodRef) String() string { return p.Namespace + "/" + p.Name }
-
 // Binder binds a pod to a node through the API server.
 type Binder interface {
-	Bind(ctx context.Context, pod PodRef, node string) error
+	Bind(ctx context.Context, pod gang.PodRef, node string) error
 }
 
 // Decider makes the per-pod decisions of filter and prioritize from the current
@@ -57,7 +50,7 @@ type Decider interface {
 	// MayPreempt says whether the pod may preempt at all, and whether a victim pod (by
 	// UID, namespace and name) may be evicted for it.
 	MayPreempt(pod *corev1.Pod) bool
-	MayEvict(victim PodRef) bool
+	MayEvict(victim gang.PodRef) bool
 }
 
 // Admission is whether a pod may be placed now.
@@ -343,7 +336,7 @@ func (v *SchedulerVerbs) bind(w http.ResponseWriter, r *http.Request, c wire.Cal
 		wire.WriteError(w, wire.BadRequest("bind request has no %s", strings.Join(missing, ", ")))
 		return wire.Note{}
 	}
-	pod := PodRef{Namespace: args.PodNamespace, Name: args.PodName, UID: args.PodUID}
+	pod := gang.PodRef{Namespace: args.PodNamespace, Name: args.PodName, UID: args.PodUID}
 	result := extenderv1.ExtenderBindingResult{}
 	// The Binding must not be cut short when the scheduler drops the request: a bind that
 	// reached the API server is finished (the scheduler checks spec.nodeName afterwards).
@@ -378,7 +371,7 @@ func (v *SchedulerVerbs) decidePreempt(args *extenderv1.ExtenderPreemptionArgs) 
 	if !v.decider.MayPreempt(args.Pod) {
 		return result
 	}
-	keep := func(node string, victims []PodRef, pdbViolations int64) {
+	keep := func(node string, victims []gang.PodRef, pdbViolations int64) {
 		meta := &extenderv1.MetaVictims{NumPDBViolations: pdbViolations}
 		for _, victim := range victims {
 			if !v.decider.MayEvict(victim) {
@@ -392,10 +385,10 @@ func (v *SchedulerVerbs) decidePreempt(args *extenderv1.ExtenderPreemptionArgs) 
 		if mv == nil {
 			continue
 		}
-		refs := make([]PodRef, 0, len(mv.Pods))
+		refs := make([]gang.PodRef, 0, len(mv.Pods))
 		for _, p := range mv.Pods {
 			if p != nil {
-				refs = append(refs, PodRef{UID: types.UID(p.UID)})
+				refs = append(refs, gang.PodRef{UID: types.UID(p.UID)})
 			}
 		}
 		keep(node, refs, mv.NumPDBViolations)
@@ -404,10 +397,10 @@ func (v *SchedulerVerbs) decidePreempt(args *extenderv1.ExtenderPreemptionArgs) 
 		if victims == nil || args.NodeNameToMetaVictims[node] != nil {
 			continue
 		}
-		refs := make([]PodRef, 0, len(victims.Pods))
+		refs := make([]gang.PodRef, 0, len(victims.Pods))
 		for _, p := range victims.Pods {
 			if p != nil {
-				refs = append(refs, PodRef{Namespace: p.Namespace, Name: p.Name, UID: p.UID})
+				refs = append(refs, gang.PodRef{Namespace: p.Namespace, Name: p.Name, UID: p.UID})
 			}
 		}
 		keep(node, refs, victims.NumPDBViolations)

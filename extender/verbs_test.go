@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/cps-extender/cps-extender/extender/gang"
+
 	"github.com/cps-extender/cps-extender/extender/server"
 
 	"github.com/google/go-cmp/cmp"
@@ -66,7 +68,7 @@ func (f *fakeDecider) MayPreempt(pod *corev1.Pod) bool {
 	return !wait
 }
 
-func (f *fakeDecider) MayEvict(victim PodRef) bool {
+func (f *fakeDecider) MayEvict(victim gang.PodRef) bool {
 	return !strings.HasPrefix(string(victim.UID), "gang-") && !strings.HasPrefix(victim.Name, "gang-")
 }
 
@@ -85,7 +87,7 @@ type fakeBinder struct {
 	fail  map[string]error
 }
 
-func (f *fakeBinder) Bind(ctx context.Context, pod PodRef, node string) error {
+func (f *fakeBinder) Bind(ctx context.Context, pod gang.PodRef, node string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := ctx.Err(); err != nil {

@@ -20,6 +20,8 @@ type HoldSource interface {
 	Held() map[types.UID]string
 	// CoolDowns maps job keys to the end of their cool-down.
 	CoolDowns() map[string]time.Time
+	// Changed is signalled after either changes.
+	Changed() <-chan struct{}
 }
 
 // Snapshot is one computed admission state: the queue, and the jobs it was computed from.
@@ -80,6 +82,23 @@ func (s *Snapshot) Job(key string) (*priority.Job, *priority.Decision, bool) {
 	}
 	d, ok := s.Queue.Lookup(key)
 	return j, d, ok
+}
+
+// SnapshotOf is the snapshot of jobs on nodes as model admits them at now, for callers
+// that compute a queue outside the informers (tests, tools): it answers the job lookups and
+// the queue, with no informer behind it.
+func SnapshotOf(jobs []priority.Job, nodes []priority.Node, model priority.Model, now time.Time) *Snapshot {
+	snap := &Snapshot{Computed: now, jobs: map[string]*priority.Job{}, podJob: map[types.UID]string{}, nameJob: map[string]string{}}
+	for i := range jobs {
+		j := &jobs[i]
+		snap.jobs[j.Key] = j
+		for _, p := range j.Pods {
+			snap.podJob[types.UID(p.UID)] = j.Key
+			snap.nameJob[p.Name] = j.Key
+		}
+	}
+	snap.Queue = model.Admit(priority.State{Jobs: jobs, Nodes: nodes}, now)
+	return snap
 }
 
 // recompute rebuilds the admission state from the pod and node records and publishes it.
@@ -240,7 +259,7 @@ func (c *Cluster) turnedAway() []parkedPod {
 	for _, pod := range idx.pods {
 		if pod.counted && pod.turnedAway && pod.node == "" {
 			ns, name, _ := strings.Cut(pod.nsName, "/")
-			out = append(out, parkedPod{ref: PodRef{Namespace: ns, Name: name, UID: pod.uid}, job: pod.m.jobKey})
+			out = append(out, parkedPod{ref: gang.PodRef{Namespace: ns, Name: name, UID: pod.uid}, job: pod.m.jobKey})
 		}
 	}
 	return out

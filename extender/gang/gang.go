@@ -9,6 +9,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	resourcehelper "k8s.io/component-helpers/resource"
 
 	"github.com/cps-extender/cps-extender/priority"
@@ -114,4 +115,25 @@ func ResourcesOf(list corev1.ResourceList) priority.Resources {
 // PodTerminated reports whether a pod no longer holds resources.
 func PodTerminated(pod *corev1.Pod) bool {
 	return pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
+}
+
+// PodRef names one pod.
+type PodRef struct {
+	Namespace string
+	Name      string
+	UID       types.UID
+}
+
+func (p PodRef) String() string { return p.Namespace + "/" + p.Name }
+
+// MemberOf finds pod among the job's pods, by UID or else by namespace/name (a pod of
+// role other and index -1 when it is not there).
+func MemberOf(job *priority.Job, pod PodRef) priority.Pod {
+	name := pod.Namespace + "/" + pod.Name
+	for _, p := range job.Pods {
+		if (pod.UID != "" && p.UID == string(pod.UID)) || p.Name == name {
+			return p
+		}
+	}
+	return priority.Pod{Role: priority.RoleOther, Index: -1}
 }

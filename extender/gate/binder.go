@@ -1,9 +1,11 @@
-package extender
+package gate
 
 import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/cps-extender/cps-extender/extender/gang"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -25,7 +27,7 @@ func NewAPIBinder(client kubernetes.Interface, timeout time.Duration) *APIBinder
 
 // Bind binds pod to node. The pod's UID, when known, is a precondition: a pod deleted and
 // re-created under the same name is not bound by mistake.
-func (b *APIBinder) Bind(ctx context.Context, pod PodRef, node string) error {
+func (b *APIBinder) Bind(ctx context.Context, pod gang.PodRef, node string) error {
 	ctx, cancel := context.WithTimeout(ctx, b.timeout)
 	defer cancel()
 	binding := &corev1.Binding{

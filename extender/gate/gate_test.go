@@ -1,12 +1,19 @@
-package extender
+package gate
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/cps-extender/cps-extender/extender/gang"
+	"github.com/cps-extender/cps-extender/extender/metrics"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/cps-extender/cps-extender/extender/config"
 
@@ -19,38 +26,75 @@ import (
 	"github.com/cps-extender/cps-extender/priority"
 )
 
-// fakeJobView serves a snapshot computed by the real model from a fixed set of jobs.
+// fakeJobView serves the decisions of the real model over a fixed set of jobs.
 type fakeJobView struct {
-	snap     *Snapshot
-	triggers int
-	mu       sync.Mutex
+	jobs  map[string]*priority.Job
+	podOf map[string]string // pod UID and namespace/name -> job key
+	queue *priority.Queue
 }
 
 func newFakeJobView(t *testing.T, jobs []priority.Job, nodes []priority.Node) *fakeJobView {
 	t.Helper()
-	now := time.Unix(1_700_000_000, 0)
-	snap := &Snapshot{Computed: now, jobs: map[string]*priority.Job{}, podJob: map[types.UID]string{}, nameJob: map[string]string{}}
+	f := &fakeJobView{jobs: map[string]*priority.Job{}, podOf: map[string]string{}}
 	for i := range jobs {
 		j := &jobs[i]
-		snap.jobs[j.Key] = j
+		f.jobs[j.Key] = j
 		for _, p := range j.Pods {
-			snap.podJob[types.UID(p.UID)] = j.Key
-			snap.nameJob[p.Name] = j.Key
+			f.podOf[p.UID], f.podOf[p.Name] = j.Key, j.Key
 		}
 	}
-	snap.Queue = priority.DefaultModel().Admit(priority.State{Jobs: jobs, Nodes: nodes}, now)
-	return &fakeJobView{snap: snap}
+	f.queue = priority.DefaultModel().Admit(priority.State{Jobs: jobs, Nodes: nodes}, time.Unix(1_700_000_000, 0))
+	return f
 }
 
-func (f *fakeJobView) Snapshot() *Snapshot { return f.snap }
-func (f *fakeJobView) Trigger() {
-	f.mu.Lock()
-	f.triggers++
-	f.mu.Unlock()
+func (f *fakeJobView) Job(key string) (*priority.Job, *priority.Decision, bool) {
+	j, ok := f.jobs[key]
+	if !ok {
+		return nil, nil, false
+	}
+	d, ok := f.queue.Lookup(key)
+	return j, d, ok
 }
-func (f *fakeJobView) JobOfPod(_ context.Context, pod PodRef) (string, bool, error) {
-	k, ok := f.snap.JobOf(pod.UID, pod.Namespace, pod.Name)
+
+func (f *fakeJobView) JobOfPod(_ context.Context, pod gang.PodRef) (string, bool, error) {
+	if k, ok := f.podOf[string(pod.UID)]; ok && pod.UID != "" {
+		return k, true, nil
+	}
+	k, ok := f.podOf[pod.String()]
 	return k, ok, nil
+}
+
+// testGate is a gate over one fake view, binding as the bind verb does.
+type testGate struct {
+	*Gate
+	view JobView
+}
+
+func (g *testGate) Bind(ctx context.Context, pod gang.PodRef, node string) error {
+	return g.For(g.view).Bind(ctx, pod, node)
+}
+
+// newGateOn builds a gate from o over view.
+func newGateOn(view JobView, o Options) *testGate { return &testGate{Gate: New(o), view: view} }
+
+// fakeBinder records the Bindings it is asked for, failing the pods named in fail.
+type fakeBinder struct {
+	mu    sync.Mutex
+	binds []string
+	fail  map[string]error
+}
+
+func (f *fakeBinder) Bind(ctx context.Context, pod gang.PodRef, node string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := f.fail[pod.Name]; err != nil {
+		return err
+	}
+	f.binds = append(f.binds, pod.String()+"->"+node)
+	return nil
 }
 
 func gangPod(name string, role priority.Role, index int, state priority.PodState, node string) priority.Pod {
@@ -65,26 +109,26 @@ func bigNodes() []priority.Node {
 	}
 }
 
-func ref(name string) PodRef {
-	return PodRef{Namespace: "ns", Name: name, UID: types.UID("uid-" + name)}
+func ref(name string) gang.PodRef {
+	return gang.PodRef{Namespace: "ns", Name: name, UID: types.UID("uid-" + name)}
 }
 
-func newTestGate(view JobView, binder Binder, hold time.Duration) *Gate {
+func newTestGate(view JobView, binder PodBinder, hold time.Duration) *testGate {
 	g, _ := newClockedGate(view, binder, hold)
 	return g
 }
 
 // newClockedGate is a gate on a fake clock: its holds end only when the test steps it.
-func newClockedGate(view JobView, binder Binder, hold time.Duration) (*Gate, *testingclock.FakeClock) {
+func newClockedGate(view JobView, binder PodBinder, hold time.Duration) (*testGate, *testingclock.FakeClock) {
 	clk := testingclock.NewFakeClock(time.Unix(1_700_000_000, 0))
-	return NewGate(GateOptions{Log: zap.NewNop(), View: view, Binder: binder, Clock: clk, Config: config.GateConfig{
+	return newGateOn(view, Options{Log: zap.NewNop(), Binder: binder, Clock: clk, Config: config.GateConfig{
 		HoldTimeout: metav1.Duration{Duration: hold}, CoolDown: metav1.Duration{Duration: time.Minute}, MaxCoolDown: metav1.Duration{Duration: 4 * time.Minute},
 	}}), clk
 }
 
 // startBinds sends one bind per pod, each from its own goroutine, and returns a function
 // that waits for their answers: the errors by pod name.
-func startBinds(g *Gate, pods ...string) func() map[string]string {
+func startBinds(g *testGate, pods ...string) func() map[string]string {
 	done := make(chan map[string]string, 1)
 	go func() { done <- bindConcurrently(context.Background(), g, pods...) }()
 	return func() map[string]string { return <-done }
@@ -92,7 +136,7 @@ func startBinds(g *Gate, pods ...string) func() map[string]string {
 
 // bindConcurrently sends one bind per pod, each from its own goroutine (as the scheduler's
 // binding cycles do), and returns the errors by pod name.
-func bindConcurrently(ctx context.Context, g *Gate, pods ...string) map[string]string {
+func bindConcurrently(ctx context.Context, g *testGate, pods ...string) map[string]string {
 	var mu sync.Mutex
 	out := map[string]string{}
 	var wg sync.WaitGroup
@@ -159,7 +203,7 @@ func TestGateHoldTimeoutBindsNothing(t *testing.T) {
 
 // fourPodGate is a gate on a fake clock with a 20 s hold timeout and a 50 s maxHold, over
 // job ns/a: a PS and three workers, all needed.
-func fourPodGate(t *testing.T) (*Gate, *testingclock.FakeClock, *fakeBinder) {
+func fourPodGate(t *testing.T) (*testGate, *testingclock.FakeClock, *fakeBinder) {
 	t.Helper()
 	job := threePodJob()
 	job.MinMember = 4
@@ -167,7 +211,7 @@ func fourPodGate(t *testing.T) (*Gate, *testingclock.FakeClock, *fakeBinder) {
 	view := newFakeJobView(t, []priority.Job{job}, bigNodes())
 	clk := testingclock.NewFakeClock(time.Unix(1_700_000_000, 0))
 	binder := &fakeBinder{}
-	g := NewGate(GateOptions{Log: zap.NewNop(), View: view, Binder: binder, Clock: clk, Config: config.GateConfig{
+	g := newGateOn(view, Options{Log: zap.NewNop(), Binder: binder, Clock: clk, Config: config.GateConfig{
 		HoldTimeout: metav1.Duration{Duration: 20 * time.Second}, MaxHold: metav1.Duration{Duration: 50 * time.Second},
 		CoolDown: metav1.Duration{Duration: time.Minute}, MaxCoolDown: metav1.Duration{Duration: 4 * time.Minute},
 	}})
@@ -285,7 +329,7 @@ type slowBinder struct {
 	release chan struct{}
 }
 
-func (b *slowBinder) Bind(_ context.Context, pod PodRef, _ string) error {
+func (b *slowBinder) Bind(_ context.Context, pod gang.PodRef, _ string) error {
 	job := pod.Name[:strings.Index(pod.Name, "-")]
 	b.mu.Lock()
 	if b.active == nil {
@@ -343,7 +387,7 @@ func TestGateDropsCancelledHolds(t *testing.T) {
 	}
 }
 
-func waitHeld(t *testing.T, g *Gate, n int) {
+func waitHeld(t *testing.T, g *testGate, n int) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for len(g.Held()) != n {
@@ -431,10 +475,10 @@ func TestGateGatesAJobCreatedAnew(t *testing.T) {
 	for i := range again.Pods {
 		again.Pods[i].UID += "-new"
 	}
-	view.snap = newFakeJobView(t, []priority.Job{again}, bigNodes()).snap
+	g.view = newFakeJobView(t, []priority.Job{again}, bigNodes())
 	answer := make(chan error, 1)
 	go func() {
-		answer <- g.Bind(context.Background(), PodRef{Namespace: "ns", Name: "a-ps-0", UID: "uid-a-ps-0-new"}, "n1")
+		answer <- g.Bind(context.Background(), gang.PodRef{Namespace: "ns", Name: "a-ps-0", UID: "uid-a-ps-0-new"}, "n1")
 	}()
 	waitHeld(t, g, 1)
 	clk.Step(20 * time.Second)
@@ -443,5 +487,96 @@ func TestGateGatesAJobCreatedAnew(t *testing.T) {
 	}
 	if len(binder.binds) != 3 {
 		t.Errorf("binds %v: the new job's pod was bound alone", binder.binds)
+	}
+}
+
+// TestGateCountsOutcomes: every way a bind ends is counted under its outcome, and failed
+// Bindings in bind failures.
+func TestGateCountsOutcomes(t *testing.T) {
+	running := priority.Job{Key: "ns/run", MinMember: 1, Created: time.Unix(1_600_000_000, 0), Pods: []priority.Pod{
+		gangPod("run-0", priority.RoleWorker, 0, priority.PodBound, "n1"),
+		gangPod("run-1", priority.RoleWorker, 1, priority.PodPending, ""),
+	}}
+	tooBig := priority.Job{Key: "ns/big", MinMember: 1, Created: time.Unix(1_600_000_000, 0), Pods: []priority.Pod{
+		{UID: "uid-big-0", Name: "ns/big-0", Role: priority.RoleWorker, Request: priority.Resources{"cpu": 90000}},
+	}}
+	tests := []struct {
+		name string
+		run  func(g *testGate, clk *testingclock.FakeClock)
+		want []string
+	}{
+		{"a pod in no job and an elastic pod pass", func(g *testGate, clk *testingclock.FakeClock) {
+			_ = g.Bind(context.Background(), ref("plain"), "n1")
+			_ = g.Bind(context.Background(), ref("run-1"), "n1")
+		}, []string{`cps_extender_gate_decisions_total{outcome="passed",verb="bind"} 2`}},
+		{"a waiting job is refused", func(g *testGate, clk *testingclock.FakeClock) {
+			_ = g.Bind(context.Background(), ref("big-0"), "n1")
+		}, []string{`cps_extender_gate_decisions_total{outcome="refused",verb="bind"} 1`}},
+		{"a gathered gang", func(g *testGate, clk *testingclock.FakeClock) {
+			bindConcurrently(context.Background(), g, "a-ps-0", "a-w-0", "a-w-1")
+		}, []string{`cps_extender_gate_decisions_total{outcome="gathered",verb="bind"} 3`, `cps_extender_bind_failures_total 0`}},
+		{"a hold timeout", func(g *testGate, clk *testingclock.FakeClock) {
+			answers := startBinds(g, "a-ps-0", "a-w-0")
+			waitHeld(t, g, 2)
+			clk.Step(20 * time.Second)
+			answers()
+		}, []string{`cps_extender_gate_decisions_total{outcome="timeout",verb="bind"} 2`}},
+		{"a hold that expires while the gang grows", func(g *testGate, clk *testingclock.FakeClock) {
+			first := startBinds(g, "a-ps-0")
+			waitHeld(t, g, 1)
+			clk.Step(10 * time.Second)
+			startBinds(g, "a-w-0")
+			waitHeld(t, g, 2)
+			clk.Step(10 * time.Second)
+			first()
+		}, []string{`cps_extender_gate_decisions_total{outcome="expired",verb="bind"} 1`}},
+		{"a cancelled hold", func(g *testGate, clk *testingclock.FakeClock) {
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan struct{})
+			go func() { _ = g.Bind(ctx, ref("a-w-0"), "n1"); close(done) }()
+			waitHeld(t, g, 1)
+			cancel()
+			<-done
+		}, []string{`cps_extender_gate_decisions_total{outcome="cancelled",verb="bind"} 1`}},
+		{"a failed Binding", func(g *testGate, clk *testingclock.FakeClock) {
+			_ = g.Bind(context.Background(), ref("broken"), "n1")
+		}, []string{`cps_extender_gate_decisions_total{outcome="failed",verb="bind"} 1`, `cps_extender_bind_failures_total 1`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			view := newFakeJobView(t, []priority.Job{running, tooBig, threePodJob()}, bigNodes())
+			m := metrics.New(prometheus.NewRegistry())
+			clk := testingclock.NewFakeClock(time.Unix(1_700_000_000, 0))
+			g := newGateOn(view, Options{Log: zap.NewNop(), Metrics: m, Clock: clk,
+				Binder: &fakeBinder{fail: map[string]error{"broken": errors.New("boom")}},
+				Config: config.GateConfig{HoldTimeout: metav1.Duration{Duration: 20 * time.Second}, CoolDown: metav1.Duration{Duration: time.Minute}, MaxCoolDown: metav1.Duration{Duration: time.Minute}}})
+			tt.run(g, clk)
+			wantSamples(t, scrape(t, m), tt.want...)
+		})
+	}
+}
+
+// scrape answers GET /metrics of the metrics' registry, in the text format.
+func scrape(t *testing.T, m *metrics.Metrics) string {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	m.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	if rec.Code != http.StatusOK {
+		t.Fatalf("/metrics answered %d: %s", rec.Code, rec.Body)
+	}
+	return rec.Body.String()
+}
+
+// wantSamples checks that every line of want is a sample line of the exposition.
+func wantSamples(t *testing.T, exposition string, want ...string) {
+	t.Helper()
+	lines := map[string]bool{}
+	for _, l := range strings.Split(exposition, "\n") {
+		lines[l] = true
+	}
+	for _, w := range want {
+		if !lines[w] {
+			t.Errorf("/metrics has no line %q", w)
+		}
 	}
 }

@@ -1,4 +1,8 @@
-package extender
+// Package gate is the gang gate in bind: it holds the binds of an admitted job until its gang
+// has gathered, then binds them together, parameter servers first, and cools a job down when
+// its gang fails to gather. It reads jobs through JobView and binds through PodBinder, and
+// imports gang, config, metrics and the model.
+package gate
 
 import (
 	"context"
@@ -8,6 +12,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/cps-extender/cps-extender/extender/gang"
 
 	"github.com/cps-extender/cps-extender/extender/config"
 
@@ -22,10 +28,15 @@ import (
 
 // JobView is what the gate reads of the cluster view.
 type JobView interface {
-	Snapshot() *Snapshot
 	// JobOfPod names the job of a pod in a bind request (inJob false: no job).
-	JobOfPod(ctx context.Context, pod PodRef) (key string, inJob bool, err error)
-	Trigger()
+	JobOfPod(ctx context.Context, pod gang.PodRef) (key string, inJob bool, err error)
+	// Job returns a job and its admission decision in the current queue.
+	Job(key string) (*priority.Job, *priority.Decision, bool)
+}
+
+// PodBinder binds a pod to a node through the API server.
+type PodBinder interface {
+	Bind(ctx context.Context, pod gang.PodRef, node string) error
 }
 
 // Gate is the authoritative gang gate in bind. Binds of pods in no job, and of jobs that
@@ -47,9 +58,11 @@ type JobView interface {
 // Held binds and cool-downs live in go-cache with TTLs: a restart loses them harmlessly
 // (held requests fail, the scheduler retries).
 type Gate struct {
-	log         *zap.Logger
-	view        JobView
-	binder      Binder
+	log    *zap.Logger
+	binder PodBinder
+	// changed tells the view that the held binds or cool-downs changed (held pods count
+	// as placed, cooling jobs lose the turn).
+	changed     chan struct{}
 	metrics     *metrics.Metrics
 	holdTimeout time.Duration
 	maxHold     time.Duration
@@ -84,7 +97,7 @@ type gathering struct {
 
 // hold is one held bind request.
 type hold struct {
-	pod     PodRef
+	pod     gang.PodRef
 	node    string
 	role    priority.Role
 	index   int
@@ -99,11 +112,10 @@ type coolState struct {
 	until    time.Time
 }
 
-// GateOptions are the dependencies and settings of a Gate.
-type GateOptions struct {
+// Options are the dependencies and settings of a Gate.
+type Options struct {
 	Log    *zap.Logger
-	View   JobView
-	Binder Binder
+	Binder PodBinder
 	Config config.GateConfig
 	// Metrics counts the bind outcomes; nil means none.
 	Metrics *metrics.Metrics
@@ -111,15 +123,15 @@ type GateOptions struct {
 	Clock clock.WithDelayedExecution
 }
 
-// NewGate builds the bind gate.
-func NewGate(o GateOptions) *Gate {
+// New builds the bind gate.
+func New(o Options) *Gate {
 	clk := o.Clock
 	if clk == nil {
 		clk = clock.RealClock{}
 	}
 	hold := o.Config.HoldTimeout.Duration
 	return &Gate{
-		log: o.Log, view: o.View, binder: o.Binder, metrics: o.Metrics, clock: clk, lanes: make(chan struct{}, bindLanes),
+		log: o.Log, binder: o.Binder, changed: make(chan struct{}, 1), metrics: o.Metrics, clock: clk, lanes: make(chan struct{}, bindLanes),
 		holdTimeout: hold, maxHold: max(o.Config.MaxHold.Duration, hold),
 		coolDown: o.Config.CoolDown.Duration, maxCoolDown: o.Config.MaxCoolDown.Duration,
 		// The timers do the work; the TTLs are a safety net so nothing outlives a restart's worth.
@@ -129,23 +141,43 @@ func NewGate(o GateOptions) *Gate {
 	}
 }
 
+// For returns the gate as a binder that finds pods' jobs in view.
+func (g *Gate) For(view JobView) *ViewBinder { return &ViewBinder{gate: g, view: view} }
+
+// ViewBinder is the gate over one cluster view: the binder the bind verb calls.
+type ViewBinder struct {
+	gate *Gate
+	view JobView
+}
+
 // Bind binds the pod to node, holding it while its gang gathers (see Gate).
-func (g *Gate) Bind(ctx context.Context, pod PodRef, node string) error {
-	outcome, err := g.bind(ctx, pod, node)
-	g.metrics.GateDecision(VerbBind, outcome)
+func (b *ViewBinder) Bind(ctx context.Context, pod gang.PodRef, node string) error {
+	outcome, err := b.gate.bind(ctx, b.view, pod, node)
+	b.gate.metrics.GateDecision("bind", outcome)
 	return err
 }
 
-// bind is Bind, and says how it ended (one of the bind outcomes of Metrics).
-func (g *Gate) bind(ctx context.Context, pod PodRef, node string) (string, error) {
-	key, inJob, err := g.view.JobOfPod(ctx, pod)
+// Changed is signalled after the held binds or the cool-downs change.
+func (g *Gate) Changed() <-chan struct{} { return g.changed }
+
+// notify signals Changed; many changes before the view reads it make one signal.
+func (g *Gate) notify() {
+	select {
+	case g.changed <- struct{}{}:
+	default:
+	}
+}
+
+// bind binds the pod, and says how it ended (one of the bind outcomes of Metrics).
+func (g *Gate) bind(ctx context.Context, view JobView, pod gang.PodRef, node string) (string, error) {
+	key, inJob, err := view.JobOfPod(ctx, pod)
 	if err != nil {
 		return metrics.OutcomeRefused, err
 	}
 	if !inJob {
 		return g.bindNow(ctx, pod, node)
 	}
-	job, decision, ok := g.view.Snapshot().Job(key)
+	job, decision, ok := view.Job(key)
 	if !ok {
 		return metrics.OutcomeRefused, fmt.Errorf("not bound: job %s is not in the extender's view yet; the scheduler retries", key)
 	}
@@ -168,7 +200,7 @@ func (g *Gate) bind(ctx context.Context, pod PodRef, node string) (string, error
 }
 
 // bindNow binds a pod that needs no gathering.
-func (g *Gate) bindNow(ctx context.Context, pod PodRef, node string) (string, error) {
+func (g *Gate) bindNow(ctx context.Context, pod gang.PodRef, node string) (string, error) {
 	if err := g.post(context.WithoutCancel(ctx), pod, node); err != nil {
 		return metrics.OutcomeFailed, err
 	}
@@ -176,7 +208,7 @@ func (g *Gate) bindNow(ctx context.Context, pod PodRef, node string) (string, er
 }
 
 // post creates one Binding, counting failures.
-func (g *Gate) post(ctx context.Context, pod PodRef, node string) error {
+func (g *Gate) post(ctx context.Context, pod gang.PodRef, node string) error {
 	err := g.binder.Bind(ctx, pod, node)
 	if err != nil {
 		g.metrics.BindFailed()
@@ -196,8 +228,8 @@ func (e *gateError) Unwrap() error { return e.err }
 
 // hold parks one bind until its gang has gathered, the hold times out, or the scheduler
 // drops the request.
-func (g *Gate) hold(ctx context.Context, job *priority.Job, d *priority.Decision, pod PodRef, node string) error {
-	member := memberOf(job, pod)
+func (g *Gate) hold(ctx context.Context, job *priority.Job, d *priority.Decision, pod gang.PodRef, node string) error {
+	member := gang.MemberOf(job, pod)
 	now := g.clock.Now()
 	h := &hold{pod: pod, node: node, role: member.Role, index: member.Index, arrived: now, result: make(chan error, 1)}
 
@@ -227,7 +259,7 @@ func (g *Gate) hold(ctx context.Context, job *priority.Job, d *priority.Decision
 		g.released.SetDefault(job.Key, uids)
 	}
 	g.mu.Unlock()
-	g.view.Trigger() // held pods count as placed
+	g.notify() // held pods count as placed
 
 	if gathered {
 		g.log.Info("gang gathered: binding", zap.String("job", job.Key), zap.Int("pods", held), zap.Int("bound", d.Bound), zap.Int("min", gat.min))
@@ -249,7 +281,7 @@ func (g *Gate) hold(ctx context.Context, job *priority.Job, d *priority.Decision
 		h.timer.Stop()
 		delete(gat.holds, pod.UID)
 		g.mu.Unlock()
-		g.view.Trigger()
+		g.notify()
 		return &gateError{metrics.OutcomeCancelled, fmt.Errorf("bind request for %s cancelled while its gang gathered: %w", pod, ctx.Err())}
 	}
 	g.mu.Unlock()
@@ -308,7 +340,7 @@ func (g *Gate) expireHold(gat *gathering, h *hold) {
 		g.maxHold, gat.job, held, gat.min)}
 	g.mu.Unlock()
 	g.log.Debug("hold expired while the gang still gathers", zap.String("job", gat.job), zap.Stringer("pod", h.pod), zap.Int("held", held), zap.Int("min", gat.min))
-	g.view.Trigger()
+	g.notify()
 }
 
 // expire fails every held bind of a gathering that made no progress for a hold timeout
@@ -339,7 +371,7 @@ func (g *Gate) expire(gat *gathering) {
 	}
 	g.mu.Unlock()
 	g.log.Warn("hold timeout", zap.String("job", gat.job), zap.Int("held", len(gat.holds)), zap.Int("min", gat.min), zap.Duration("coolDown", wait), zap.Int("failures", cs.failures))
-	g.view.Trigger()
+	g.notify()
 }
 
 // release binds a gathered gang: parameter servers and chiefs first, in parallel, then
@@ -432,14 +464,4 @@ func (g *Gate) CoolDowns() map[string]time.Time {
 		}
 	}
 	return out
-}
-
-func memberOf(job *priority.Job, pod PodRef) priority.Pod {
-	name := pod.Namespace + "/" + pod.Name
-	for _, p := range job.Pods {
-		if (pod.UID != "" && p.UID == string(pod.UID)) || p.Name == name {
-			return p
-		}
-	}
-	return priority.Pod{Role: priority.RoleOther, Index: -1}
 }
