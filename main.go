@@ -32,8 +32,10 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/cps-extender/cps-extender/extender"
 	"github.com/cps-extender/cps-extender/extender/metrics"
+	"github.com/cps-extender/cps-extender/extender/scheduler"
+	"github.com/cps-extender/cps-extender/extender/turns"
+	"github.com/cps-extender/cps-extender/extender/view"
 )
 
 func main() {
@@ -69,7 +71,7 @@ func run(args []string, stderr io.Writer) error {
 		return err
 	}
 	// client-go's default (5 QPS, burst 10) would post a 33-pod gang's Bindings over ~5 s,
-	// leaving it partly bound meanwhile (clientQPS/clientBurst, see extender/config.go).
+	// leaving it partly bound meanwhile (clientQPS/clientBurst, see extender/config).
 	restCfg.QPS, restCfg.Burst = cfg.ClientQPS, cfg.ClientBurst
 	client, err := kubernetes.NewForConfig(restCfg)
 	if err != nil {
@@ -81,24 +83,24 @@ func run(args []string, stderr io.Writer) error {
 		return fmt.Errorf("building the dynamic API client: %w", err)
 	}
 	meters := newMetrics()
-	turns := extender.NewTurns(extender.TurnsOptions{Log: log, Nudger: extender.NewAPINudger(client, cfg.BindTimeout.Duration), Metrics: meters,
+	podTurns := turns.New(turns.Options{Log: log, Nudger: turns.NewAPINudger(client, cfg.BindTimeout.Duration), Metrics: meters,
 		Delay: 200 * time.Millisecond})
-	go turns.Run(ctx, 4)
+	go podTurns.Run(ctx, 4)
 	gangGate := gate.New(gate.Options{
 		Log: log, Binder: gate.NewAPIBinder(client, cfg.BindTimeout.Duration), Config: cfg.Gate, Metrics: meters,
 	})
-	cluster := extender.NewCluster(extender.ClusterOptions{Log: log, Client: client, Dynamic: dyn, Config: cfg, Metrics: meters,
-		Turns: turns, Holds: gangGate})
+	cluster := view.NewCluster(view.ClusterOptions{Log: log, Client: client, Dynamic: dyn, Config: cfg, Metrics: meters,
+		Turns: podTurns, Holds: gangGate})
 	meters.WatchInformers(cluster)
-	verbs, err := extender.NewSchedulerVerbs(log, cluster, gangGate.For(cluster), turns)
+	verbs, err := scheduler.New(log, cluster, gangGate.For(cluster), podTurns)
 	if err != nil {
 		return err
 	}
-	var waiting extender.WaitingNotifier
+	var waiting scheduler.WaitingNotifier
 	if interval := cfg.Events.WaitingInterval.Duration; interval > 0 {
-		recorder, stopEvents := extender.NewAPIEventRecorder(client, "cps-extender")
+		recorder, stopEvents := scheduler.NewAPIEventRecorder(client, "cps-extender")
 		defer stopEvents()
-		waiting = extender.NewWaitingEvents(recorder, interval, meters, nil)
+		waiting = scheduler.NewWaitingEvents(recorder, interval, meters, nil)
 	}
 	verbs.Observe(meters, waiting)
 	vc, err := volcano.New(log, cfg.Volcano, cfg.Model.PriorityModel(), cfg.Affinity, cfg.Gang, nil)

@@ -1,0 +1,102 @@
+package scheduler
+
+import (
+	"sync"
+	"time"
+
+	"github.com/cps-extender/cps-extender/extender/view"
+
+	"github.com/cps-extender/cps-extender/extender/metrics"
+	gocache "github.com/patrickmn/go-cache"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
+)
+
+// The reasons of the Events a pod gets while its job is in the queue: it waits for its
+// turn, or it cannot fit even with no other job's pods on the nodes.
+const (
+	ReasonWaitingForTurn = "WaitingForTurn"
+	ReasonUnschedulable  = "GangUnschedulable"
+)
+
+// EventRecorder is the part of client-go's record.EventRecorder the extender uses.
+type EventRecorder interface {
+	Eventf(object runtime.Object, eventtype, reason, messageFmt string, args ...any)
+}
+
+// NewAPIEventRecorder returns a recorder that posts core/v1 Events through client, named
+// after component, and a function that stops it. Recording is asynchronous: a full queue
+// drops events rather than block the caller.
+func NewAPIEventRecorder(client kubernetes.Interface, component string) (EventRecorder, func()) {
+	b := record.NewBroadcaster()
+	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
+	return b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: component}), b.Shutdown
+}
+
+// WaitingEvents gives a pod that waits for its job's turn a Normal WaitingForTurn Event
+// whose message is the job's whole reason (its place in the queue, its P, what it waits
+// for), at most once per interval per pod: the scheduler
+// retries a waiting pod every second or so, and each retry must not become an Event. A pod
+// of an unschedulable job gets a Warning GangUnschedulable Event instead.
+type WaitingEvents struct {
+	recorder EventRecorder
+	metrics  *metrics.Metrics
+	interval time.Duration
+	clock    clock.PassiveClock
+
+	mu   sync.Mutex     // makes the check and the mark of NotifyWaiting one step
+	sent *gocache.Cache // pod UID (or namespace/name) -> time.Time of its last Event
+}
+
+// NewWaitingEvents builds the notifier; interval is the least time between two Events on
+// the same pod, measured on clk (nil means the real clock).
+func NewWaitingEvents(recorder EventRecorder, interval time.Duration, metrics *metrics.Metrics, clk clock.PassiveClock) *WaitingEvents {
+	if clk == nil {
+		clk = clock.RealClock{}
+	}
+	// The clock decides; go-cache's own expiry only frees the memory of pods long gone.
+	return &WaitingEvents{recorder: recorder, metrics: metrics, interval: interval, clock: clk,
+		sent: gocache.New(2*interval, 2*interval)}
+}
+
+// NotifyWaiting records the Event unless the pod had one within the interval.
+func (w *WaitingEvents) NotifyWaiting(pod *corev1.Pod, adm view.Admission) {
+	key := string(pod.UID)
+	if key == "" {
+		key = pod.Namespace + "/" + pod.Name
+	}
+	if adm.Unschedulable { // a change between waiting and unschedulable is news at once
+		key += "\x00unschedulable"
+	}
+	if !w.mark(key) {
+		w.metrics.WaitingEvent(false)
+		return
+	}
+	w.metrics.WaitingEvent(true)
+	msg := adm.Explain
+	if msg == "" {
+		msg = adm.Reason
+	}
+	if adm.Unschedulable {
+		w.recorder.Eventf(pod, corev1.EventTypeWarning, ReasonUnschedulable, "%s", msg)
+		return
+	}
+	w.recorder.Eventf(pod, corev1.EventTypeNormal, ReasonWaitingForTurn, "%s", msg)
+}
+
+// mark notes an Event for key now and reports true, unless key had one within the interval.
+func (w *WaitingEvents) mark(key string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	now := w.clock.Now()
+	if last, ok := w.sent.Get(key); ok && now.Sub(last.(time.Time)) < w.interval {
+		return false
+	}
+	w.sent.SetDefault(key, now)
+	return true
+}

@@ -1,0 +1,126 @@
+package scheduler
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cps-extender/cps-extender/extender/view"
+
+	"github.com/cps-extender/cps-extender/extender/metrics"
+	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	testingclock "k8s.io/utils/clock/testing"
+)
+
+// fakeRecorder records the Events it is asked to send, as "pod type reason: message".
+type fakeRecorder struct {
+	mu     sync.Mutex
+	events []string
+}
+
+func (f *fakeRecorder) Eventf(obj runtime.Object, eventtype, reason, messageFmt string, args ...any) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	pod := obj.(*corev1.Pod)
+	f.events = append(f.events, fmt.Sprintf("%s %s %s: %s", podKey(pod), eventtype, reason, fmt.Sprintf(messageFmt, args...)))
+}
+
+func waitingPod(name, uid string) *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ml", Name: name, UID: types.UID(uid)}}
+}
+
+func TestWaitingEventsAreRateLimitedPerPod(t *testing.T) {
+	const reason = "job ml/b waits for its turn: 2nd of 2, behind ml/a (P=0.55); it does not fit: ..."
+	tests := []struct {
+		name       string
+		notify     []*corev1.Pod
+		want       []string
+		suppressed int
+	}{
+		{
+			name:   "one pod retried many times gets one event",
+			notify: []*corev1.Pod{waitingPod("b-0", "u0"), waitingPod("b-0", "u0"), waitingPod("b-0", "u0"), waitingPod("b-0", "u0")},
+			want:   []string{"ml/b-0 Normal WaitingForTurn: " + reason},
+			// The recorder's own spam filter would allow these; ours does not.
+			suppressed: 3,
+		},
+		{
+			name:       "each pod of a job gets its own",
+			notify:     []*corev1.Pod{waitingPod("b-0", "u0"), waitingPod("b-1", "u1"), waitingPod("b-0", "u0")},
+			want:       []string{"ml/b-0 Normal WaitingForTurn: " + reason, "ml/b-1 Normal WaitingForTurn: " + reason},
+			suppressed: 1,
+		},
+		{
+			name:   "a pod recreated under the same name is a new pod",
+			notify: []*corev1.Pod{waitingPod("b-0", "u0"), waitingPod("b-0", "u0-new")},
+			want:   []string{"ml/b-0 Normal WaitingForTurn: " + reason, "ml/b-0 Normal WaitingForTurn: " + reason},
+		},
+		{
+			name:       "a pod without a UID is limited by name",
+			notify:     []*corev1.Pod{waitingPod("b-0", ""), waitingPod("b-0", "")},
+			want:       []string{"ml/b-0 Normal WaitingForTurn: " + reason},
+			suppressed: 1,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rec := &fakeRecorder{}
+			m := metrics.New(prometheus.NewRegistry())
+			w := NewWaitingEvents(rec, time.Hour, m, testingclock.NewFakeClock(time.Unix(1_700_000_000, 0)))
+			for _, p := range tt.notify {
+				w.NotifyWaiting(p, view.Admission{Reason: reason, Queued: true})
+			}
+			if diff := cmp.Diff(tt.want, rec.events); diff != "" {
+				t.Errorf("events (-want +got):\n%s", diff)
+			}
+			wantSamples(t, scrape(t, m), fmt.Sprintf(`cps_extender_waiting_events_total{result="sent"} %d`, len(tt.want)))
+			if tt.suppressed > 0 {
+				wantSamples(t, scrape(t, m), fmt.Sprintf(`cps_extender_waiting_events_total{result="suppressed"} %d`, tt.suppressed))
+			}
+		})
+	}
+}
+
+// TestUnschedulableEvents: a pod of a job that cannot fit gets a Warning GangUnschedulable
+// Event, at once when its job was waiting a moment before, and as rarely as any other.
+func TestUnschedulableEvents(t *testing.T) {
+	rec := &fakeRecorder{}
+	w := NewWaitingEvents(rec, time.Hour, nil, testingclock.NewFakeClock(time.Unix(1_700_000_000, 0)))
+	waiting := view.Admission{Reason: "job ml/b waits for its turn", Queued: true}
+	never := view.Admission{Reason: "job ml/b can never fit as the cluster is: ...", Queued: true, Unschedulable: true}
+	for _, adm := range []view.Admission{waiting, never, never, waiting} {
+		w.NotifyWaiting(waitingPod("b-0", "u0"), adm)
+	}
+	want := []string{"ml/b-0 Normal WaitingForTurn: " + waiting.Reason, "ml/b-0 Warning GangUnschedulable: " + never.Reason}
+	if diff := cmp.Diff(want, rec.events); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+}
+
+// TestWaitingEventsAfterTheInterval: within the interval a pod's further events are
+// suppressed; once the interval has passed the pod gets its next event (with the sentence
+// of that moment); a flip to unschedulable is sent at once.
+func TestWaitingEventsAfterTheInterval(t *testing.T) {
+	rec := &fakeRecorder{}
+	const interval = time.Minute
+	clk := testingclock.NewFakeClock(time.Unix(1_700_000_000, 0))
+	w := NewWaitingEvents(rec, interval, nil, clk)
+	pod := waitingPod("b-0", "u0")
+	w.NotifyWaiting(pod, view.Admission{Reason: "first"})
+	clk.Step(interval - time.Second)
+	w.NotifyWaiting(pod, view.Admission{Reason: "suppressed"})
+	clk.Step(time.Second)
+	w.NotifyWaiting(pod, view.Admission{Reason: "second"})
+	w.NotifyWaiting(pod, view.Admission{Reason: "suppressed again"})
+	w.NotifyWaiting(pod, view.Admission{Reason: "unschedulable", Unschedulable: true})
+	want := []string{"ml/b-0 Normal WaitingForTurn: first", "ml/b-0 Normal WaitingForTurn: second", "ml/b-0 Warning GangUnschedulable: unschedulable"}
+	if diff := cmp.Diff(want, rec.events); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+}

@@ -1,0 +1,417 @@
+// Package scheduler answers kube-scheduler's extender verbs: filter (the gang gate's turn
+// and the per-node checks), prioritize (PS-worker affinity), bind (through the gate) and
+// preempt (never a gang member). It decodes, asks the view, and encodes; it imports view,
+// gang, wire and metrics.
+package scheduler
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"net/http"
+	"strings"
+	"sync"
+
+	"github.com/cps-extender/cps-extender/extender/view"
+
+	"github.com/cps-extender/cps-extender/extender/gang"
+
+	"github.com/cps-extender/cps-extender/extender/metrics"
+	"github.com/cps-extender/cps-extender/extender/wire"
+	"go.uber.org/zap"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	extenderv1 "k8s.io/kube-scheduler/extender/v1"
+)
+
+// The kube-scheduler extender verbs, served under the URL prefix.
+const (
+	VerbFilter     = "filter"
+	VerbPrioritize = "prioritize"
+	VerbBind       = "bind"
+	VerbPreempt    = "preempt"
+)
+
+// NodeLookup says whether a node is in the cluster view.
+type NodeLookup interface {
+	HasNode(name string) bool
+}
+
+// Binder binds a pod to a node through the API server.
+type Binder interface {
+	Bind(ctx context.Context, pod gang.PodRef, node string) error
+}
+
+// Decider makes the per-pod decisions of filter and prioritize from the current
+// admission state, without calling the API server.
+type Decider interface {
+	NodeLookup
+	// Admit says whether the pod may be placed now, and why not.
+	Admit(pod *corev1.Pod) view.Admission
+	// NodeCheck returns the pod's hard per-node constraint, or nil when it has none.
+	NodeCheck(pod *corev1.Pod) func(node string) (conflict bool, reason string)
+	// Score ranks the named nodes for the pod, 0..10 each, in the order given; out's array
+	// is reused when it is large enough.
+	Score(pod *corev1.Pod, nodes []string, out extenderv1.HostPriorityList) extenderv1.HostPriorityList
+	// MayPreempt says whether the pod may preempt at all, and whether a victim pod (by
+	// UID, namespace and name) may be evicted for it.
+	MayPreempt(pod *corev1.Pod) bool
+	MayEvict(victim gang.PodRef) bool
+}
+
+// WaitingNotifier tells a pod that waits for its job's turn why, e.g. with an Event on the
+// pod. It must not block: it is called on the filter's path.
+type WaitingNotifier interface {
+	NotifyWaiting(pod *corev1.Pod, adm view.Admission)
+}
+
+// Turns tracks the pods the filter turns away, so that they come back when their job's turn
+// comes (turns.Turns).
+type Turns interface {
+	// Parked records that pod was turned away while its job waited; true means the job
+	// has the turn already, and the filter should answer with a retry instead.
+	Parked(pod *corev1.Pod, job string) (turnCame bool)
+	// Passed forgets a pod the filter let through.
+	Passed(pod *corev1.Pod)
+}
+
+// noTurns is the Turns of verbs built without one: only cluster events bring pods back.
+type noTurns struct{}
+
+func (noTurns) Parked(*corev1.Pod, string) bool { return false }
+func (noTurns) Passed(*corev1.Pod)              {}
+
+// Verbs answers kube-scheduler's filter, prioritize and bind.
+type Verbs struct {
+	log     *zap.Logger
+	decider Decider
+	binder  Binder
+	metrics *metrics.Metrics
+	waiting WaitingNotifier
+	turns   Turns
+	// scratches pools the memory of filter and prioritize calls (see scratch).
+	scratches sync.Pool
+}
+
+// New builds the kube-scheduler verbs from their dependencies. binder is the
+// gate (or, without a gate, a plain API binder); turns, which brings turned-away pods back
+// when their job's turn comes, may be nil (then only cluster events bring them back).
+func New(log *zap.Logger, decider Decider, binder Binder, turns Turns) (*Verbs, error) {
+	if log == nil || decider == nil || binder == nil {
+		return nil, fmt.Errorf("scheduler verbs: log, decider and binder are all required")
+	}
+	if turns == nil {
+		turns = noTurns{}
+	}
+	return &Verbs{log: log, decider: decider, binder: binder, turns: turns}, nil
+}
+
+// Observe counts the filter's decisions in m and tells waiting pods why through w; either
+// may be nil.
+func (v *Verbs) Observe(m *metrics.Metrics, w WaitingNotifier) {
+	v.metrics, v.waiting = m, w
+}
+
+// Routes are the kube-scheduler verbs, served under prefix once the cluster view has synced.
+func (v *Verbs) Routes(prefix string) []wire.Route {
+	return []wire.Route{
+		{Path: prefix + "/" + VerbFilter, Verb: VerbFilter, Handler: v.filter, NeedsView: true},
+		{Path: prefix + "/" + VerbPrioritize, Verb: VerbPrioritize, Handler: v.prioritize, NeedsView: true},
+		{Path: prefix + "/" + VerbBind, Verb: VerbBind, Handler: v.bind, NeedsView: true},
+		{Path: prefix + "/" + VerbPreempt, Verb: VerbPreempt, Handler: v.preempt, NeedsView: true},
+	}
+}
+
+// decodeExtenderArgs decodes and checks the request of filter and prioritize into sc: the
+// node names point into its body. Release sc once the answer is written, and keep no name
+// past it.
+func decodeExtenderArgs(w http.ResponseWriter, r *http.Request, maxBytes int64, sc *scratch) (*extenderv1.ExtenderArgs, error) {
+	if err := readBody(w, r, maxBytes, sc); err != nil {
+		return nil, err
+	}
+	args, err := parseExtenderArgs(sc.body.Bytes(), &sc.names)
+	if err == nil {
+		err = checkExtenderArgs(args)
+	}
+	return args, err
+}
+
+func checkExtenderArgs(args *extenderv1.ExtenderArgs) error {
+	if args.Pod == nil {
+		return wire.BadRequest("request has no Pod")
+	}
+	if args.Pod.Name == "" {
+		return wire.BadRequest("request Pod has no metadata.name")
+	}
+	if args.NodeNames == nil && args.Nodes == nil {
+		return wire.BadRequest("request has neither NodeNames (nodeCacheCapable: true) nor Nodes (nodeCacheCapable: false)")
+	}
+	return nil
+}
+
+func podKey(p *corev1.Pod) string { return p.Namespace + "/" + p.Name }
+
+func (v *Verbs) filter(w http.ResponseWriter, r *http.Request, c wire.Call) wire.Note {
+	sc := getScratch(&v.scratches)
+	defer sc.release()
+	args, err := decodeExtenderArgs(w, r, c.MaxBytes, sc)
+	if err != nil {
+		wire.WriteError(w, err)
+		return wire.Note{}
+	}
+	answer := v.decideFilter(args, sc)
+	writeAnswer(w, func(b []byte) []byte { return appendFilterAnswer(b, answer) })
+	if !c.Detailed {
+		return wire.Note{}
+	}
+	return wire.Note{Pod: podKey(args.Pod), Decision: answer.summary()}
+}
+
+// decideFilter applies the gang gate, then the per-node checks. A pod whose job waits for
+// its turn gets every node back as failed and unresolvable (preempting victims would not
+// give it the turn), with one reason. Nodes given by name that are not in the cluster view
+// fail: the extender cannot judge a node it has not seen. sc, when not nil, lends the
+// answer's lists.
+func (v *Verbs) decideFilter(args *extenderv1.ExtenderArgs, sc *scratch) *filterAnswer {
+	if sc == nil {
+		sc = &scratch{}
+	}
+	answer := &filterAnswer{ExtenderFilterResult: extenderv1.ExtenderFilterResult{
+		FailedNodes:                extenderv1.FailedNodesMap{},
+		FailedAndUnresolvableNodes: extenderv1.FailedNodesMap{},
+	}}
+	result := &answer.ExtenderFilterResult
+	names := candidateNames(args)
+	adm := v.decider.Admit(args.Pod)
+	ok, reason := adm.OK, adm.Reason
+	var check func(string) (bool, string)
+	if ok {
+		check = v.decider.NodeCheck(args.Pod)
+		v.metrics.GateDecision(VerbFilter, metrics.OutcomeAdmitted)
+		v.turns.Passed(args.Pod)
+	} else {
+		v.metrics.GateDecision(VerbFilter, metrics.OutcomeWaiting)
+		if adm.Queued && v.waiting != nil {
+			v.waiting.NotifyWaiting(args.Pod, adm)
+		}
+		if adm.Retry || v.turns.Parked(args.Pod, adm.Job) {
+			// An error, not a rejection: kube-scheduler retries it after its backoff
+			// instead of parking the pod until the next cluster event. Either the view
+			// has not seen the job yet, or its turn came since the decision was made.
+			result.Error = reason
+			return answer
+		}
+		answer.unresolvable, answer.reason = names, reason
+	}
+	sc.pass = grown(sc.pass, len(names))
+	pass := sc.pass
+	clear(pass)
+	for i, name := range names {
+		switch {
+		case !ok:
+		case args.NodeNames != nil && !v.known(name):
+			result.FailedNodes[name] = fmt.Sprintf("node %s is not in the extender's cluster view (yet)", name)
+		default:
+			if check != nil {
+				if conflict, why := check(name); conflict {
+					result.FailedNodes[name] = why
+					continue
+				}
+			}
+			pass[i] = true
+		}
+	}
+	if args.NodeNames != nil {
+		passed := sc.passed[:0]
+		for i, name := range names {
+			if pass[i] {
+				passed = append(passed, name)
+			}
+		}
+		sc.passed = passed
+		result.NodeNames = &sc.passed
+		return answer
+	}
+	passed := &corev1.NodeList{Items: make([]corev1.Node, 0, len(names))}
+	for i := range args.Nodes.Items {
+		if pass[i] {
+			passed.Items = append(passed.Items, args.Nodes.Items[i])
+		}
+	}
+	result.Nodes = passed
+	return answer
+}
+
+// filterAnswer is a filter result. A waiting pod's answer has every node unresolvable for
+// one reason: that is kept as the list of names and the reason, not as a map of thousands
+// of entries built for each request; appendFilterAnswer writes it as the map.
+type filterAnswer struct {
+	extenderv1.ExtenderFilterResult
+	unresolvable []string // nodes unresolvable for reason, besides FailedAndUnresolvableNodes
+	reason       string
+}
+
+// result is the answer as the plain result type, the list folded into the map.
+func (a *filterAnswer) result() *extenderv1.ExtenderFilterResult {
+	r := a.ExtenderFilterResult
+	if len(a.unresolvable) > 0 {
+		r.FailedAndUnresolvableNodes = maps.Clone(r.FailedAndUnresolvableNodes)
+		if r.FailedAndUnresolvableNodes == nil {
+			r.FailedAndUnresolvableNodes = extenderv1.FailedNodesMap{}
+		}
+		for _, n := range a.unresolvable {
+			r.FailedAndUnresolvableNodes[n] = a.reason
+		}
+	}
+	return &r
+}
+
+func (a *filterAnswer) summary() string {
+	r := &a.ExtenderFilterResult
+	passed := 0
+	if r.NodeNames != nil {
+		passed = len(*r.NodeNames)
+	} else if r.Nodes != nil {
+		passed = len(r.Nodes.Items)
+	}
+	return fmt.Sprintf("passed %d, failed %d, unresolvable %d", passed, len(r.FailedNodes), len(r.FailedAndUnresolvableNodes)+len(a.unresolvable))
+}
+
+func (v *Verbs) known(name string) bool { return v.decider.HasNode(name) }
+
+func (v *Verbs) prioritize(w http.ResponseWriter, r *http.Request, c wire.Call) wire.Note {
+	sc := getScratch(&v.scratches)
+	defer sc.release()
+	args, err := decodeExtenderArgs(w, r, c.MaxBytes, sc)
+	if err != nil {
+		wire.WriteError(w, err)
+		return wire.Note{}
+	}
+	scores := v.decidePrioritize(args, sc)
+	writeAnswer(w, func(b []byte) []byte { return appendHostPriorityList(b, scores) })
+	if !c.Detailed {
+		return wire.Note{}
+	}
+	return wire.Note{Pod: podKey(args.Pod), Decision: fmt.Sprintf("scored %d nodes", len(scores))}
+}
+
+// decidePrioritize ranks the candidates by PS-worker affinity; sc, when not nil, lends the
+// list.
+func (v *Verbs) decidePrioritize(args *extenderv1.ExtenderArgs, sc *scratch) extenderv1.HostPriorityList {
+	var out extenderv1.HostPriorityList
+	if sc != nil {
+		out = sc.scores
+	}
+	scores := v.decider.Score(args.Pod, candidateNames(args), out)
+	if sc != nil {
+		sc.scores = scores
+	}
+	return scores
+}
+
+// candidateNames lists the request's node names, whichever form the scheduler sent.
+func candidateNames(args *extenderv1.ExtenderArgs) []string {
+	if args.NodeNames != nil {
+		return *args.NodeNames
+	}
+	names := make([]string, 0, len(args.Nodes.Items))
+	for i := range args.Nodes.Items {
+		names = append(names, args.Nodes.Items[i].Name)
+	}
+	return names
+}
+
+func (v *Verbs) bind(w http.ResponseWriter, r *http.Request, c wire.Call) wire.Note {
+	var args extenderv1.ExtenderBindingArgs
+	if err := wire.DecodeJSON(w, r, c.MaxBytes, &args); err != nil {
+		wire.WriteError(w, err)
+		return wire.Note{}
+	}
+	var missing []string
+	for _, f := range []struct{ name, v string }{{"PodName", args.PodName}, {"PodNamespace", args.PodNamespace}, {"Node", args.Node}} {
+		if f.v == "" {
+			missing = append(missing, f.name)
+		}
+	}
+	if len(missing) > 0 {
+		wire.WriteError(w, wire.BadRequest("bind request has no %s", strings.Join(missing, ", ")))
+		return wire.Note{}
+	}
+	pod := gang.PodRef{Namespace: args.PodNamespace, Name: args.PodName, UID: args.PodUID}
+	result := extenderv1.ExtenderBindingResult{}
+	// The Binding must not be cut short when the scheduler drops the request: a bind that
+	// reached the API server is finished (the scheduler checks spec.nodeName afterwards).
+	if err := v.binder.Bind(context.WithoutCancel(r.Context()), pod, args.Node); err != nil {
+		result.Error = err.Error()
+		v.log.Warn("bind failed", zap.Stringer("pod", pod), zap.String("node", args.Node), zap.Error(err))
+	}
+	wire.WriteJSON(w, http.StatusOK, result)
+	return wire.Note{Pod: pod.String(), Decision: bindSummary(args.Node, result.Error)}
+}
+
+func (v *Verbs) preempt(w http.ResponseWriter, r *http.Request, c wire.Call) wire.Note {
+	var args extenderv1.ExtenderPreemptionArgs
+	if err := wire.DecodeJSON(w, r, c.MaxBytes, &args); err != nil {
+		wire.WriteError(w, err)
+		return wire.Note{}
+	}
+	if args.Pod == nil {
+		wire.WriteError(w, wire.BadRequest("request has no Pod"))
+		return wire.Note{}
+	}
+	result := v.decidePreempt(&args)
+	wire.WriteJSON(w, http.StatusOK, result)
+	return wire.Note{Pod: podKey(args.Pod), Decision: fmt.Sprintf("%d candidate nodes kept", len(result.NodeNameToMetaVictims))}
+}
+
+// decidePreempt keeps the scheduler's own preemption from undoing the gate: a pod of a job
+// that waits for its turn may preempt nothing, and no candidate node may evict a member of
+// a gang (that would leave the gang below its minimum). Other candidates are kept as given.
+func (v *Verbs) decidePreempt(args *extenderv1.ExtenderPreemptionArgs) *extenderv1.ExtenderPreemptionResult {
+	result := &extenderv1.ExtenderPreemptionResult{NodeNameToMetaVictims: map[string]*extenderv1.MetaVictims{}}
+	if !v.decider.MayPreempt(args.Pod) {
+		return result
+	}
+	keep := func(node string, victims []gang.PodRef, pdbViolations int64) {
+		meta := &extenderv1.MetaVictims{NumPDBViolations: pdbViolations}
+		for _, victim := range victims {
+			if !v.decider.MayEvict(victim) {
+				return
+			}
+			meta.Pods = append(meta.Pods, &extenderv1.MetaPod{UID: string(victim.UID)})
+		}
+		result.NodeNameToMetaVictims[node] = meta
+	}
+	for node, mv := range args.NodeNameToMetaVictims {
+		if mv == nil {
+			continue
+		}
+		refs := make([]gang.PodRef, 0, len(mv.Pods))
+		for _, p := range mv.Pods {
+			if p != nil {
+				refs = append(refs, gang.PodRef{UID: types.UID(p.UID)})
+			}
+		}
+		keep(node, refs, mv.NumPDBViolations)
+	}
+	for node, victims := range args.NodeNameToVictims {
+		if victims == nil || args.NodeNameToMetaVictims[node] != nil {
+			continue
+		}
+		refs := make([]gang.PodRef, 0, len(victims.Pods))
+		for _, p := range victims.Pods {
+			if p != nil {
+				refs = append(refs, gang.PodRef{Namespace: p.Namespace, Name: p.Name, UID: p.UID})
+			}
+		}
+		keep(node, refs, victims.NumPDBViolations)
+	}
+	return result
+}
+
+func bindSummary(node, errMsg string) string {
+	if errMsg != "" {
+		return "bind error: " + errMsg
+	}
+	return "bound to " + node
+}

@@ -1,0 +1,271 @@
+package view
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cps-extender/cps-extender/extender/gang"
+
+	"github.com/cps-extender/cps-extender/extender/config"
+
+	"go.uber.org/zap"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/cps-extender/cps-extender/extender/metrics"
+	"github.com/cps-extender/cps-extender/priority"
+)
+
+// Cluster is the extender's view of the cluster, kept by client-go shared informers, and
+// the admission queue computed from it on every change. Handlers read it; they never call
+// the API server.
+type Cluster struct {
+	log        *zap.Logger
+	client     kubernetes.Interface
+	factory    informers.SharedInformerFactory
+	nodes      corelisters.NodeLister
+	pods       corelisters.PodLister
+	namespaces corelisters.NamespaceLister
+	podGroups  *podGroupSources
+	synced     []cache.InformerSynced
+	holds      HoldSource
+	turns      Publisher
+	metrics    *metrics.Metrics
+	now        func() time.Time
+	interval   time.Duration
+	informers  atomic.Pointer[map[string]cache.InformerSynced] // by name, for the metrics
+
+	cfg      atomic.Pointer[viewConfig]
+	snapshot atomic.Pointer[Snapshot]
+	kick     chan struct{}
+	ready    atomic.Bool
+	index    *viewIndex
+	// sourceChanges counts namespace and PodGroup events: the jobs' users, sizes and
+	// priorities come from them too, outside the index.
+	sourceChanges atomic.Uint64
+	// admitSpace pools *priority.Workspace: Admit's scratch space, reused recompute after
+	// recompute instead of allocated anew.
+	admitSpace sync.Pool
+}
+
+// viewConfig is the part of the configuration the view computes with; it can be swapped
+// while running.
+type viewConfig struct {
+	gang     config.GangConfig
+	model    priority.Model
+	affinity priority.Affinity
+}
+
+// ClusterOptions are the dependencies and settings of a Cluster.
+type ClusterOptions struct {
+	Log     *zap.Logger
+	Client  kubernetes.Interface
+	Dynamic dynamic.Interface // nil: no PodGroup sources
+	Config  config.Config
+	// Metrics receives the queue gauges; nil means none.
+	Metrics *metrics.Metrics
+	// Turns is told of every published snapshot, so that turned-away pods whose job's
+	// turn came are brought back; nil means none.
+	Turns Publisher
+	// Holds are the gate's held binds and cool-downs; nil means none.
+	Holds HoldSource
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// NewCluster builds the cluster view; Start runs it.
+func NewCluster(o ClusterOptions) *Cluster {
+	factory := informers.NewSharedInformerFactory(o.Client, o.Config.ResyncPeriod.Duration)
+	nodeInf := factory.Core().V1().Nodes()
+	podInf := factory.Core().V1().Pods()
+	nsInf := factory.Core().V1().Namespaces()
+	c := &Cluster{
+		log:        o.Log,
+		client:     o.Client,
+		factory:    factory,
+		nodes:      nodeInf.Lister(),
+		pods:       podInf.Lister(),
+		namespaces: nsInf.Lister(),
+		metrics:    o.Metrics,
+		turns:      o.Turns,
+		holds:      o.Holds,
+		now:        o.Now,
+		interval:   o.Config.Gate.RecomputeInterval.Duration,
+		kick:       make(chan struct{}, 1),
+		index:      newViewIndex(),
+		synced:     []cache.InformerSynced{nodeInf.Informer().HasSynced, podInf.Informer().HasSynced, nsInf.Informer().HasSynced},
+	}
+	if c.now == nil {
+		c.now = time.Now
+	}
+	c.informers.Store(&map[string]cache.InformerSynced{
+		"nodes": nodeInf.Informer().HasSynced, "pods": podInf.Informer().HasSynced, "namespaces": nsInf.Informer().HasSynced,
+	})
+	c.cfg.Store(&viewConfig{gang: o.Config.Gang, model: o.Config.Model.PriorityModel(), affinity: o.Config.Affinity})
+	sourceChanged := func() {
+		c.sourceChanges.Add(1)
+		c.Trigger()
+	}
+	onChange := cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { sourceChanged() },
+		UpdateFunc: func(any, any) { sourceChanged() },
+		DeleteFunc: func(any) { sourceChanged() },
+	}
+	for _, inf := range []cache.SharedIndexInformer{nodeInf.Informer(), podInf.Informer()} {
+		if err := inf.SetTransform(trimForCache); err != nil {
+			o.Log.Error("setting an informer transform", zap.Error(err))
+		}
+	}
+	for _, h := range []struct {
+		inf     cache.SharedIndexInformer
+		handler cache.ResourceEventHandler
+	}{{nodeInf.Informer(), c.nodeEvents()}, {podInf.Informer(), c.podEvents()}, {nsInf.Informer(), onChange}} {
+		if _, err := h.inf.AddEventHandler(h.handler); err != nil {
+			o.Log.Error("adding an event handler", zap.Error(err))
+		}
+	}
+	c.podGroups = newPodGroupSources(o.Log, o.Client, o.Dynamic, o.Config.Gang, onChange)
+	return c
+}
+
+// Start starts the informers, waits until their caches have synced, computes the first
+// queue and then keeps it current until ctx ends. It returns an error when ctx ends before
+// the caches sync.
+func (c *Cluster) Start(ctx context.Context) error {
+	synced := append([]cache.InformerSynced{}, c.synced...)
+	named := maps.Clone(*c.informers.Load())
+	for source, hasSynced := range c.podGroups.start(ctx) {
+		synced = append(synced, hasSynced)
+		named[source+"-podgroups"] = hasSynced
+	}
+	c.informers.Store(&named)
+	c.factory.Start(ctx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
+		return fmt.Errorf("cluster view: informer caches did not sync: %w", ctx.Err())
+	}
+	c.recompute(c.now())
+	if c.turns != nil {
+		c.turns.Seed(c.turnedAway())
+	}
+	c.ready.Store(true)
+	c.log.Info("cluster view synced", zap.Int("queue", c.Snapshot().Queue.Len()))
+	go c.loop(ctx)
+	return nil
+}
+
+// loop recomputes the queue after changes, coalescing bursts, and at least every interval
+// (waiting time grows and cool-downs end without any event).
+func (c *Cluster) loop(ctx context.Context) {
+	ticker := time.NewTicker(c.interval)
+	defer ticker.Stop()
+	var holdsChanged <-chan struct{}
+	if c.holds != nil {
+		holdsChanged = c.holds.Changed()
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-c.kick:
+		case <-holdsChanged:
+		case <-ticker.C:
+		}
+		c.recompute(c.now())
+	}
+}
+
+// Trigger asks for a recompute soon; many triggers before it runs make one recompute.
+func (c *Cluster) Trigger() {
+	select {
+	case c.kick <- struct{}{}:
+	default:
+	}
+}
+
+// Snapshot returns the current admission state (nil before the first sync).
+func (c *Cluster) Snapshot() *Snapshot { return c.snapshot.Load() }
+
+func (c *Cluster) config() *viewConfig { return c.cfg.Load() }
+
+// Shutdown stops the informers and waits for their goroutines.
+func (c *Cluster) Shutdown() {
+	c.factory.Shutdown()
+	c.podGroups.shutdown()
+}
+
+// InformersSynced reports, by informer, whether its cache has synced.
+func (c *Cluster) InformersSynced() map[string]bool {
+	out := map[string]bool{}
+	for name, hasSynced := range *c.informers.Load() {
+		out[name] = hasSynced()
+	}
+	return out
+}
+
+// Ready reports whether the caches have synced and the first queue is computed.
+func (c *Cluster) Ready() bool { return c.ready.Load() }
+
+// Node returns the node called name from the informer cache.
+func (c *Cluster) Node(name string) (*corev1.Node, bool) {
+	n, err := c.nodes.Get(name)
+	if err != nil {
+		return nil, false
+	}
+	return n, true
+}
+
+// HasNode says whether a node is in the cluster view. The snapshot's schedulable nodes
+// answer most lookups from one packed table; the informer cache answers the rest
+// (unschedulable nodes, and nodes newer than the snapshot).
+func (c *Cluster) HasNode(name string) bool {
+	if snap := c.Snapshot(); snap != nil {
+		if _, ok := snap.nodeAt[name]; ok {
+			return true
+		}
+	}
+	_, ok := c.Node(name)
+	return ok
+}
+
+// NodeLabels returns a node's labels (nil for an unknown node).
+func (c *Cluster) NodeLabels(name string) map[string]string {
+	if n, ok := c.Node(name); ok {
+		return n.Labels
+	}
+	return nil
+}
+
+// podGroup looks a PodGroup up in its source's informer.
+func (c *Cluster) podGroup(source, namespace, name string) (gang.PodGroupInfo, bool) {
+	return c.podGroups.lookup(source, namespace, name)
+}
+
+// SetModel swaps the model and affinity the view computes with, and recomputes the queue.
+func (c *Cluster) SetModel(model priority.Model, affinity priority.Affinity) {
+	old := c.cfg.Load()
+	c.cfg.Store(&viewConfig{gang: old.gang, model: model, affinity: affinity})
+	c.Trigger()
+}
+
+// Queue returns the current admission queue and when it was computed (nil before the first
+// sync), for /debug/queue.
+func (c *Cluster) Queue() (*priority.Queue, time.Time) {
+	snap := c.Snapshot()
+	if snap == nil {
+		return nil, time.Time{}
+	}
+	return snap.Queue, snap.Computed
+}
+
+// Job returns a job and its admission decision in the current snapshot.
+func (c *Cluster) Job(key string) (*priority.Job, *priority.Decision, bool) {
+	return c.Snapshot().Job(key)
+}

@@ -1,0 +1,191 @@
+package view
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/cps-extender/cps-extender/extender/gang"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	extenderv1 "k8s.io/kube-scheduler/extender/v1"
+
+	"github.com/cps-extender/cps-extender/priority"
+)
+
+// Admission is whether a pod may be placed now.
+type Admission struct {
+	OK bool
+	// Reason says why not: the sentence the filter answers for every node. For a job in
+	// the queue it is the decision's Wait, which reads the same until the wait changes.
+	Reason string
+	// Explain is the decision's whole Reason, with the job's place in the queue and its
+	// P, for the Event on the pod ("" when there is none).
+	Explain string
+	// Queued is true when the pod's job is in the admission queue and waits for its turn
+	// (false when the view has not seen the job yet).
+	Queued bool
+	// Unschedulable is true when the pod's job cannot fit even with no other job's pods on
+	// the nodes: no turn can come until the nodes or the pods in no job change.
+	Unschedulable bool
+	// Job is the pod's job key ("" for a pod in no job).
+	Job string
+	// Retry is true when the view has not seen the pod's job yet: the filter answers with
+	// an error, which kube-scheduler retries after its backoff, instead of turning the pod
+	// away (which parks it until a cluster event). Every other wait ends with the job's
+	// turn, which Turns brings to the pod.
+	Retry bool
+}
+
+// Admit says whether a pod may be placed now. Pods in no job, in exempt namespaces, and of
+// admitted or running jobs may; a pod of a waiting job may not, and the reason says why (the
+// sentence users see in the pod's FailedScheduling event). A job pod the view has not seen
+// yet waits too: its job's turn is not known.
+func (c *Cluster) Admit(pod *corev1.Pod) Admission {
+	cfg := c.config()
+	if c.exempt(pod.Namespace) {
+		return Admission{OK: true}
+	}
+	m, inJob := membershipOf(cfg.gang, pod, c.podGroup)
+	if !inJob {
+		return Admission{OK: true}
+	}
+	snap := c.Snapshot()
+	_, d, ok := snap.Job(m.jobKey)
+	if !ok {
+		return Admission{Reason: fmt.Sprintf("job %s is not in the extender's view yet; it is retried shortly", m.jobKey), Job: m.jobKey, Retry: true}
+	}
+	if d.Phase == priority.PhaseWaiting || d.Phase == priority.PhaseUnschedulable {
+		_, seen := snap.JobOf(pod.UID, pod.Namespace, pod.Name)
+		return Admission{Reason: d.Wait, Explain: d.Reason, Job: m.jobKey, Queued: true,
+			Unschedulable: d.Phase == priority.PhaseUnschedulable, Retry: !seen}
+	}
+	return Admission{OK: true, Job: m.jobKey}
+}
+
+func (c *Cluster) exempt(namespace string) bool {
+	for _, ns := range c.config().gang.ExemptNamespaces {
+		if ns == namespace {
+			return true
+		}
+	}
+	return false
+}
+
+// jobMember finds the pod's job in the snapshot and the pod as the model sees it.
+func (c *Cluster) jobMember(snap *Snapshot, pod *corev1.Pod) (*priority.Job, priority.Pod, bool) {
+	key, ok := snap.JobOf(pod.UID, pod.Namespace, pod.Name)
+	if !ok {
+		m, inJob := membershipOf(c.config().gang, pod, c.podGroup)
+		if !inJob {
+			return nil, priority.Pod{}, false
+		}
+		key = m.jobKey
+	}
+	job, _, ok := snap.Job(key)
+	if !ok {
+		return nil, priority.Pod{}, false
+	}
+	member := gang.MemberOf(job, gang.PodRef{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID})
+	if member.UID == "" {
+		m, _ := membershipOf(c.config().gang, pod, c.podGroup)
+		member = priority.Pod{UID: string(pod.UID), Name: pod.Namespace + "/" + pod.Name, Role: m.role, Index: m.index, Request: gang.PodRequest(pod)}
+	}
+	return job, member, true
+}
+
+// NodeCheck returns the per-node hard constraint of a pod, or nil when none applies: hard
+// PS anti-affinity when the config says hard, or when the job's Volcano PodGroup names its
+// PS task in volcano.sh/task-topology-anti-affinity. The job is looked up once per request,
+// not once per node.
+func (c *Cluster) NodeCheck(pod *corev1.Pod) func(node string) (bool, string) {
+	aff := c.affinity()
+	snap := c.Snapshot()
+	job, member, ok := c.jobMember(snap, pod)
+	if !ok || member.Role != priority.RolePS {
+		return nil
+	}
+	if aff.PSAntiAffinity != priority.AntiAffinityHard && !snap.hardPS[job.Key] {
+		return nil
+	}
+	aff.PSAntiAffinity = priority.AntiAffinityHard
+	return func(node string) (bool, string) { return aff.PSConflict(member, job, node) }
+}
+
+// Score ranks the candidate nodes by PS-worker affinity, 0..10 each, into out's array when
+// it is large enough. Pods in no job get the same score on every node, which never changes
+// the scheduler's choice.
+func (c *Cluster) Score(pod *corev1.Pod, names []string, out extenderv1.HostPriorityList) extenderv1.HostPriorityList {
+	out = slices.Grow(out[:0], len(names))[:len(names)]
+	for i, n := range names {
+		out[i] = extenderv1.HostPriority{Host: n, Score: extenderv1.MinExtenderPriority}
+	}
+	snap := c.Snapshot()
+	job, member, ok := c.jobMember(snap, pod)
+	if !ok {
+		return out
+	}
+	var plan map[string]string
+	if _, d, ok := snap.Job(job.Key); ok {
+		plan = d.Plan
+	}
+	// Prepared once per request, so that each of thousands of nodes costs a lookup or two.
+	scorer := c.affinity().NewPlannedScorer(member, job, plan, c.NodeLabels)
+	if !scorer.On(snap.topology) { // the topology was reloaded after the snapshot
+		for i, name := range names {
+			n := snap.node(name)
+			out[i].Score = scorer.Score(&n)
+		}
+		return out
+	}
+	for i, name := range names {
+		if at, ok := snap.nodeAt[name]; ok {
+			out[i].Score = scorer.ScoreAt(at, &snap.nodes[at])
+			continue
+		}
+		n := priority.Node{Name: name}
+		out[i].Score = scorer.Score(&n)
+	}
+	return out
+}
+
+func (c *Cluster) affinity() priority.Affinity { return c.config().affinity }
+
+// JobOfPod classifies a pod named in a bind request: from the snapshot, else from the
+// informer cache, else (a pod newer than the cache) from the API server.
+func (c *Cluster) JobOfPod(ctx context.Context, ref gang.PodRef) (string, bool, error) {
+	snap := c.Snapshot()
+	if key, ok := snap.JobOf(ref.UID, ref.Namespace, ref.Name); ok {
+		return key, true, nil
+	}
+	pod, err := c.pods.Pods(ref.Namespace).Get(ref.Name)
+	if err != nil && c.client != nil {
+		pod, err = c.client.CoreV1().Pods(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+	}
+	if apierrors.IsNotFound(err) {
+		return "", false, fmt.Errorf("pod %s no longer exists", ref)
+	}
+	if err != nil {
+		return "", false, fmt.Errorf("looking up pod %s: %w", ref, err)
+	}
+	if c.exempt(pod.Namespace) {
+		return "", false, nil
+	}
+	m, inJob := membershipOf(c.config().gang, pod, c.podGroup)
+	return m.jobKey, inJob, nil
+}
+
+// MayPreempt says whether a pod may have the scheduler preempt for it: not while its job
+// waits for its turn (the gate would turn it away anyway, after the victims were gone).
+func (c *Cluster) MayPreempt(pod *corev1.Pod) bool {
+	return c.Admit(pod).OK
+}
+
+// MayEvict says whether a pod may be a preemption victim: not when it belongs to a gang,
+// since evicting one member can leave the whole job below its minimum.
+func (c *Cluster) MayEvict(victim gang.PodRef) bool {
+	_, inJob := c.Snapshot().JobOf(victim.UID, victim.Namespace, victim.Name)
+	return !inJob
+}

@@ -1,0 +1,600 @@
+package view
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cps-extender/cps-extender/extender/gang"
+
+	"github.com/cps-extender/cps-extender/extender/config"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/cps-extender/cps-extender/priority"
+)
+
+// podRecord is what the queue recompute needs of one pod, parsed once when the informer
+// delivers the pod rather than on every recompute. Records are never changed once built:
+// an update replaces the record.
+type podRecord struct {
+	uid        types.UID
+	namespace  string
+	nsName     string // "namespace/name"
+	node       string // spec.nodeName
+	request    priority.Resources
+	terminated bool // succeeded or failed: holds no resources
+	deleting   bool
+	gated      bool
+	// turnedAway: kube-scheduler has tried the pod and failed (PodScheduled False). Not
+	// part of what the queue depends on.
+	turnedAway bool
+	priority   *int32
+	created    time.Time
+	inJob      bool
+	m          membership // the pod-only part (podMembership); valid when inJob
+	// constraints limit the nodes the pod may use; nil when it has none.
+	constraints *podConstraints
+	// counted: in a job, not terminated, not being deleted, not in an exempt namespace;
+	// such a pod is in the queue's view of its job.
+	counted bool
+	// group is the job's pods this record is in (nil when not counted, or replaced), at
+	// slot. Only the index writes them, under its lock.
+	group *jobPods
+	slot  int
+}
+
+// jobPods is the counted pods of one job, kept current event by event, so that a
+// recompute walks jobs instead of looking up every pod's job.
+type jobPods struct {
+	key  string
+	pods []*podRecord
+}
+
+// nodeRecord is one node's allocatable, labels and taints, parsed once per node event.
+type nodeRecord struct {
+	name          string
+	labels        map[string]string
+	allocatable   priority.Resources
+	unschedulable bool
+	// taints are the node's, and the not-ready taint when it is not Ready (nodeTaints).
+	taints []corev1.Taint
+	// stub is the node as much as node affinity reads of it: name and labels.
+	stub *corev1.Node
+}
+
+// viewIndex keeps the pod and node records current from informer events, so a recompute
+// after one event costs a pass over ready records, not a re-parse of every object.
+type viewIndex struct {
+	mu    sync.Mutex
+	cfg   *viewConfig // the config the memberships were computed with
+	pods  map[types.UID]*podRecord
+	nodes map[string]*nodeRecord
+	// requests holds one map per distinct pod request or node allocatable: the pods of a
+	// job mostly ask for the same and nodes come in a few kinds, and priority.Admit works
+	// a shared map out once. constraints does the same for pods' node constraints.
+	requests    map[string]priority.Resources
+	constraints map[string]*podConstraints
+	// sets caches the node set of each constraints key over schedulable; nil after a node
+	// change until the next recompute.
+	sets map[string]*priority.NodeSet
+	// schedulable is the schedulable nodes by name and nodeAt their positions; nil after a
+	// node change until the next recompute. Published snapshots share them: never written.
+	schedulable []*nodeRecord
+	schedNames  []string // schedulable's names, packed (see packedNames)
+	nodeAt      map[string]int
+	topology    *priority.NodeIndex // schedulable's topology labels, for prioritize
+	// jobs is the counted pods by job key; grouped counts them all.
+	jobs    map[string]*jobPods
+	grouped int
+	// membership counts changes to which pods exist and which job each belongs to; a
+	// recompute at the same count reuses the previous snapshot's pod-to-job maps.
+	membership uint64
+	// changes counts every change the queue depends on (pods, nodes, a rebuild). A
+	// snapshot computed at a lower count is stale: a change it lacks is on its way. Written
+	// under mu, read without.
+	changes atomic.Uint64
+}
+
+func newViewIndex() *viewIndex {
+	return &viewIndex{pods: map[types.UID]*podRecord{}, nodes: map[string]*nodeRecord{}, jobs: map[string]*jobPods{}}
+}
+
+func newPodRecord(pod *corev1.Pod, gangCfg config.GangConfig) *podRecord {
+	r := &podRecord{
+		uid: pod.UID, namespace: pod.Namespace, nsName: pod.Namespace + "/" + pod.Name, node: pod.Spec.NodeName,
+		terminated: gang.PodTerminated(pod), deleting: pod.DeletionTimestamp != nil, gated: len(pod.Spec.SchedulingGates) > 0,
+		priority: pod.Spec.Priority, created: pod.CreationTimestamp.Time, turnedAway: scheduledFalse(pod),
+	}
+	if !r.terminated {
+		r.request = gang.PodRequest(pod)
+	}
+	if key := constraintsKey(pod); key != "" {
+		r.constraints = newPodConstraints(key, pod)
+	}
+	r.m, r.inJob = podMembership(gangCfg, pod)
+	r.counted = r.inJob && !r.terminated && !r.deleting && !slices.Contains(gangCfg.ExemptNamespaces, pod.Namespace)
+	return r
+}
+
+// group adds a counted record to its job's pods. x.mu is held.
+func (x *viewIndex) group(r *podRecord) {
+	if !r.counted {
+		return
+	}
+	g := x.jobs[r.m.jobKey]
+	if g == nil {
+		g = &jobPods{key: r.m.jobKey}
+		x.jobs[g.key] = g
+	}
+	r.group, r.slot = g, len(g.pods)
+	g.pods = append(g.pods, r)
+	x.grouped++
+}
+
+// ungroup takes a record out of its job's pods. x.mu is held.
+func (x *viewIndex) ungroup(r *podRecord) {
+	g := r.group
+	if g == nil {
+		return
+	}
+	last := len(g.pods) - 1
+	moved := g.pods[last]
+	g.pods[r.slot], moved.slot = moved, r.slot
+	g.pods[last] = nil
+	g.pods = g.pods[:last]
+	if len(g.pods) == 0 {
+		delete(x.jobs, g.key)
+	}
+	r.group = nil
+	x.grouped--
+}
+
+// replace puts r where old was: in the same slot when both count in the same job, so that
+// a bind or a status change does not reorder the job's pods. x.mu is held.
+func (x *viewIndex) replace(old, r *podRecord) {
+	if old != nil && old.group != nil && r.counted && old.m.jobKey == r.m.jobKey {
+		g := old.group
+		g.pods[old.slot] = r
+		r.group, r.slot = g, old.slot
+		old.group = nil
+		return
+	}
+	if old != nil {
+		x.ungroup(old)
+	}
+	x.group(r)
+}
+
+// newPodRecord is newPodRecord with the request and the constraints interned. x.mu is held.
+func (x *viewIndex) newPodRecord(pod *corev1.Pod, gangCfg config.GangConfig) *podRecord {
+	r := newPodRecord(pod, gangCfg)
+	if r.request != nil {
+		r.request = x.intern(r.request)
+	}
+	if c := r.constraints; c != nil {
+		if shared, ok := x.constraints[c.key]; ok {
+			r.constraints = shared
+		} else {
+			if x.constraints == nil || len(x.constraints) >= maxInternedRequests {
+				x.constraints = map[string]*podConstraints{}
+			}
+			x.constraints[c.key] = c
+		}
+	}
+	return r
+}
+
+// newNodeRecord is newNodeRecord with the allocatable interned: nodes of one kind share
+// one map, and priority.Admit reads a shared free capacity once. x.mu is held.
+func (x *viewIndex) newNodeRecord(n *corev1.Node) *nodeRecord {
+	r := newNodeRecord(n)
+	r.allocatable = x.intern(r.allocatable)
+	return r
+}
+
+// maxInternedRequests bounds the interned maps; past it the table starts afresh.
+const maxInternedRequests = 4096
+
+// intern returns the shared map equal to req, making req the shared one when new. Nobody
+// writes to a record's request.
+func (x *viewIndex) intern(req priority.Resources) priority.Resources {
+	names := make([]string, 0, len(req))
+	for name := range req {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	var key []byte
+	for _, name := range names {
+		key = append(key, name...)
+		key = append(key, 0)
+		key = strconv.AppendInt(key, req[name], 10)
+		key = append(key, 0)
+	}
+	if shared, ok := x.requests[string(key)]; ok {
+		return shared
+	}
+	if x.requests == nil || len(x.requests) >= maxInternedRequests {
+		x.requests = map[string]priority.Resources{}
+	}
+	x.requests[string(key)] = req
+	return req
+}
+
+// scheduledFalse reports whether the pod's PodScheduled condition is False.
+func scheduledFalse(pod *corev1.Pod) bool {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodScheduled {
+			return c.Status == corev1.ConditionFalse
+		}
+	}
+	return false
+}
+
+func newNodeRecord(n *corev1.Node) *nodeRecord {
+	return &nodeRecord{name: n.Name, labels: n.Labels, allocatable: gang.ResourcesOf(n.Status.Allocatable), unschedulable: n.Spec.Unschedulable,
+		taints: nodeTaints(n), stub: &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.Name, Labels: n.Labels}}}
+}
+
+// setPod records an added or updated pod. It reports whether anything the queue depends on
+// changed: a status-only update (conditions, IPs) changes nothing and needs no recompute.
+func (x *viewIndex) setPod(pod *corev1.Pod, cfg *viewConfig) bool {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.cfg != cfg {
+		// The config changed under this event: rebuild every record from the informer
+		// cache at the next recompute.
+		x.cfg = nil
+		x.changes.Add(1)
+		return true
+	}
+	r := x.newPodRecord(pod, cfg.gang)
+	old := x.pods[pod.UID]
+	if old == nil || !sameMembership(old, r) {
+		x.membership++
+	}
+	x.pods[pod.UID] = r
+	x.replace(old, r)
+	if old == nil || !samePodRecord(old, r) {
+		x.changes.Add(1)
+		return true
+	}
+	return false
+}
+
+// samePodRecord reports whether two records of a pod are the same to the queue.
+func samePodRecord(a, b *podRecord) bool {
+	return (a.uid == b.uid && a.nsName == b.nsName && a.node == b.node && a.terminated == b.terminated &&
+		a.deleting == b.deleting && a.gated == b.gated && samePriority(a.priority, b.priority) && a.created.Equal(b.created) &&
+		a.inJob == b.inJob && a.m == b.m && maps.Equal(a.request, b.request) && sameConstraints(a.constraints, b.constraints))
+}
+
+func sameConstraints(a, b *podConstraints) bool {
+	return a == b || (a != nil && b != nil && a.key == b.key)
+}
+
+func samePriority(a, b *int32) bool { return a == b || (a != nil && b != nil && *a == *b) }
+
+// sameMembership reports whether two records of a pod put it in the same job (or none).
+func sameMembership(a, b *podRecord) bool {
+	return a.nsName == b.nsName && a.inJob == b.inJob && a.m.jobKey == b.m.jobKey &&
+		a.terminated == b.terminated && a.deleting == b.deleting
+}
+
+func (x *viewIndex) deletePod(pod *corev1.Pod) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if old, ok := x.pods[pod.UID]; ok {
+		x.ungroup(old)
+		delete(x.pods, pod.UID)
+		x.membership++
+		x.changes.Add(1)
+	}
+}
+
+// setNode records an added or updated node and reports whether its allocatable, labels,
+// taints or schedulability changed (Ready counts as a taint): kubelet and kwok heartbeats
+// update only the status conditions' times, thousands of nodes every few seconds, and
+// those need no recompute.
+func (x *viewIndex) setNode(n *corev1.Node) bool {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	r := x.newNodeRecord(n)
+	if old := x.nodes[n.Name]; old != nil && old.unschedulable == r.unschedulable &&
+		maps.Equal(old.allocatable, r.allocatable) && maps.Equal(old.labels, r.labels) && sameTaints(old.taints, r.taints) {
+		return false
+	}
+	x.nodes[n.Name] = r
+	x.schedulable, x.nodeAt, x.sets = nil, nil, nil
+	x.changes.Add(1)
+	return true
+}
+
+func (x *viewIndex) deleteNode(n *corev1.Node) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	delete(x.nodes, n.Name)
+	x.schedulable, x.nodeAt, x.sets = nil, nil, nil
+	x.changes.Add(1)
+}
+
+// packedNames copies the nodes' names into one backing string. Filter and prioritize look
+// up and compare thousands of names a call; names spread over the informers' heap cost a
+// cache miss each, packed ones sit in a few contiguous kilobytes.
+func packedNames(nodes []*nodeRecord) []string {
+	size := 0
+	for _, n := range nodes {
+		size += len(n.name)
+	}
+	var b strings.Builder
+	b.Grow(size)
+	for _, n := range nodes {
+		b.WriteString(n.name)
+	}
+	packed, out := b.String(), make([]string, len(nodes))
+	at := 0
+	for i, n := range nodes {
+		out[i] = packed[at : at+len(n.name)]
+		at += len(n.name)
+	}
+	return out
+}
+
+// objectLister lists the informer caches.
+type objectLister interface {
+	pods() ([]*corev1.Pod, error)
+	nodes() ([]*corev1.Node, error)
+}
+
+// indexed is one consistent read of the index.
+type indexed struct {
+	pods        []*podRecord
+	schedulable []*nodeRecord // by name
+	names       []string      // schedulable's names, packed
+	nodeAt      map[string]int
+	topology    *priority.NodeIndex
+	membership  uint64
+	changes     uint64
+	// jobs is every job's counted pods, copied: the index goes on changing its own.
+	jobs []jobPods
+	// sets is the node set of each pending counted pod's constraints (nil: every node).
+	sets map[*podConstraints]*priority.NodeSet
+}
+
+// records returns every pod record and the schedulable nodes. The first time, and when cfg
+// is not the config the records were built with, they are rebuilt from the informer
+// caches; events queued behind that listing then apply in order on top of it.
+func (x *viewIndex) records(cfg *viewConfig, list objectLister) (indexed, error) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.cfg != cfg {
+		if err := x.rebuild(cfg, list); err != nil {
+			return indexed{}, err
+		}
+	}
+	pods := make([]*podRecord, 0, len(x.pods))
+	for _, r := range x.pods {
+		pods = append(pods, r)
+	}
+	if x.schedulable == nil {
+		x.schedulable = make([]*nodeRecord, 0, len(x.nodes))
+		for _, n := range x.nodes {
+			if !n.unschedulable {
+				x.schedulable = append(x.schedulable, n)
+			}
+		}
+		slices.SortFunc(x.schedulable, func(a, b *nodeRecord) int { return strings.Compare(a.name, b.name) })
+		x.schedNames = packedNames(x.schedulable)
+		x.nodeAt = make(map[string]int, len(x.schedulable))
+		for i, name := range x.schedNames {
+			x.nodeAt[name] = i
+		}
+		x.topology = nil
+	}
+	if x.topology == nil || !slices.Equal(x.topology.Topology(), cfg.affinity.Topology) {
+		nodes := make([]priority.Node, len(x.schedulable))
+		for i, n := range x.schedulable {
+			nodes[i] = priority.Node{Name: x.schedNames[i], Labels: n.labels}
+		}
+		x.topology = priority.NewNodeIndex(nodes, cfg.affinity.Topology, nil)
+	}
+	jobs := make([]jobPods, 0, len(x.jobs))
+	backing := make([]*podRecord, 0, x.grouped) // one array for every job's pods
+	sets := map[*podConstraints]*priority.NodeSet{}
+	if x.sets == nil {
+		x.sets = map[string]*priority.NodeSet{}
+	}
+	for _, g := range x.jobs {
+		start := len(backing)
+		backing = append(backing, g.pods...)
+		jobs = append(jobs, jobPods{key: g.key, pods: backing[start:len(backing):len(backing)]})
+		for _, p := range g.pods {
+			c := p.constraints
+			if c == nil || p.node != "" {
+				c = nil
+			}
+			if _, done := sets[c]; done {
+				continue
+			}
+			key := ""
+			if c != nil {
+				key = c.key
+			}
+			set, cached := x.sets[key]
+			if !cached {
+				set = nodeSetOf(orNone(c), x.schedulable, x.schedNames)
+				x.sets[key] = set
+			}
+			sets[c] = set
+		}
+	}
+	return indexed{pods: pods, schedulable: x.schedulable, names: x.schedNames, nodeAt: x.nodeAt, topology: x.topology, membership: x.membership,
+		changes: x.changes.Load(), jobs: jobs, sets: sets}, nil
+}
+
+func (x *viewIndex) rebuild(cfg *viewConfig, list objectLister) error {
+	pods, err := list.pods()
+	if err != nil {
+		return fmt.Errorf("listing pods from the cache: %w", err)
+	}
+	nodes, err := list.nodes()
+	if err != nil {
+		return fmt.Errorf("listing nodes from the cache: %w", err)
+	}
+	x.pods = make(map[types.UID]*podRecord, len(pods))
+	x.jobs, x.grouped = map[string]*jobPods{}, 0
+	for _, p := range pods {
+		r := x.newPodRecord(p, cfg.gang)
+		x.pods[p.UID] = r
+		x.group(r)
+	}
+	x.nodes = make(map[string]*nodeRecord, len(nodes))
+	for _, n := range nodes {
+		x.nodes[n.Name] = x.newNodeRecord(n)
+	}
+	x.schedulable, x.nodeAt, x.sets = nil, nil, nil
+	x.cfg = cfg
+	x.membership++
+	x.changes.Add(1)
+	return nil
+}
+
+// noConstraints are those of a pod with no selector, affinity or tolerations: it may use
+// every node without a taint.
+var noConstraints = &podConstraints{}
+
+func orNone(c *podConstraints) *podConstraints {
+	if c == nil {
+		return noConstraints
+	}
+	return c
+}
+
+// cacheLister lists the cluster's informer caches.
+type cacheLister struct{ c *Cluster }
+
+func (l cacheLister) pods() ([]*corev1.Pod, error)   { return l.c.pods.List(labels.Everything()) }
+func (l cacheLister) nodes() ([]*corev1.Node, error) { return l.c.nodes.List(labels.Everything()) }
+
+// podEvents and nodeEvents keep the index current and ask for a recompute.
+func (c *Cluster) podEvents() cache.ResourceEventHandlerFuncs {
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { c.onPod(obj, false) },
+		UpdateFunc: func(_, obj any) { c.onPod(obj, false) },
+		DeleteFunc: func(obj any) { c.onPod(obj, true) },
+	}
+}
+
+func (c *Cluster) onPod(obj any, deleted bool) {
+	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
+	}
+	changed := true
+	if pod, ok := obj.(*corev1.Pod); ok {
+		if deleted {
+			c.index.deletePod(pod)
+		} else {
+			changed = c.index.setPod(pod, c.config())
+		}
+	}
+	if changed {
+		c.Trigger()
+	}
+}
+
+func (c *Cluster) nodeEvents() cache.ResourceEventHandlerFuncs {
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { c.onNode(obj, false) },
+		UpdateFunc: func(_, obj any) { c.onNode(obj, false) },
+		DeleteFunc: func(obj any) { c.onNode(obj, true) },
+	}
+}
+
+func (c *Cluster) onNode(obj any, deleted bool) {
+	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
+	}
+	changed := true
+	if n, ok := obj.(*corev1.Node); ok {
+		if deleted {
+			c.index.deleteNode(n)
+		} else {
+			changed = c.index.setNode(n)
+		}
+	}
+	if changed {
+		c.Trigger()
+	}
+}
+
+// trimForCache drops what the view never reads from objects before the informers cache
+// them: managed fields everywhere; of a pod, its status but the phase and the status of its
+// PodScheduled condition, and of its spec all
+// but what the view reads (the node, priority, scheduling gates, overhead, and each
+// container's name and resources). At 5000 nodes and 20000 pods they are most of the
+// cache's memory; real training pods carry long env lists, volumes and commands.
+func trimForCache(obj any) (any, error) {
+	if m, ok := obj.(interface {
+		SetManagedFields([]metav1.ManagedFieldsEntry)
+	}); ok {
+		m.SetManagedFields(nil)
+	}
+	if pod, ok := obj.(*corev1.Pod); ok {
+		// What podRequest reads of a resize in progress stays, and PodScheduled.
+		status := corev1.PodStatus{Phase: pod.Status.Phase, Resources: pod.Status.Resources, AllocatedResources: pod.Status.AllocatedResources,
+			ContainerStatuses: containerStatusResources(pod.Status.ContainerStatuses), InitContainerStatuses: containerStatusResources(pod.Status.InitContainerStatuses)}
+		for _, c := range pod.Status.Conditions {
+			if c.Type == corev1.PodScheduled || c.Type == corev1.PodResizePending {
+				status.Conditions = append(status.Conditions, corev1.PodCondition{Type: c.Type, Status: c.Status, Reason: c.Reason})
+			}
+		}
+		pod.Status = status
+		spec := &pod.Spec
+		var affinity *corev1.Affinity
+		if spec.Affinity != nil && spec.Affinity.NodeAffinity != nil && spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
+			affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
+				RequiredDuringSchedulingIgnoredDuringExecution: spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution,
+			}}
+		}
+		pod.Spec = corev1.PodSpec{
+			NodeName: spec.NodeName, SchedulerName: spec.SchedulerName, Priority: spec.Priority,
+			SchedulingGates: spec.SchedulingGates, Overhead: spec.Overhead, Resources: spec.Resources,
+			NodeSelector: spec.NodeSelector, Affinity: affinity, Tolerations: spec.Tolerations,
+			Containers: containerResources(spec.Containers), InitContainers: containerResources(spec.InitContainers),
+		}
+	}
+	return obj, nil
+}
+
+// containerStatusResources keeps each container status's name and resources.
+func containerStatusResources(cs []corev1.ContainerStatus) []corev1.ContainerStatus {
+	if cs == nil {
+		return nil
+	}
+	out := make([]corev1.ContainerStatus, len(cs))
+	for i := range cs {
+		out[i] = corev1.ContainerStatus{Name: cs[i].Name, Resources: cs[i].Resources, AllocatedResources: cs[i].AllocatedResources}
+	}
+	return out
+}
+
+// containerResources keeps each container's name, resources and restart policy.
+func containerResources(cs []corev1.Container) []corev1.Container {
+	if cs == nil {
+		return nil
+	}
+	out := make([]corev1.Container, len(cs))
+	for i := range cs {
+		out[i] = corev1.Container{Name: cs[i].Name, Resources: cs[i].Resources, RestartPolicy: cs[i].RestartPolicy}
+	}
+	return out
+}

@@ -1,0 +1,135 @@
+package view
+
+import (
+	"fmt"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/cps-extender/cps-extender/extender/config"
+	"github.com/cps-extender/cps-extender/priority"
+	loadfixture "github.com/cps-extender/cps-extender/test/load/fixture"
+)
+
+// The benchmark sizes: nodes x (pending pods in jobs).
+var (
+	benchNodes = []int{1000, 5000, 10000}
+	benchJobs  = []struct{ pods, jobs int }{{1000, 200}, {10000, 2000}}
+)
+
+// recomputeEnv is a cluster view filled straight into its informer stores (no API server,
+// no watch), and a worker of an admitted job.
+type recomputeEnv struct {
+	cluster  *Cluster
+	nodes    []*corev1.Node
+	admitted *corev1.Pod
+}
+
+func recomputeBench(tb testing.TB, nodes, pods, jobs int) *recomputeEnv {
+	tb.Helper()
+	spec := loadfixture.Spec{Nodes: nodes, Jobs: jobs, PodsPerJob: pods / jobs}
+	e := &recomputeEnv{nodes: loadfixture.Nodes(spec)}
+	all := loadfixture.Pods(spec)
+	e.cluster = NewCluster(ClusterOptions{Log: zap.NewNop(), Client: fake.NewClientset(), Config: config.DefaultConfig()})
+	fillStores(tb, e.cluster, e.nodes, all)
+	e.cluster.recompute(time.Now())
+	for _, d := range e.cluster.Snapshot().Queue.Order {
+		if d.Phase != priority.PhaseAdmitted {
+			continue
+		}
+		job, _, _ := e.cluster.Snapshot().Job(d.Key)
+		name := job.Pods[len(job.Pods)-1].Name
+		for _, p := range all {
+			if p.Namespace+"/"+p.Name == name {
+				e.admitted = p
+			}
+		}
+		break
+	}
+	if e.admitted == nil {
+		tb.Fatal("no admitted job")
+	}
+	return e
+}
+
+// BenchmarkRecomputeAfterPodEvent is the queue recompute after one pod event: a pending pod
+// of an admitted job is bound, then the view recomputes.
+func BenchmarkRecomputeAfterPodEvent(b *testing.B) {
+	for _, n := range benchNodes {
+		for _, pj := range benchJobs {
+			b.Run(fmt.Sprintf("nodes=%d/pods=%d/jobs=%d", n, pj.pods, pj.jobs), func(b *testing.B) {
+				e := recomputeBench(b, n, pj.pods, pj.jobs)
+				store := e.cluster.factory.Core().V1().Pods().Informer().GetStore()
+				pod := e.admitted
+				bound := pod.DeepCopy()
+				bound.Spec.NodeName = e.nodes[len(e.nodes)-1].Name
+				b.Cleanup(func() {
+					_ = store.Update(pod)
+					e.cluster.onPod(pod, false)
+					e.cluster.recompute(time.Now())
+				})
+				b.ReportAllocs()
+				cpu := startCPU()
+				defer cpu.report(b)
+				i := 0
+				for b.Loop() {
+					next := pod
+					if i%2 == 0 {
+						next = bound
+					}
+					i++
+					if err := store.Update(next); err != nil {
+						b.Fatal(err)
+					}
+					e.cluster.onPod(next, false) // the informer's event
+					e.cluster.recompute(time.Now())
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkRecomputeTimeOnly is the periodic recompute when nothing but the clock moved:
+// the same jobs admitted again at a later time.
+func BenchmarkRecomputeTimeOnly(b *testing.B) {
+	for _, n := range benchNodes {
+		for _, pj := range benchJobs {
+			b.Run(fmt.Sprintf("nodes=%d/pods=%d/jobs=%d", n, pj.pods, pj.jobs), func(b *testing.B) {
+				e := recomputeBench(b, n, pj.pods, pj.jobs)
+				now := time.Now()
+				e.cluster.recompute(now)
+				b.ReportAllocs()
+				cpu := startCPU()
+				defer cpu.report(b)
+				for b.Loop() {
+					now = now.Add(time.Second)
+					e.cluster.recompute(now)
+				}
+			})
+		}
+	}
+}
+
+// cpuTimer reports the process CPU time per op next to the wall time: on a shared machine
+// the wall time also counts the time other processes held the cores.
+type cpuTimer struct{ start time.Duration }
+
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func startCPU() cpuTimer { return cpuTimer{start: processCPU()} }
+
+func (t cpuTimer) report(b *testing.B) {
+	if b.N > 0 {
+		b.ReportMetric(float64(processCPU()-t.start)/float64(b.N), "cpu-ns/op")
+	}
+}

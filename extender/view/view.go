@@ -1,0 +1,343 @@
+package view
+
+import (
+	"maps"
+	"strings"
+	"time"
+
+	"github.com/cps-extender/cps-extender/extender/gang"
+
+	"go.uber.org/zap"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/cps-extender/cps-extender/priority"
+)
+
+// HoldSource tells the view which binds the gate holds and which jobs cool down, so that
+// held pods count as placed and cooling jobs lose the turn.
+type HoldSource interface {
+	// Held maps the UID of every pod whose bind is held to its target node.
+	Held() map[types.UID]string
+	// CoolDowns maps job keys to the end of their cool-down.
+	CoolDowns() map[string]time.Time
+	// Changed is signalled after either changes.
+	Changed() <-chan struct{}
+}
+
+// Publisher is told of the published snapshots, e.g. to bring back the pods kube-scheduler
+// turned away once their job's turn comes.
+type Publisher interface {
+	// Seed gives the pods turned away before this process started; it is called once,
+	// after the first snapshot is published.
+	Seed(pods []TurnedAway)
+	// Published is called with every snapshot once it is current; it must not block.
+	Published(snap *Snapshot)
+}
+
+// TurnedAway is a pending pod of a job that kube-scheduler has turned away.
+type TurnedAway struct {
+	Pod gang.PodRef
+	Job string
+}
+
+// Snapshot is one computed admission state: the queue, and the jobs it was computed from.
+// It is immutable once published; handlers read it without locks.
+type Snapshot struct {
+	Queue    *priority.Queue
+	Computed time.Time
+	jobs     map[string]*priority.Job
+	podJob   map[types.UID]string
+	nameJob  map[string]string // "namespace/name" -> job key, for binds without a UID
+	nodes    []priority.Node   // free capacity, sorted by name
+	nodeAt   map[string]int
+	topology *priority.NodeIndex // nodes' topology labels, numbered
+	hardPS   map[string]bool     // jobs whose PodGroup asks for hard PS anti-affinity
+	// membership is the index's membership count this snapshot was computed at.
+	membership uint64
+	// changes is the index's change count this snapshot was computed at.
+	changes uint64
+
+	// What the jobs were built from, so that a recompute that only moves the clock (see
+	// onlyTimeMoved) admits the same jobs again instead of rebuilding them.
+	state   priority.State
+	cfg     *viewConfig
+	held    map[types.UID]string
+	sources uint64
+}
+
+// node returns a node's free capacity and labels (an empty node when unknown).
+func (s *Snapshot) node(name string) priority.Node {
+	if i, ok := s.nodeAt[name]; ok {
+		return s.nodes[i]
+	}
+	return priority.Node{Name: name}
+}
+
+// JobOf returns the job key of a pod, by UID or else by namespace/name.
+func (s *Snapshot) JobOf(uid types.UID, namespace, name string) (string, bool) {
+	if s == nil {
+		return "", false
+	}
+	if uid != "" {
+		if k, ok := s.podJob[uid]; ok {
+			return k, true
+		}
+	}
+	k, ok := s.nameJob[namespace+"/"+name]
+	return k, ok
+}
+
+// Job returns a job and its admission decision.
+func (s *Snapshot) Job(key string) (*priority.Job, *priority.Decision, bool) {
+	if s == nil {
+		return nil, nil, false
+	}
+	j, ok := s.jobs[key]
+	if !ok {
+		return nil, nil, false
+	}
+	d, ok := s.Queue.Lookup(key)
+	return j, d, ok
+}
+
+// SnapshotOf is the snapshot of jobs on nodes as model admits them at now, for callers
+// that compute a queue outside the informers (tests, tools): it answers the job lookups and
+// the queue, with no informer behind it.
+func SnapshotOf(jobs []priority.Job, nodes []priority.Node, model priority.Model, now time.Time) *Snapshot {
+	snap := &Snapshot{Computed: now, jobs: map[string]*priority.Job{}, podJob: map[types.UID]string{}, nameJob: map[string]string{}}
+	for i := range jobs {
+		j := &jobs[i]
+		snap.jobs[j.Key] = j
+		for _, p := range j.Pods {
+			snap.podJob[types.UID(p.UID)] = j.Key
+			snap.nameJob[p.Name] = j.Key
+		}
+	}
+	snap.Queue = model.Admit(priority.State{Jobs: jobs, Nodes: nodes}, now)
+	return snap
+}
+
+// recompute rebuilds the admission state from the pod and node records and publishes it.
+func (c *Cluster) recompute(now time.Time) {
+	start := time.Now()
+	cfg := c.config()
+	sources, changes := c.sourceChanges.Load(), c.index.changes.Load()
+	var held map[types.UID]string
+	coolDowns := map[string]time.Time{}
+	if c.holds != nil {
+		held, coolDowns = c.holds.Held(), c.holds.CoolDowns()
+	}
+	if prev := c.Snapshot(); prev.onlyTimeMoved(cfg, changes, sources, held) {
+		snap := *prev
+		snap.Computed = now
+		snap.state.CoolDown = coolDowns
+		c.admit(&snap, cfg, now, start, len(held))
+		return
+	}
+	idx, err := c.index.records(cfg, cacheLister{c})
+	if err != nil {
+		c.log.Error("recomputing the queue", zap.Error(err))
+		return
+	}
+	state := priority.State{Nodes: freeCapacity(idx, held), CoolDown: coolDowns}
+	snap := &Snapshot{
+		Computed:   now,
+		jobs:       map[string]*priority.Job{},
+		nodes:      state.Nodes,
+		nodeAt:     idx.nodeAt,
+		topology:   idx.topology,
+		hardPS:     map[string]bool{},
+		membership: idx.membership,
+		changes:    idx.changes,
+		cfg:        cfg,
+		held:       held,
+		sources:    sources,
+	}
+	// The pod-to-job maps change only when pods come, go or change jobs: after a bind or
+	// a status change the previous snapshot's serve again.
+	fillPodMaps := true
+	prev := c.Snapshot()
+	if prev != nil && prev.membership == idx.membership && prev.podJob != nil {
+		snap.podJob, snap.nameJob, fillPodMaps = prev.podJob, prev.nameJob, false
+	} else {
+		snap.podJob, snap.nameJob = make(map[types.UID]string, len(idx.pods)), make(map[string]string, len(idx.pods))
+	}
+	groups := groupMemo{lookup: c.podGroup, seen: map[string]groupPart{}}
+	// The jobs live in one array, which the snapshot's map points into and Admit reads.
+	state.Jobs = make([]priority.Job, len(idx.jobs))
+	for i, g := range idx.jobs {
+		job := &state.Jobs[i]
+		job.Key, job.Pods = g.key, make([]priority.Pod, 0, len(g.pods))
+		snap.jobs[g.key] = job
+		for k, pod := range g.pods {
+			m := groups.complete(pod)
+			if k == 0 {
+				job.Created = m.created
+			}
+			addMember(job, pod, m, held, idx.sets)
+			if m.hardPSAntiAffinity {
+				snap.hardPS[g.key] = true
+			}
+			if job.User == "" {
+				job.User = c.userOf(pod.namespace, m.user, cfg.gang.UserLabel)
+			}
+			if fillPodMaps {
+				snap.podJob[pod.uid] = g.key
+				snap.nameJob[pod.nsName] = g.key
+			}
+		}
+	}
+	snap.state = state
+	c.admit(snap, cfg, now, start, len(held))
+}
+
+// onlyTimeMoved says whether a recompute now would build the same jobs and nodes as s:
+// nothing the index, the namespaces and PodGroups, the held binds or the config hold has
+// changed since. Then only the clock (waiting times, starvation) and the cool-downs can
+// change the queue. The periodic recompute mostly finds it so.
+func (s *Snapshot) onlyTimeMoved(cfg *viewConfig, changes, sources uint64, held map[types.UID]string) bool {
+	return s != nil && s.cfg == cfg && s.changes == changes && s.sources == sources && maps.Equal(s.held, held)
+}
+
+// admit computes snap's queue from its state and publishes it.
+func (c *Cluster) admit(snap *Snapshot, cfg *viewConfig, now, start time.Time, held int) {
+	w, ok := c.admitSpace.Get().(*priority.Workspace)
+	if !ok {
+		w = &priority.Workspace{}
+	}
+	snap.Queue = cfg.model.AdmitIn(snap.state, now, w)
+	c.admitSpace.Put(w)
+	c.snapshot.Store(snap)
+	if c.turns != nil {
+		c.turns.Published(snap)
+	}
+	c.metrics.ObserveQueue(snap.Queue, held)
+	if ce := c.log.Check(zap.DebugLevel, "queue recomputed"); ce != nil {
+		ce.Write(zap.Int("jobs", len(snap.jobs)), zap.Int("queue", snap.Queue.Len()), zap.Duration("took", time.Since(start)))
+	}
+}
+
+// groupMemo completes pod memberships from their PodGroups, one lookup per job and
+// recompute.
+type groupMemo struct {
+	lookup gang.PodGroupLookup
+	seen   map[string]groupPart // source + job key -> what its PodGroup adds
+}
+
+func (g *groupMemo) complete(pod *podRecord) membership {
+	m := pod.m
+	if m.source != gang.SourceVolcano && m.source != gang.SourceCoscheduling {
+		return m.withGroupPart(groupPart{})
+	}
+	key := m.source + "\x00" + m.jobKey
+	part, ok := g.seen[key]
+	if !ok {
+		part = m.lookupGroup(g.lookup, pod.namespace)
+		g.seen[key] = part
+	}
+	return m.withGroupPart(part)
+}
+
+// addMember adds one pod to its job's view; sets gives a pending pod the nodes it may use.
+func addMember(job *priority.Job, pod *podRecord, m membership, held map[types.UID]string, sets map[*podConstraints]*priority.NodeSet) {
+	p := priority.Pod{
+		UID: string(pod.uid), Name: pod.nsName, Role: m.role, Index: m.index,
+		Request: pod.request, Gated: pod.gated,
+	}
+	if pod.node == "" {
+		p.Nodes = sets[pod.constraints]
+	}
+	switch node, isHeld := held[pod.uid]; {
+	case pod.node != "":
+		p.State, p.Node = priority.PodBound, pod.node
+	case isHeld:
+		p.State, p.Node = priority.PodHeld, node
+	}
+	job.Pods = append(job.Pods, p)
+	if m.minMember > job.MinMember {
+		job.MinMember = m.minMember
+	}
+	if pod.priority != nil && (len(job.Pods) == 1 || *pod.priority > job.Priority) {
+		job.Priority = *pod.priority
+	}
+	job.Urgent = job.Urgent || m.urgent
+	if m.created.IsZero() && (job.Created.IsZero() || pod.created.Before(job.Created)) {
+		job.Created = pod.created
+	}
+}
+
+// turnedAway lists the pending pods of jobs in the view that kube-scheduler has turned away
+// (PodScheduled False): before this process started, it may have parked them.
+func (c *Cluster) turnedAway() []TurnedAway {
+	idx, err := c.index.records(c.config(), cacheLister{c})
+	if err != nil {
+		return nil
+	}
+	var out []TurnedAway
+	for _, pod := range idx.pods {
+		if pod.counted && pod.turnedAway && pod.node == "" {
+			ns, name, _ := strings.Cut(pod.nsName, "/")
+			out = append(out, TurnedAway{Pod: gang.PodRef{Namespace: ns, Name: name, UID: pod.uid}, Job: pod.m.jobKey})
+		}
+	}
+	return out
+}
+
+// userOf names the user of a job: the pod's label, else its namespace's label, else the
+// namespace's name.
+func (c *Cluster) userOf(namespace, fromPod, userLabel string) string {
+	if fromPod != "" {
+		return fromPod
+	}
+	if c.namespaces != nil {
+		if ns, err := c.namespaces.Get(namespace); err == nil && ns.Labels[userLabel] != "" {
+			return ns.Labels[userLabel]
+		}
+	}
+	return namespace
+}
+
+// freeCapacity is every schedulable node's allocatable minus the requests of the pods
+// bound or held there (Free), and minus those of the bound pods in no job, which the queue
+// cannot wait out (Capacity), in name order. A node with nothing on it shares its record's
+// allocatable map: nobody writes to a published snapshot's nodes.
+func freeCapacity(idx indexed, held map[types.UID]string) []priority.Node {
+	out := make([]priority.Node, len(idx.schedulable))
+	for i, n := range idx.schedulable {
+		out[i] = priority.Node{Name: idx.names[i], Free: n.allocatable, Capacity: n.allocatable, Labels: n.labels}
+	}
+	ownFree, ownCapacity := make([]bool, len(out)), make([]bool, len(out))
+	for _, pod := range idx.pods {
+		if pod.terminated {
+			continue
+		}
+		node := pod.node
+		if node == "" {
+			node = held[pod.uid]
+		}
+		i, ok := idx.nodeAt[node]
+		if node == "" || !ok {
+			continue
+		}
+		subtract(&out[i].Free, &ownFree[i], pod.request)
+		// A pod being deleted is on its way out; a job's pods end with their job.
+		if !pod.counted && !pod.deleting {
+			subtract(&out[i].Capacity, &ownCapacity[i], pod.request)
+		}
+	}
+	return out
+}
+
+// subtract takes one pod's request, and its pod slot, out of *free, copying the map first
+// unless *owned says it is this node's own already.
+func subtract(free *priority.Resources, owned *bool, request priority.Resources) {
+	if !*owned {
+		*free, *owned = maps.Clone(*free), true
+	}
+	for k, v := range request {
+		(*free)[k] -= v
+	}
+	if _, ok := (*free)["pods"]; ok {
+		(*free)["pods"]--
+	}
+}
