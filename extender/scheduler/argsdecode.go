@@ -5,9 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"strings"
 	"sync"
-	"unsafe"
 
 	"github.com/cps-extender/cps-extender/extender/wire"
 	extenderv1 "k8s.io/kube-scheduler/extender/v1"
@@ -27,7 +25,7 @@ import (
 // running (and taxing every call) on a heap the size of the cluster's informers.
 type scratch struct {
 	body   bytes.Buffer
-	names  []string
+	names  nodeNames
 	passed []string
 	pass   []bool
 	scores extenderv1.HostPriorityList
@@ -54,7 +52,8 @@ func (sc *scratch) release() {
 		return
 	}
 	sc.body.Reset()
-	clear(sc.names[:cap(sc.names)]) // the names point into the body
+	clear(sc.names.list[:cap(sc.names.list)])
+	sc.names.lookup = nil
 	clear(sc.passed[:cap(sc.passed)])
 	clear(sc.scores[:cap(sc.scores)])
 	sc.pool.Put(sc)
@@ -77,11 +76,20 @@ func readBody(w http.ResponseWriter, r *http.Request, maxBytes int64, sc *scratc
 	return nil
 }
 
+// nodeNames receives the node names the fast parser reads, in lists reused call after call.
+// Each name is the string lookup gives for the name's bytes: the cluster view's own string
+// for a node it knows, so that thousands of names a request cost no allocation, and a copy
+// for any other. No name points into the body.
+type nodeNames struct {
+	lookup NodeLookup
+	list   []string
+	known  []bool // known[i]: the view knows list[i]
+}
+
 // parseExtenderArgs decodes body as encoding/json decodes it into ExtenderArgs. With
-// names, node names parsed by hand are appended to *names and point into body instead of
-// being copied (thousands of small allocations a request); the caller must then keep body
-// and *names unchanged while the request is served, and nothing may keep a name past it.
-func parseExtenderArgs(body []byte, names *[]string) (*extenderv1.ExtenderArgs, error) {
+// names, node names parsed by hand are names.lookup's strings, in names.list (and
+// args.NodeNames is &names.list); otherwise, and on encoding/json's path, they are copies.
+func parseExtenderArgs(body []byte, names *nodeNames) (*extenderv1.ExtenderArgs, error) {
 	var args extenderv1.ExtenderArgs
 	if parseArgsFast(body, &args, names) {
 		return &args, nil
@@ -95,7 +103,7 @@ func parseExtenderArgs(body []byte, names *[]string) (*extenderv1.ExtenderArgs, 
 
 // parseArgsFast parses the common shape of body into args and reports whether it could;
 // when it could not, args may hold part of the request and must be discarded.
-func parseArgsFast(b []byte, args *extenderv1.ExtenderArgs, names *[]string) bool {
+func parseArgsFast(b []byte, args *extenderv1.ExtenderArgs, names *nodeNames) bool {
 	i := skipSpace(b, 0)
 	if i >= len(b) || b[i] != '{' {
 		return false
@@ -106,7 +114,7 @@ func parseArgsFast(b []byte, args *extenderv1.ExtenderArgs, names *[]string) boo
 	}
 	var seenPod, seenNodes, seenNames bool
 	for {
-		key, next, ok := plainString(b, i, false)
+		key, next, ok := plainString(b, i)
 		if !ok {
 			return false
 		}
@@ -116,17 +124,17 @@ func parseArgsFast(b []byte, args *extenderv1.ExtenderArgs, names *[]string) boo
 		}
 		i = skipSpace(b, i+1)
 		switch {
-		case strings.EqualFold(key, "pod") && !seenPod:
+		case bytes.EqualFold(key, []byte("pod")) && !seenPod:
 			seenPod = true
 			if i, ok = unmarshalValueAt(b, i, &args.Pod); !ok {
 				return false
 			}
-		case strings.EqualFold(key, "nodes") && !seenNodes:
+		case bytes.EqualFold(key, []byte("nodes")) && !seenNodes:
 			seenNodes = true
 			if i, ok = unmarshalValueAt(b, i, &args.Nodes); !ok {
 				return false
 			}
-		case strings.EqualFold(key, "nodenames") && !seenNames:
+		case bytes.EqualFold(key, []byte("nodenames")) && !seenNames:
 			seenNames = true
 			list, end, ok := plainStringArray(b, i, names)
 			if !ok {
@@ -169,28 +177,26 @@ func skipSpace(b []byte, i int) int {
 }
 
 // plainString reads a JSON string at b[i] made of printable ASCII without escapes, and
-// returns it (pointing into b with alias) and the index after its closing quote.
-func plainString(b []byte, i int, alias bool) (string, int, bool) {
+// returns its contents (a part of b) and the index after its closing quote.
+func plainString(b []byte, i int) ([]byte, int, bool) {
 	if i >= len(b) || b[i] != '"' {
-		return "", 0, false
+		return nil, 0, false
 	}
 	for j := i + 1; j < len(b); j++ {
 		switch c := b[j]; {
 		case c == '"':
-			if alias && j > i+1 {
-				return unsafe.String(&b[i+1], j-i-1), j + 1, true
-			}
-			return string(b[i+1 : j]), j + 1, true
+			return b[i+1 : j], j + 1, true
 		case c == '\\' || c < 0x20 || c >= 0x80:
-			return "", 0, false
+			return nil, 0, false
 		}
 	}
-	return "", 0, false
+	return nil, 0, false
 }
 
 // plainStringArray reads null or an array of plain strings (see plainString) at b[i]. With
-// into, the strings point into b and are appended to *into[:0].
-func plainStringArray(b []byte, i int, into *[]string) (*[]string, int, bool) {
+// into, the strings are into.lookup's for their bytes, in into.list[:0] (known in
+// into.known[:0]); without, copies.
+func plainStringArray(b []byte, i int, into *nodeNames) (*[]string, int, bool) {
 	if bytes.HasPrefix(b[i:], []byte("null")) {
 		return nil, i + len("null"), true
 	}
@@ -198,16 +204,17 @@ func plainStringArray(b []byte, i int, into *[]string) (*[]string, int, bool) {
 		return nil, 0, false
 	}
 	var names []string
+	var known []bool
 	if into != nil {
-		names = (*into)[:0]
+		names, known = into.list[:0], into.known[:0]
 	} else {
 		// Counting the commas sizes the slice once; a name cannot hold a comma-free quote.
 		names = make([]string, 0, bytes.Count(b[i:], []byte{','})+1)
 	}
 	list := func() *[]string {
 		if into != nil {
-			*into = names
-			return into
+			into.list, into.known = names, known
+			return &into.list
 		}
 		return &names
 	}
@@ -216,11 +223,16 @@ func plainStringArray(b []byte, i int, into *[]string) (*[]string, int, bool) {
 		return list(), i + 1, true
 	}
 	for {
-		name, next, ok := plainString(b, i, into != nil)
+		s, next, ok := plainString(b, i)
 		if !ok {
 			return nil, 0, false
 		}
-		names = append(names, name)
+		if into != nil {
+			name, isKnown := into.lookup.NodeName(s)
+			names, known = append(names, name), append(known, isKnown)
+		} else {
+			names = append(names, string(s))
+		}
 		i = skipSpace(b, next)
 		if i >= len(b) {
 			return nil, 0, false

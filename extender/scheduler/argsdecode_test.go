@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -33,11 +34,60 @@ func checkSameAsReference(t *testing.T, body []byte) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Fatalf("request differs from encoding/json's (-json +parsed):\n%s\nbody %q", diff, body)
 	}
-	// Names that point into the body read the same while it is unchanged.
-	reused := []string{"left", "over", "from", "a", "previous", "call"}
-	aliased, _ := parseExtenderArgs(body, &reused)
-	if diff := cmp.Diff(want, aliased); diff != "" {
-		t.Fatalf("request with aliased names differs from encoding/json's (-json +parsed):\n%s\nbody %q", diff, body)
+	// Names looked up in a view read the same after the body's memory is reused, and say
+	// which the view knows.
+	view := nodeTable{"n1": "n1", "a": "a"}
+	names := nodeNames{lookup: view, list: []string{"left", "over", "from", "a", "previous", "call"}, known: make([]bool, 6)}
+	reused := bytes.Clone(body)
+	looked, _ := parseExtenderArgs(reused, &names)
+	for i := range reused {
+		reused[i] = 'x'
+	}
+	if diff := cmp.Diff(want, looked); diff != "" {
+		t.Fatalf("request with looked-up names differs from encoding/json's (-json +parsed):\n%s\nbody %q", diff, body)
+	}
+	if looked != nil && looked.NodeNames == &names.list {
+		for i, name := range names.list {
+			if _, ok := view[name]; names.known[i] != ok {
+				t.Fatalf("known[%d] = %t for %q\nbody %q", i, names.known[i], name, body)
+			}
+		}
+	}
+}
+
+// nodeTable is a NodeLookup of fixed names, which it answers with its own strings.
+type nodeTable map[string]string
+
+func (t nodeTable) NodeName(b []byte) (string, bool) {
+	if name, ok := t[string(b)]; ok {
+		return name, true
+	}
+	return string(b), false
+}
+
+// TestParseKnownNamesWithoutAllocating: names the view knows cost no allocation, however
+// many the request has.
+func TestParseKnownNamesWithoutAllocating(t *testing.T) {
+	view := nodeTable{}
+	for i := range 1000 {
+		name := "node-" + strconv.Itoa(i)
+		view[name] = name
+	}
+	allocs := func(n int) float64 {
+		quoted := make([]string, 0, n)
+		for i := range n {
+			quoted = append(quoted, strconv.Quote("node-"+strconv.Itoa(i)))
+		}
+		body := []byte(`{"pod":{"metadata":{"name":"p"}},"nodenames":[` + strings.Join(quoted, ",") + `]}`)
+		names := nodeNames{lookup: view}
+		return testing.AllocsPerRun(20, func() {
+			if _, err := parseExtenderArgs(body, &names); err != nil || len(names.list) != n {
+				t.Fatalf("parsed %d names, error %v", len(names.list), err)
+			}
+		})
+	}
+	if few, many := allocs(10), allocs(1000); many != few {
+		t.Errorf("%v allocations for 1000 known names, %v for 10", many, few)
 	}
 }
 

@@ -32,9 +32,11 @@ const (
 	VerbPreempt    = "preempt"
 )
 
-// NodeLookup says whether a node is in the cluster view.
+// NodeLookup finds nodes of the cluster view by name.
 type NodeLookup interface {
-	HasNode(name string) bool
+	// NodeName returns the view's own string for the node named b, and true; for a name the
+	// view does not know, a copy of b and false. It keeps nothing of b.
+	NodeName(b []byte) (name string, known bool)
 }
 
 // Binder binds a pod to a node through the API server.
@@ -122,13 +124,13 @@ func (v *Verbs) Routes(prefix string) []wire.Route {
 	}
 }
 
-// decodeExtenderArgs decodes and checks the request of filter and prioritize into sc: the
-// node names point into its body. Release sc once the answer is written, and keep no name
-// past it.
-func decodeExtenderArgs(w http.ResponseWriter, r *http.Request, maxBytes int64, sc *scratch) (*extenderv1.ExtenderArgs, error) {
+// decodeExtenderArgs decodes and checks the request of filter and prioritize into sc, the
+// node names looked up in nodes (see nodeNames). Release sc once the answer is written.
+func decodeExtenderArgs(w http.ResponseWriter, r *http.Request, maxBytes int64, sc *scratch, nodes NodeLookup) (*extenderv1.ExtenderArgs, error) {
 	if err := readBody(w, r, maxBytes, sc); err != nil {
 		return nil, err
 	}
+	sc.names.lookup = nodes
 	args, err := parseExtenderArgs(sc.body.Bytes(), &sc.names)
 	if err == nil {
 		err = checkExtenderArgs(args)
@@ -154,7 +156,7 @@ func podKey(p *corev1.Pod) string { return p.Namespace + "/" + p.Name }
 func (v *Verbs) filter(w http.ResponseWriter, r *http.Request, c wire.Call) wire.Note {
 	sc := getScratch(&v.scratches)
 	defer sc.release()
-	args, err := decodeExtenderArgs(w, r, c.MaxBytes, sc)
+	args, err := decodeExtenderArgs(w, r, c.MaxBytes, sc, v.decider)
 	if err != nil {
 		wire.WriteError(w, err)
 		return wire.Note{}
@@ -203,13 +205,21 @@ func (v *Verbs) decideFilter(args *extenderv1.ExtenderArgs, sc *scratch) *filter
 		}
 		answer.unresolvable, answer.reason = names, reason
 	}
+	known := sc.names.known
+	if ok && args.NodeNames != nil && args.NodeNames != &sc.names.list {
+		// Not parsed into sc (encoding/json decoded the request): look the names up.
+		known = make([]bool, len(names))
+		for i, name := range names {
+			_, known[i] = v.decider.NodeName([]byte(name))
+		}
+	}
 	sc.pass = grown(sc.pass, len(names))
 	pass := sc.pass
 	clear(pass)
 	for i, name := range names {
 		switch {
 		case !ok:
-		case args.NodeNames != nil && !v.known(name):
+		case args.NodeNames != nil && !known[i]:
 			result.FailedNodes[name] = fmt.Sprintf("node %s is not in the extender's cluster view (yet)", name)
 		default:
 			if check != nil {
@@ -277,12 +287,10 @@ func (a *filterAnswer) summary() string {
 	return fmt.Sprintf("passed %d, failed %d, unresolvable %d", passed, len(r.FailedNodes), len(r.FailedAndUnresolvableNodes)+len(a.unresolvable))
 }
 
-func (v *Verbs) known(name string) bool { return v.decider.HasNode(name) }
-
 func (v *Verbs) prioritize(w http.ResponseWriter, r *http.Request, c wire.Call) wire.Note {
 	sc := getScratch(&v.scratches)
 	defer sc.release()
-	args, err := decodeExtenderArgs(w, r, c.MaxBytes, sc)
+	args, err := decodeExtenderArgs(w, r, c.MaxBytes, sc, v.decider)
 	if err != nil {
 		wire.WriteError(w, err)
 		return wire.Note{}

@@ -46,7 +46,10 @@ type fakeDecider struct {
 	scores    map[string]int64  // node -> score
 }
 
-func (f *fakeDecider) HasNode(name string) bool { return f.nodes[name] }
+func (f *fakeDecider) NodeName(b []byte) (string, bool) {
+	name := string(b)
+	return name, f.nodes[name]
+}
 
 func (f *fakeDecider) Admit(pod *corev1.Pod) view.Admission {
 	if reason, wait := f.waiting[pod.Name]; wait {

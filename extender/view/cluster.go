@@ -222,16 +222,26 @@ func (c *Cluster) Node(name string) (*corev1.Node, bool) {
 	return n, true
 }
 
-// HasNode says whether a node is in the cluster view. The snapshot's schedulable nodes
-// answer most lookups from one packed table; the informer cache answers the rest
+// NodeName returns the view's own string for the node named b, and whether the view knows
+// it; for an unknown name, a copy of b. The snapshot's schedulable nodes answer most lookups
+// from one packed table, without allocating; the informer cache answers the rest
 // (unschedulable nodes, and nodes newer than the snapshot).
-func (c *Cluster) HasNode(name string) bool {
+func (c *Cluster) NodeName(b []byte) (string, bool) {
 	if snap := c.Snapshot(); snap != nil {
-		if _, ok := snap.nodeAt[name]; ok {
-			return true
+		if i, ok := snap.nodeAt[string(b)]; ok {
+			return snap.nodes[i].Name, true
 		}
 	}
-	_, ok := c.Node(name)
+	name := string(b)
+	if n, ok := c.Node(name); ok {
+		return n.Name, true
+	}
+	return name, false
+}
+
+// HasNode says whether a node is in the cluster view (see NodeName).
+func (c *Cluster) HasNode(name string) bool {
+	_, ok := c.NodeName([]byte(name))
 	return ok
 }
 
