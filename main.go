@@ -92,7 +92,7 @@ func run(args []string, stderr io.Writer) error {
 	cluster := view.NewCluster(view.ClusterOptions{Log: log, Client: client, Dynamic: dyn, Config: cfg, Metrics: meters,
 		Turns: podTurns, Holds: gangGate})
 	meters.WatchInformers(cluster)
-	verbs, err := scheduler.New(log, cluster, gangGate.For(cluster), podTurns)
+	verbs, err := scheduler.New(log, func() scheduler.Decisions { return cluster.Decisions() }, gangGate.For(cluster), podTurns)
 	if err != nil {
 		return err
 	}

@@ -127,7 +127,7 @@ func benchCluster(tb testing.TB, nodes, pods, jobs int) *benchEnv {
 			tb.Fatalf("bench cluster %s: pod %s/%s is in job %q (%t), want %q", key, p.Namespace, p.Name, got, ok, want)
 		}
 	}
-	verbs, err := scheduler.New(log, c, gate.For(c), nil)
+	verbs, err := scheduler.New(log, decisionsOf(c), gate.For(c), nil)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -289,4 +289,9 @@ func (t cpuTimer) report(b *testing.B) {
 	if b.N > 0 {
 		b.ReportMetric(float64(processCPU()-t.start)/float64(b.N), "cpu-ns/op")
 	}
+}
+
+// decisionsOf is the Decider of a cluster view, as main wires it.
+func decisionsOf(c *view.Cluster) scheduler.Decider {
+	return func() scheduler.Decisions { return c.Decisions() }
 }

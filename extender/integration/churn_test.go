@@ -63,7 +63,7 @@ func TestConcurrentVerbsDuringChurn(t *testing.T) {
 	if err := cluster.Start(runCtx); err != nil {
 		t.Fatal(err)
 	}
-	verbs, err := scheduler.New(log, cluster, gate.For(cluster), nil)
+	verbs, err := scheduler.New(log, decisionsOf(cluster), gate.For(cluster), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +152,7 @@ func TestConcurrentVerbsDuringChurn(t *testing.T) {
 
 	// A deleted job: once the view no longer has it, its pods wait (not admitted).
 	job := pods[0].Namespace + "/" + pods[0].Labels[loadfixture.JobLabel]
-	if adm := cluster.Admit(pods[0]); !adm.OK {
+	if adm := cluster.Decisions().Admit(pods[0]); !adm.OK {
 		t.Fatalf("job %s not admitted before its deletion: %s", job, adm.Reason)
 	}
 	for _, p := range pods[:spec.PodsPerJob] {
@@ -170,7 +170,7 @@ func TestConcurrentVerbsDuringChurn(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	if cluster.Admit(pods[0]).OK {
+	if cluster.Decisions().Admit(pods[0]).OK {
 		t.Errorf("a pod of deleted job %s is still admitted", job)
 	}
 }

@@ -44,7 +44,7 @@ func newFuzzServer(f *testing.F) *server.Server {
 	if err := cluster.Start(ctx); err != nil {
 		f.Fatal(err)
 	}
-	verbs, err := scheduler.New(log, cluster, gate.For(cluster), nil)
+	verbs, err := scheduler.New(log, decisionsOf(cluster), gate.For(cluster), nil)
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -44,9 +44,13 @@ type Binder interface {
 	Bind(ctx context.Context, pod gang.PodRef, node string) error
 }
 
-// Decider makes the per-pod decisions of filter and prioritize from the current
-// admission state, without calling the API server.
-type Decider interface {
+// Decider gives each request the decisions of the view's current snapshot, asked once per
+// request: all of one answer comes from one snapshot.
+type Decider func() Decisions
+
+// Decisions are the per-pod decisions of filter, prioritize and preempt from one admission
+// state, made without calling the API server (view.Decisions).
+type Decisions interface {
 	NodeLookup
 	// Admit says whether the pod may be placed now, and why not.
 	Admit(pod *corev1.Pod) view.Admission
@@ -156,12 +160,13 @@ func podKey(p *corev1.Pod) string { return p.Namespace + "/" + p.Name }
 func (v *Verbs) filter(w http.ResponseWriter, r *http.Request, c wire.Call) wire.Note {
 	sc := getScratch(&v.scratches)
 	defer sc.release()
-	args, err := decodeExtenderArgs(w, r, c.MaxBytes, sc, v.decider)
+	d := v.decider()
+	args, err := decodeExtenderArgs(w, r, c.MaxBytes, sc, d)
 	if err != nil {
 		wire.WriteError(w, err)
 		return wire.Note{}
 	}
-	answer := v.decideFilter(args, sc)
+	answer := v.decideFilter(d, args, sc)
 	writeAnswer(w, func(b []byte) []byte { return appendFilterAnswer(b, answer) })
 	if !c.Detailed {
 		return wire.Note{}
@@ -174,7 +179,7 @@ func (v *Verbs) filter(w http.ResponseWriter, r *http.Request, c wire.Call) wire
 // give it the turn), with one reason. Nodes given by name that are not in the cluster view
 // fail: the extender cannot judge a node it has not seen. sc, when not nil, lends the
 // answer's lists.
-func (v *Verbs) decideFilter(args *extenderv1.ExtenderArgs, sc *scratch) *filterAnswer {
+func (v *Verbs) decideFilter(d Decisions, args *extenderv1.ExtenderArgs, sc *scratch) *filterAnswer {
 	if sc == nil {
 		sc = &scratch{}
 	}
@@ -184,11 +189,11 @@ func (v *Verbs) decideFilter(args *extenderv1.ExtenderArgs, sc *scratch) *filter
 	}}
 	result := &answer.ExtenderFilterResult
 	names := candidateNames(args)
-	adm := v.decider.Admit(args.Pod)
+	adm := d.Admit(args.Pod)
 	ok, reason := adm.OK, adm.Reason
 	var check func(string) (bool, string)
 	if ok {
-		check = v.decider.NodeCheck(args.Pod)
+		check = d.NodeCheck(args.Pod)
 		v.metrics.GateDecision(VerbFilter, metrics.OutcomeAdmitted)
 		v.turns.Passed(args.Pod)
 	} else {
@@ -210,7 +215,7 @@ func (v *Verbs) decideFilter(args *extenderv1.ExtenderArgs, sc *scratch) *filter
 		// Not parsed into sc (encoding/json decoded the request): look the names up.
 		known = make([]bool, len(names))
 		for i, name := range names {
-			_, known[i] = v.decider.NodeName([]byte(name))
+			_, known[i] = d.NodeName([]byte(name))
 		}
 	}
 	sc.pass = grown(sc.pass, len(names))
@@ -290,12 +295,13 @@ func (a *filterAnswer) summary() string {
 func (v *Verbs) prioritize(w http.ResponseWriter, r *http.Request, c wire.Call) wire.Note {
 	sc := getScratch(&v.scratches)
 	defer sc.release()
-	args, err := decodeExtenderArgs(w, r, c.MaxBytes, sc, v.decider)
+	d := v.decider()
+	args, err := decodeExtenderArgs(w, r, c.MaxBytes, sc, d)
 	if err != nil {
 		wire.WriteError(w, err)
 		return wire.Note{}
 	}
-	scores := v.decidePrioritize(args, sc)
+	scores := v.decidePrioritize(d, args, sc)
 	writeAnswer(w, func(b []byte) []byte { return appendHostPriorityList(b, scores) })
 	if !c.Detailed {
 		return wire.Note{}
@@ -305,12 +311,12 @@ func (v *Verbs) prioritize(w http.ResponseWriter, r *http.Request, c wire.Call) 
 
 // decidePrioritize ranks the candidates by PS-worker affinity; sc, when not nil, lends the
 // list.
-func (v *Verbs) decidePrioritize(args *extenderv1.ExtenderArgs, sc *scratch) extenderv1.HostPriorityList {
+func (v *Verbs) decidePrioritize(d Decisions, args *extenderv1.ExtenderArgs, sc *scratch) extenderv1.HostPriorityList {
 	var out extenderv1.HostPriorityList
 	if sc != nil {
 		out = sc.scores
 	}
-	scores := v.decider.Score(args.Pod, candidateNames(args), out)
+	scores := d.Score(args.Pod, candidateNames(args), out)
 	if sc != nil {
 		sc.scores = scores
 	}
@@ -367,7 +373,7 @@ func (v *Verbs) preempt(w http.ResponseWriter, r *http.Request, c wire.Call) wir
 		wire.WriteError(w, wire.BadRequest("request has no Pod"))
 		return wire.Note{}
 	}
-	result := v.decidePreempt(&args)
+	result := v.decidePreempt(v.decider(), &args)
 	wire.WriteJSON(w, http.StatusOK, result)
 	return wire.Note{Pod: podKey(args.Pod), Decision: fmt.Sprintf("%d candidate nodes kept", len(result.NodeNameToMetaVictims))}
 }
@@ -375,15 +381,15 @@ func (v *Verbs) preempt(w http.ResponseWriter, r *http.Request, c wire.Call) wir
 // decidePreempt keeps the scheduler's own preemption from undoing the gate: a pod of a job
 // that waits for its turn may preempt nothing, and no candidate node may evict a member of
 // a gang (that would leave the gang below its minimum). Other candidates are kept as given.
-func (v *Verbs) decidePreempt(args *extenderv1.ExtenderPreemptionArgs) *extenderv1.ExtenderPreemptionResult {
+func (v *Verbs) decidePreempt(d Decisions, args *extenderv1.ExtenderPreemptionArgs) *extenderv1.ExtenderPreemptionResult {
 	result := &extenderv1.ExtenderPreemptionResult{NodeNameToMetaVictims: map[string]*extenderv1.MetaVictims{}}
-	if !v.decider.MayPreempt(args.Pod) {
+	if !d.MayPreempt(args.Pod) {
 		return result
 	}
 	keep := func(node string, victims []gang.PodRef, pdbViolations int64) {
 		meta := &extenderv1.MetaVictims{NumPDBViolations: pdbViolations}
 		for _, victim := range victims {
-			if !v.decider.MayEvict(victim) {
+			if !d.MayEvict(victim) {
 				return
 			}
 			meta.Pods = append(meta.Pods, &extenderv1.MetaPod{UID: string(victim.UID)})

@@ -149,7 +149,7 @@ func newTestServer(t *testing.T, ready bool, maxBytes int64) *testServer {
 	// The newest snapshot Turns has seen gives job ns/a the turn.
 	tu := &recordingTurns{Turns: turns.New(turns.Options{Log: log, Nudger: noNudger{}})}
 	tu.Published(view.SnapshotOf([]priority.Job{threePodJob()}, bigNodes(), priority.DefaultModel(), time.Unix(1_700_000_000, 0)))
-	verbs, err := New(log, decider, binder, tu)
+	verbs, err := New(log, fixed(decider), binder, tu)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -454,7 +454,7 @@ func TestAccessLog(t *testing.T) {
 // TestDecisionDescribedOnlyWhenLogged: filter and prioritize describe their decision for
 // the access log only when the log prints it (debug level).
 func TestDecisionDescribedOnlyWhenLogged(t *testing.T) {
-	verbs, err := New(zap.NewNop(), &fakeDecider{}, &fakeBinder{}, nil)
+	verbs, err := New(zap.NewNop(), fixed(&fakeDecider{}), &fakeBinder{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -598,3 +598,6 @@ func threePodJob() priority.Job {
 		gangPod("a-w-0", priority.RoleWorker, 0, priority.PodPending, ""),
 	}}
 }
+
+// fixed is the Decider of one Decisions.
+func fixed(d Decisions) Decider { return func() Decisions { return d } }

@@ -222,22 +222,8 @@ func (c *Cluster) Node(name string) (*corev1.Node, bool) {
 	return n, true
 }
 
-// NodeName returns the view's own string for the node named b, and whether the view knows
-// it; for an unknown name, a copy of b. The snapshot's schedulable nodes answer most lookups
-// from one packed table, without allocating; the informer cache answers the rest
-// (unschedulable nodes, and nodes newer than the snapshot).
-func (c *Cluster) NodeName(b []byte) (string, bool) {
-	if snap := c.Snapshot(); snap != nil {
-		if i, ok := snap.nodeAt[string(b)]; ok {
-			return snap.nodes[i].Name, true
-		}
-	}
-	name := string(b)
-	if n, ok := c.Node(name); ok {
-		return n.Name, true
-	}
-	return name, false
-}
+// NodeName looks a node name up by its bytes in the current snapshot (see Decisions).
+func (c *Cluster) NodeName(b []byte) (string, bool) { return c.Decisions().NodeName(b) }
 
 // HasNode says whether a node is in the cluster view (see NodeName).
 func (c *Cluster) HasNode(name string) bool {

@@ -39,20 +39,51 @@ type Admission struct {
 	Retry bool
 }
 
+// Decisions are the per-pod answers of one snapshot and configuration: a request asks all
+// its questions of one Decisions, so that its answer never mixes two snapshots. The node
+// lookups fall back to the informer cache for nodes newer than the snapshot.
+type Decisions struct {
+	c    *Cluster
+	snap *Snapshot
+	cfg  *viewConfig
+}
+
+// Decisions returns the answers of the current snapshot.
+func (c *Cluster) Decisions() *Decisions {
+	return &Decisions{c: c, snap: c.Snapshot(), cfg: c.config()}
+}
+
+// NodeName looks a node name up by its bytes: the view's own string for it and true when
+// the view knows the node (the snapshot's schedulable nodes answer from one packed table
+// without allocating; the informer cache answers unschedulable nodes and nodes newer than
+// the snapshot), else a copy of the bytes and false. The name never aliases b.
+func (d *Decisions) NodeName(b []byte) (string, bool) {
+	if d.snap != nil {
+		if i, ok := d.snap.nodeAt[string(b)]; ok {
+			return d.snap.nodes[i].Name, true
+		}
+	}
+	name := string(b)
+	if n, ok := d.c.Node(name); ok {
+		return n.Name, true
+	}
+	return name, false
+}
+
 // Admit says whether a pod may be placed now. Pods in no job, in exempt namespaces, and of
 // admitted or running jobs may; a pod of a waiting job may not, and the reason says why (the
 // sentence users see in the pod's FailedScheduling event). A job pod the view has not seen
 // yet waits too: its job's turn is not known.
-func (c *Cluster) Admit(pod *corev1.Pod) Admission {
-	cfg := c.config()
-	if c.exempt(pod.Namespace) {
+func (ds *Decisions) Admit(pod *corev1.Pod) Admission {
+	cfg := ds.cfg
+	if ds.c.exempt(pod.Namespace) {
 		return Admission{OK: true}
 	}
-	m, inJob := membershipOf(cfg.gang, pod, c.podGroup)
+	m, inJob := membershipOf(cfg.gang, pod, ds.c.podGroup)
 	if !inJob {
 		return Admission{OK: true}
 	}
-	snap := c.Snapshot()
+	snap := ds.snap
 	_, d, ok := snap.Job(m.jobKey)
 	if !ok {
 		return Admission{Reason: fmt.Sprintf("job %s is not in the extender's view yet; it is retried shortly", m.jobKey), Job: m.jobKey, Retry: true}
@@ -100,10 +131,10 @@ func (c *Cluster) jobMember(snap *Snapshot, pod *corev1.Pod) (*priority.Job, pri
 // PS anti-affinity when the config says hard, or when the job's Volcano PodGroup names its
 // PS task in volcano.sh/task-topology-anti-affinity. The job is looked up once per request,
 // not once per node.
-func (c *Cluster) NodeCheck(pod *corev1.Pod) func(node string) (bool, string) {
-	aff := c.affinity()
-	snap := c.Snapshot()
-	job, member, ok := c.jobMember(snap, pod)
+func (d *Decisions) NodeCheck(pod *corev1.Pod) func(node string) (bool, string) {
+	aff := d.cfg.affinity
+	snap := d.snap
+	job, member, ok := d.c.jobMember(snap, pod)
 	if !ok || member.Role != priority.RolePS {
 		return nil
 	}
@@ -117,13 +148,13 @@ func (c *Cluster) NodeCheck(pod *corev1.Pod) func(node string) (bool, string) {
 // Score ranks the candidate nodes by PS-worker affinity, 0..10 each, into out's array when
 // it is large enough. Pods in no job get the same score on every node, which never changes
 // the scheduler's choice.
-func (c *Cluster) Score(pod *corev1.Pod, names []string, out extenderv1.HostPriorityList) extenderv1.HostPriorityList {
+func (d *Decisions) Score(pod *corev1.Pod, names []string, out extenderv1.HostPriorityList) extenderv1.HostPriorityList {
 	out = slices.Grow(out[:0], len(names))[:len(names)]
 	for i, n := range names {
 		out[i] = extenderv1.HostPriority{Host: n, Score: extenderv1.MinExtenderPriority}
 	}
-	snap := c.Snapshot()
-	job, member, ok := c.jobMember(snap, pod)
+	snap := d.snap
+	job, member, ok := d.c.jobMember(snap, pod)
 	if !ok {
 		return out
 	}
@@ -132,7 +163,7 @@ func (c *Cluster) Score(pod *corev1.Pod, names []string, out extenderv1.HostPrio
 		plan = d.Plan
 	}
 	// Prepared once per request, so that each of thousands of nodes costs a lookup or two.
-	scorer := c.affinity().NewPlannedScorer(member, job, plan, c.NodeLabels)
+	scorer := d.cfg.affinity.NewPlannedScorer(member, job, plan, d.c.NodeLabels)
 	if !scorer.On(snap.topology) { // the topology was reloaded after the snapshot
 		for i, name := range names {
 			n := snap.node(name)
@@ -179,13 +210,13 @@ func (c *Cluster) JobOfPod(ctx context.Context, ref gang.PodRef) (string, bool, 
 
 // MayPreempt says whether a pod may have the scheduler preempt for it: not while its job
 // waits for its turn (the gate would turn it away anyway, after the victims were gone).
-func (c *Cluster) MayPreempt(pod *corev1.Pod) bool {
-	return c.Admit(pod).OK
+func (d *Decisions) MayPreempt(pod *corev1.Pod) bool {
+	return d.Admit(pod).OK
 }
 
 // MayEvict says whether a pod may be a preemption victim: not when it belongs to a gang,
 // since evicting one member can leave the whole job below its minimum.
-func (c *Cluster) MayEvict(victim gang.PodRef) bool {
-	_, inJob := c.Snapshot().JobOf(victim.UID, victim.Namespace, victim.Name)
+func (d *Decisions) MayEvict(victim gang.PodRef) bool {
+	_, inJob := d.snap.JobOf(victim.UID, victim.Namespace, victim.Name)
 	return !inJob
 }

@@ -43,7 +43,7 @@ func TestScoreThroughTheNodeIndexMatchesLabels(t *testing.T) {
 			if pod.Spec.NodeName != "" {
 				continue
 			}
-			got := c.Score(pod, names, nil)
+			got := c.Decisions().Score(pod, names, nil)
 			job, member, ok := c.jobMember(snap, pod)
 			if !ok {
 				t.Fatalf("%s: not in a job", pod.Name)
