@@ -1,7 +1,6 @@
 package volcano
 
 import (
-	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -311,33 +310,10 @@ type enqueueCandidate struct {
 	demand priority.Resources
 }
 
-// plannedJob is one pending job in the enqueue plan.
-type plannedJob struct {
-	uid      string
-	key      string
-	position int // 1-based
-	p        float64
-	terms    priority.Terms
-	demand   priority.Resources
-	// need is the demand of this job and of every job ahead of it that can fit at all.
-	need priority.Resources
-	// tooBig names a resource the job needs more of than every usable node has together.
-	tooBig string
-	ahead  string // the job right ahead, "" for the first
-	aheadP float64
-}
-
-// enqueuePlan is the admission order of a session's pending jobs and what they need, against
-// what the session's nodes have.
+// enqueuePlan is the model's enqueue plan of a session's pending jobs, found by job UID.
 type enqueuePlan struct {
-	order []*plannedJob
-	byUID map[string]*plannedJob
-	// free is the usable nodes' idle resources less what Inqueue jobs will still take;
-	// capacity is their allocatable resources.
-	free     priority.Resources
-	capacity priority.Resources
-	// compared lists, sorted, the resources the session's nodes report: only these are compared.
-	compared []string
+	*priority.EnqueuePlan
+	byUID map[string]*priority.EnqueueJob
 }
 
 // volcanoCapacity sums the usable nodes' idle and allocatable resources and lists the
@@ -367,68 +343,30 @@ func volcanoCapacity(nodes []*NodeHead) (idle, capacity priority.Resources, comp
 	return idle, capacity, compared
 }
 
-// newEnqueuePlan orders the pending jobs and works out, for each, what it needs together with
-// the jobs ahead of it.
-//
-// The order is the model's queue order (priority.Model.Admit): starved jobs (waited past the
-// starvation bound) first, oldest first, then by combined priority P, highest first, then
-// older, then by key. Free capacity is the sum of the usable nodes' Idle, less reserved (what
-// Inqueue jobs will still take). Walking the order, a job that needs more of some compared
-// resource than all usable nodes have allocatable together can never start: it is marked too
-// big and does not hold anyone back. Every other job's need is its demand plus the demands of
-// the jobs ahead of it that are not too big.
+// newEnqueuePlan is the enqueue plan of a session (priority.Model.PlanEnqueue): the
+// capacity and the compared resources are the usable nodes', free is their Idle less
+// reserved (what Inqueue jobs will still take), and a job key seen twice is named by UID.
 func newEnqueuePlan(model priority.Model, now time.Time, pending []enqueueCandidate, reserved priority.Resources, nodes []*NodeHead) *enqueuePlan {
-	idle, capacity, compared := volcanoCapacity(nodes)
-	plan := &enqueuePlan{byUID: make(map[string]*plannedJob, len(pending)), capacity: capacity, compared: compared}
-	plan.free = idle
+	free, capacity, compared := volcanoCapacity(nodes)
 	for k, v := range reserved {
-		plan.free[k] -= v
+		free[k] -= v
 	}
-	jobs := make([]priority.Job, 0, len(pending))
-	byKey := make(map[string]*enqueueCandidate, len(pending))
+	candidates := make([]priority.EnqueueCandidate, 0, len(pending))
+	uidOf := make(map[string]string, len(pending))
 	for i := range pending {
 		c := &pending[i]
-		if _, dup := byKey[c.job.Key]; dup { // keys must be unique; a repeat is named by UID
+		if _, dup := uidOf[c.job.Key]; dup { // keys must be unique; a repeat is named by UID
 			c.job.Key += " (" + c.uid + ")"
 		}
-		byKey[c.job.Key] = c
-		jobs = append(jobs, c.job)
+		uidOf[c.job.Key] = c.uid
+		candidates = append(candidates, priority.EnqueueCandidate{Job: c.job, Demand: c.demand})
 	}
-	need := priority.Resources{}
-	var prev *plannedJob
-	for i, d := range model.Rank(jobs, now) {
-		c := byKey[d.Key]
-		if c == nil {
-			continue
-		}
-		pj := &plannedJob{uid: c.uid, key: d.Key, position: i + 1, p: d.P, terms: d.Terms, demand: c.demand}
-		if prev != nil {
-			pj.ahead, pj.aheadP = prev.key, prev.p
-		}
-		pj.tooBig = plan.firstShort(c.demand, capacity)
-		if pj.tooBig == "" {
-			addResources(need, c.demand)
-		}
-		pj.need = maps.Clone(need)
-		if pj.tooBig != "" {
-			addResources(pj.need, c.demand)
-		}
-		plan.order = append(plan.order, pj)
-		plan.byUID[c.uid] = pj
-		prev = pj
+	plan := &enqueuePlan{EnqueuePlan: model.PlanEnqueue(candidates, free, capacity, compared, now),
+		byUID: make(map[string]*priority.EnqueueJob, len(pending))}
+	for _, j := range plan.Order {
+		plan.byUID[uidOf[j.Key]] = j
 	}
 	return plan
-}
-
-// firstShort returns the first compared resource (by name) that need asks for more of than
-// have holds, or "" when need fits.
-func (p *enqueuePlan) firstShort(need, have priority.Resources) string {
-	for _, r := range p.compared {
-		if need[r] > 0 && need[r] > have[r] {
-			return r
-		}
-	}
-	return ""
 }
 
 // decide is the jobEnqueueable vote for a planned job:
@@ -439,55 +377,55 @@ func (p *enqueuePlan) firstShort(need, have priority.Resources) string {
 //	reject (-1) otherwise, and always for a job too big for the whole cluster.
 //
 // The reason states the position, P and the resource that is short.
-func (p *enqueuePlan) decide(pj *plannedJob) (int, string) {
+func (p *enqueuePlan) decide(pj *priority.EnqueueJob) (int, string) {
 	var b strings.Builder
 	b.WriteString("job ")
-	b.WriteString(pj.key)
-	if pj.tooBig != "" {
+	b.WriteString(pj.Key)
+	if pj.TooBig != "" {
 		b.WriteString(" may not enqueue: it needs ")
-		b.WriteString(volcanoQuantity(pj.tooBig, pj.demand[pj.tooBig]))
+		b.WriteString(volcanoQuantity(pj.TooBig, pj.Demand[pj.TooBig]))
 		b.WriteString(" ")
-		b.WriteString(pj.tooBig)
+		b.WriteString(pj.TooBig)
 		b.WriteString(", more than the ")
-		b.WriteString(volcanoQuantity(pj.tooBig, p.capacity[pj.tooBig]))
+		b.WriteString(volcanoQuantity(pj.TooBig, p.Capacity[pj.TooBig]))
 		b.WriteString(" all usable nodes have")
 		return Reject, b.String()
 	}
-	short := p.firstShort(pj.need, p.free)
-	if short == "" {
+	ok, short := p.MayEnqueue(pj)
+	if ok {
 		b.WriteString(" may enqueue: ")
 	} else {
 		b.WriteString(" may not enqueue yet: ")
 	}
-	b.WriteString(priority.Ordinal(pj.position))
+	b.WriteString(priority.Ordinal(pj.Position))
 	b.WriteString(" of ")
-	b.WriteString(strconv.Itoa(len(p.order)))
+	b.WriteString(strconv.Itoa(len(p.Order)))
 	b.WriteString(" pending (P=")
-	b.WriteString(strconv.FormatFloat(pj.p, 'f', 2, 64))
+	b.WriteString(strconv.FormatFloat(pj.P, 'f', 2, 64))
 	for _, term := range []struct {
 		name string
 		v    float64
-	}{{": user ", pj.terms.User}, {", job ", pj.terms.Job}, {", wait ", pj.terms.Wait}, {", parallelism ", pj.terms.Parallelism}} {
+	}{{": user ", pj.Terms.User}, {", job ", pj.Terms.Job}, {", wait ", pj.Terms.Wait}, {", parallelism ", pj.Terms.Parallelism}} {
 		b.WriteString(term.name)
 		b.WriteString(strconv.FormatFloat(term.v, 'f', 2, 64))
 	}
 	b.WriteString(")")
-	if pj.ahead != "" {
+	if pj.Ahead != "" {
 		b.WriteString(", behind ")
-		b.WriteString(pj.ahead)
+		b.WriteString(pj.Ahead)
 		b.WriteString(" (P=")
-		b.WriteString(strconv.FormatFloat(pj.aheadP, 'f', 2, 64))
+		b.WriteString(strconv.FormatFloat(pj.AheadP, 'f', 2, 64))
 		b.WriteString(")")
 	}
-	if len(p.compared) == 0 {
+	if len(p.Compared) == 0 {
 		b.WriteString("; no node capacity to compare with")
 		return Permit, b.String()
 	}
-	if short == "" {
+	if ok {
 		b.WriteString("; with the jobs ahead it needs")
 		n := 0
-		for _, r := range p.compared {
-			if pj.need[r] <= 0 {
+		for _, r := range p.Compared {
+			if pj.Need[r] <= 0 {
 				continue
 			}
 			if n > 0 {
@@ -497,9 +435,9 @@ func (p *enqueuePlan) decide(pj *plannedJob) (int, string) {
 			b.WriteString(" ")
 			b.WriteString(r)
 			b.WriteString(" ")
-			b.WriteString(volcanoQuantity(r, pj.need[r]))
+			b.WriteString(volcanoQuantity(r, pj.Need[r]))
 			b.WriteString(" of ")
-			b.WriteString(volcanoQuantity(r, p.free[r]))
+			b.WriteString(volcanoQuantity(r, p.Free[r]))
 		}
 		if n == 0 {
 			b.WriteString(" nothing")
@@ -510,9 +448,9 @@ func (p *enqueuePlan) decide(pj *plannedJob) (int, string) {
 	b.WriteString("; short of ")
 	b.WriteString(short)
 	b.WriteString(": ")
-	b.WriteString(volcanoQuantity(short, pj.need[short]))
+	b.WriteString(volcanoQuantity(short, pj.Need[short]))
 	b.WriteString(" needed with the jobs ahead, ")
-	b.WriteString(volcanoQuantity(short, max(p.free[short], 0)))
+	b.WriteString(volcanoQuantity(short, max(p.Free[short], 0)))
 	b.WriteString(" free")
 	return Reject, b.String()
 }
