@@ -55,7 +55,7 @@ type Config struct {
 	Model ModelConfig `json:"model"`
 	// Affinity configures the PS-worker affinity scores of prioritize.
 	Affinity priority.Affinity `json:"affinity"`
-	// Volcano configures the verbs served to Volcano's scheduler (extender/volcano.go).
+	// Volcano configures the verbs served to Volcano's scheduler (extender/volcano).
 	Volcano VolcanoConfig `json:"volcano"`
 	// Events configures the Events on waiting pods.
 	Events EventsConfig `json:"events"`

@@ -69,7 +69,7 @@ func TestEvalSmall(t *testing.T) {
 		}
 	}
 	// Locality on the node, which the affinity score ranks first; the rack share is logged
-	// in the table (the admission fit is not rack-aware, see README "Known limits").
+	// in the table (the admission fit is not rack-aware, see docs/known-limits.md).
 	if cps.LocalityNode <= plain.LocalityNode {
 		t.Errorf("workers on a PS's node: %.2f with cps-extender, %.2f with plain kube-scheduler: want more", cps.LocalityNode, plain.LocalityNode)
 	}
