@@ -155,7 +155,7 @@ func (s NodeScore) String() string {
 	return b.String()
 }
 
-// Score returns the PS-worker affinity score of pod on each candidate node: one NodeScore
+// score returns the PS-worker affinity score of pod on each candidate node: one NodeScore
 // per candidate, in candidate order, each an integer in 0..10 (kube-scheduler's
 // MaxExtenderPriority) with its named parts.
 //
@@ -218,8 +218,8 @@ func (s NodeScore) String() string {
 //
 // Cost: O(len(candidates) * (len(Topology) + resources requested)) after an O(len(job.Pods))
 // pass that counts placed pods by node and by label value, with one allocation for all parts.
-// Integer counts make the result independent of the order of job.Pods. Score never panics.
-func (a Affinity) Score(pod Pod, job *Job, candidates []Node, labelsOf func(node string) map[string]string) []NodeScore {
+// Integer counts make the result independent of the order of job.Pods. score never panics.
+func (a Affinity) score(pod Pod, job *Job, candidates []Node, labelsOf func(node string) map[string]string) []NodeScore {
 	out := make([]NodeScore, len(candidates))
 	for i, n := range candidates {
 		out[i].Node = n.Name
@@ -263,7 +263,7 @@ type scorer struct {
 	wsum                     float64
 }
 
-// newScorer prepares the scores of pod in job; see Score. The job is not changed.
+// newScorer prepares the scores of pod in job; see score. The job is not changed.
 func (a Affinity) newScorer(pod Pod, job *Job, labelsOf func(string) map[string]string) *scorer {
 	if labelsOf == nil {
 		labelsOf = func(string) map[string]string { return nil }

@@ -205,7 +205,7 @@ func TestAffinityScoreWorker(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := tt.affinity.Score(tt.pod, tt.job, affinityNodes(), affinityLabelsOf)
+			got := tt.affinity.NewScorer(tt.pod, tt.job, nil, affinityLabelsOf).Scores(affinityNodes())
 			if diff := cmp.Diff(tt.want, affinityScores(got)); diff != "" {
 				t.Errorf("Score() mismatch (-want +got):\n%s", diff)
 			}
@@ -275,7 +275,7 @@ func TestAffinityScoreParts(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := affinityRackZone.Score(tt.pod, tt.job, nodes, affinityLabelsOf)
+			got := affinityRackZone.NewScorer(tt.pod, tt.job, nil, affinityLabelsOf).Scores(nodes)
 			if diff := cmp.Diff(tt.want, got, approx); diff != "" {
 				t.Errorf("Score() mismatch (-want +got):\n%s", diff)
 			}
@@ -376,7 +376,7 @@ func TestAffinityScorePS(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := tt.affinity.Score(tt.pod, tt.job, tt.nodes, affinityLabelsOf)
+			got := tt.affinity.NewScorer(tt.pod, tt.job, nil, affinityLabelsOf).Scores(tt.nodes)
 			if diff := cmp.Diff(tt.want, affinityScores(got)); diff != "" {
 				t.Errorf("Score() mismatch (-want +got):\n%s", diff)
 			}
@@ -471,7 +471,7 @@ func TestAffinityScoreRoomForWorkers(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := Affinity{}.Score(tt.pod, affinityJob(tt.pods...), tt.nodes, nil)
+			got := Affinity{}.NewScorer(tt.pod, affinityJob(tt.pods...), nil, nil).Scores(tt.nodes)
 			if diff := cmp.Diff(tt.want, affinityScores(got)); diff != "" {
 				t.Errorf("Score() mismatch (-want +got):\n%s", diff)
 			}
@@ -554,7 +554,7 @@ func TestAffinityScoreEdgeCases(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := tt.affinity.Score(tt.pod, tt.job, tt.candidates, tt.labelsOf)
+			got := tt.affinity.NewScorer(tt.pod, tt.job, nil, tt.labelsOf).Scores(tt.candidates)
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("Score() mismatch (-want +got):\n%s", diff)
 			}
@@ -592,7 +592,7 @@ func TestAffinityScoreDeterministic(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			want := a.Score(tt.pod, affinityJob(pods...), nodes, affinityLabelsOf)
+			want := a.NewScorer(tt.pod, affinityJob(pods...), nil, affinityLabelsOf).Scores(nodes)
 			distinct := map[int64]bool{}
 			for _, s := range want {
 				distinct[s.Score] = true
@@ -604,7 +604,7 @@ func TestAffinityScoreDeterministic(t *testing.T) {
 			for i := range 50 {
 				shuffled := append([]Pod(nil), pods...)
 				rng.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
-				got := a.Score(tt.pod, affinityJob(shuffled...), nodes, affinityLabelsOf)
+				got := a.NewScorer(tt.pod, affinityJob(shuffled...), nil, affinityLabelsOf).Scores(nodes)
 				if diff := cmp.Diff(want, got); diff != "" {
 					t.Fatalf("shuffle %d: Score() differs (-first +shuffled):\n%s", i, diff)
 				}
@@ -850,9 +850,7 @@ func TestAffinityNodeScoreString(t *testing.T) {
 		{name: "no parts", s: NodeScore{Node: "n-1"}, want: "n-1=0"},
 		{
 			name: "computed",
-			s: affinityRackZone.Score(affinityPod("w-0", RoleWorker, PodPending, ""),
-				affinityJob(affinityPod("ps-0", RolePS, PodBound, "n1"), affinityPod("ps-1", RolePS, PodBound, "n4")),
-				[]Node{{Name: "n2"}}, affinityLabelsOf)[0],
+			s:    affinityRackZone.NewScorer(affinityPod("w-0", RoleWorker, PodPending, ""), affinityJob(affinityPod("ps-0", RolePS, PodBound, "n1"), affinityPod("ps-1", RolePS, PodBound, "n4")), nil, affinityLabelsOf).Scores([]Node{{Name: "n2"}})[0],
 			want: "n2=3 (ps-same-node 0.00, ps-same-rack 0.50, ps-same-zone 0.50)",
 		},
 	}
@@ -908,7 +906,7 @@ func BenchmarkAffinityScore(b *testing.B) {
 		b.Run(bc.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				if got := a.Score(bc.pod, job, candidates, labelsOf); len(got) != nodes {
+				if got := a.NewScorer(bc.pod, job, nil, labelsOf).Scores(candidates); len(got) != nodes {
 					b.Fatalf("got %d scores", len(got))
 				}
 			}
@@ -978,7 +976,7 @@ func TestAffinityScoreManyTargets(t *testing.T) {
 	candidates = append(candidates, Node{Name: "elsewhere", Labels: map[string]string{"zone": "z-none"}})
 	worker := affinityPod("w-0", RoleWorker, PodPending, "")
 	a := Affinity{Topology: []string{"zone"}}
-	got := a.Score(worker, affinityJob(append(pods, worker)...), candidates, func(n string) map[string]string { return labels[n] })
+	got := a.NewScorer(worker, affinityJob(append(pods, worker)...), nil, func(n string) map[string]string { return labels[n] }).Scores(candidates)
 	distinct := map[int64]bool{}
 	for i, c := range candidates {
 		var sum float64

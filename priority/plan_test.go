@@ -8,7 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-func TestScorePlanned(t *testing.T) {
+func TestScoresWithAPlan(t *testing.T) {
 	ps := Pod{UID: "ps", Name: "ps-0", Role: RolePS, Request: Resources{"cpu": 1000}}
 	w0 := Pod{UID: "w0", Name: "w-0", Role: RoleWorker, Request: Resources{"cpu": 1000}}
 	w1 := Pod{UID: "w1", Name: "w-1", Role: RoleWorker, Request: Resources{"cpu": 1000}}
@@ -47,7 +47,7 @@ func TestScorePlanned(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			job := &Job{Key: "ns/a", Pods: []Pod{ps, w0, w1}}
-			got := Affinity{}.ScorePlanned(tt.pod, job, tt.plan, nodes, nil)
+			got := Affinity{}.NewScorer(tt.pod, job, tt.plan, nil).Scores(nodes)
 			if diff := cmp.Diff(tt.want, scoreOf(got)); diff != "" {
 				t.Errorf("scores (-want +got):\n%s", diff)
 			}
@@ -60,10 +60,10 @@ func TestScorePlanned(t *testing.T) {
 	}
 }
 
-// TestPlannedScorerMatchesScorePlanned: node by node, PlannedScorer gives the scores
-// ScorePlanned gives, for PS and worker-side pods, with and without a plan, in every
+// TestScorerMatchesScores: node by node, Score and ScoreAt give the scores
+// Scores gives, for PS and worker-side pods, with and without a plan, in every
 // anti-affinity mode, with candidates that carry their labels and ones that do not.
-func TestPlannedScorerMatchesScorePlanned(t *testing.T) {
+func TestScorerMatchesScores(t *testing.T) {
 	pods := []Pod{
 		affinityPod("ps-0", RolePS, PodBound, "n1"),
 		affinityPod("ps-1", RolePS, PodHeld, "n4"),
@@ -110,11 +110,11 @@ func TestPlannedScorerMatchesScorePlanned(t *testing.T) {
 		for aname, a := range affinities {
 			t.Run(tt.name+"/"+aname, func(t *testing.T) {
 				job := affinityJob(tt.pods...)
-				want := a.ScorePlanned(tt.pod, job, tt.plan, nodes, affinityLabelsOf)
-				scorer := a.NewPlannedScorer(tt.pod, job, tt.plan, affinityLabelsOf)
+				want := a.NewScorer(tt.pod, job, tt.plan, affinityLabelsOf).Scores(nodes)
+				scorer := a.NewScorer(tt.pod, job, tt.plan, affinityLabelsOf)
 				for i := range nodes {
 					if got := scorer.Score(&nodes[i]); got != want[i].Score {
-						t.Errorf("node %s: PlannedScorer %d, ScorePlanned %d (%s)", nodes[i].Name, got, want[i].Score, want[i])
+						t.Errorf("node %s: Score %d, Scores %d (%s)", nodes[i].Name, got, want[i].Score, want[i])
 					}
 				}
 				// The same through a NodeIndex of the candidates.
@@ -123,14 +123,14 @@ func TestPlannedScorerMatchesScorePlanned(t *testing.T) {
 				}
 				for i := range nodes {
 					if got := scorer.ScoreAt(i, &nodes[i]); got != want[i].Score {
-						t.Errorf("node %s: ScoreAt %d, ScorePlanned %d (%s)", nodes[i].Name, got, want[i].Score, want[i])
+						t.Errorf("node %s: ScoreAt %d, Scores %d (%s)", nodes[i].Name, got, want[i].Score, want[i])
 					}
 				}
 			})
 		}
 	}
 	t.Run("no job", func(t *testing.T) {
-		scorer := affinityRackZone.NewPlannedScorer(pods[5], nil, plan, affinityLabelsOf)
+		scorer := affinityRackZone.NewScorer(pods[5], nil, plan, affinityLabelsOf)
 		for i := range nodes {
 			if got := scorer.Score(&nodes[i]); got != 0 {
 				t.Errorf("node %s: %d, want 0", nodes[i].Name, got)
@@ -139,10 +139,10 @@ func TestPlannedScorerMatchesScorePlanned(t *testing.T) {
 	})
 }
 
-// TestPlannedScorerOnIndexRefusesOtherTopology: an index built for other levels is not used.
-func TestPlannedScorerOnIndexRefusesOtherTopology(t *testing.T) {
+// TestScorerOnIndexRefusesOtherTopology: an index built for other levels is not used.
+func TestScorerOnIndexRefusesOtherTopology(t *testing.T) {
 	job := affinityJob(affinityPod("ps-0", RolePS, PodBound, "n1"))
-	scorer := affinityRackZone.NewPlannedScorer(affinityPod("w-0", RoleWorker, PodPending, ""), job, nil, affinityLabelsOf)
+	scorer := affinityRackZone.NewScorer(affinityPod("w-0", RoleWorker, PodPending, ""), job, nil, affinityLabelsOf)
 	for _, topology := range [][]string{nil, {"zone"}, {"zone", "rack"}} {
 		if scorer.On(NewNodeIndex(affinityNodes(), topology, affinityLabelsOf)) {
 			t.Errorf("On accepted an index of %v for a scorer of %v", topology, affinityRackZone.Topology)
@@ -197,8 +197,8 @@ func TestScoreAtMatchesScoreOnRandomClusters(t *testing.T) {
 		job := affinityJob(pods...)
 		pod := pods[rng.IntN(len(pods))]
 		index := NewNodeIndex(nodes, topology, labelsOf)
-		scorer := a.NewPlannedScorer(pod, job, plan, labelsOf)
-		indexed := a.NewPlannedScorer(pod, job, plan, labelsOf)
+		scorer := a.NewScorer(pod, job, plan, labelsOf)
+		indexed := a.NewScorer(pod, job, plan, labelsOf)
 		if !indexed.On(index) {
 			t.Fatalf("round %d: On refused its own topology", round)
 		}

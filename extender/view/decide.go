@@ -163,7 +163,7 @@ func (d *Decisions) Score(pod *corev1.Pod, names []string, out extenderv1.HostPr
 		plan = d.Plan
 	}
 	// Prepared once per request, so that each of thousands of nodes costs a lookup or two.
-	scorer := d.cfg.affinity.NewPlannedScorer(member, job, plan, d.c.NodeLabels)
+	scorer := d.cfg.affinity.NewScorer(member, job, plan, d.c.NodeLabels)
 	if !scorer.On(snap.topology) { // the topology was reloaded after the snapshot
 		for i, name := range names {
 			n := snap.node(name)

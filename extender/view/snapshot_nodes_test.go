@@ -52,7 +52,7 @@ func TestScoreThroughTheNodeIndexMatchesLabels(t *testing.T) {
 			if _, d, ok := snap.Job(job.Key); ok {
 				plan = d.Plan
 			}
-			scorer := c.affinity().NewPlannedScorer(member, job, plan, c.NodeLabels)
+			scorer := c.affinity().NewScorer(member, job, plan, c.NodeLabels)
 			nonzero := 0
 			for i, name := range names {
 				n := snap.node(name)

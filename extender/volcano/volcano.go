@@ -422,7 +422,7 @@ func (v *Verbs) decidePrioritize(req *volcanoPrioritizeRequest) volcanoAnswer {
 		return nil
 	}
 	job := v.affinityJob(s, req.Task, nodes)
-	scores := v.tuned().affinity.Score(v.askingPod(req.Task), &job, candidates, labelsOf)
+	scores := v.tuned().affinity.NewScorer(v.askingPod(req.Task), &job, nil, labelsOf).Scores(candidates)
 	best := -1
 	for i, sc := range scores {
 		res.NodeScore[sc.Node] = float64(sc.Score * volcanoScoreScale)
