@@ -481,6 +481,7 @@ type queueJob struct {
 	Reason   string  `json:"reason"`
 	Wait     string  `json:"wait"`
 	Blocker  string  `json:"blocker"`
+	Pods     int     `json:"pods"`
 }
 
 // queue reads the extender's admission queue, by job key.
@@ -516,7 +517,8 @@ func (e *env) waitWaiting(jobs ...jobSpec) {
 			if ns == "" {
 				ns = "default"
 			}
-			if d, ok := q[ns+"/"+j.name]; !ok || d.Phase != "Waiting" {
+			// All of its pods in the view: a decision made on part of a gang names it incomplete.
+			if d, ok := q[ns+"/"+j.name]; !ok || d.Phase != "Waiting" || d.Pods != len(j.pods()) {
 				return false, fmt.Errorf("%s: %+v", j.name, d)
 			}
 		}
