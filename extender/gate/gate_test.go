@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/cps-extender/cps-extender/extender/internal/fixture"
 
 	"github.com/cps-extender/cps-extender/extender/gang"
 	"github.com/cps-extender/cps-extender/extender/metrics"
@@ -97,18 +97,6 @@ func (f *fakeBinder) Bind(ctx context.Context, pod gang.PodRef, node string) err
 	return nil
 }
 
-func gangPod(name string, role priority.Role, index int, state priority.PodState, node string) priority.Pod {
-	return priority.Pod{UID: "uid-" + name, Name: "ns/" + name, Role: role, Index: index,
-		Request: priority.Resources{"cpu": 1000}, State: state, Node: node}
-}
-
-func bigNodes() []priority.Node {
-	return []priority.Node{
-		{Name: "n1", Free: priority.Resources{"cpu": 8000}},
-		{Name: "n2", Free: priority.Resources{"cpu": 8000}},
-	}
-}
-
 func ref(name string) gang.PodRef {
 	return gang.PodRef{Namespace: "ns", Name: name, UID: types.UID("uid-" + name)}
 }
@@ -157,16 +145,8 @@ func bindConcurrently(ctx context.Context, g *testGate, pods ...string) map[stri
 	return out
 }
 
-func threePodJob() priority.Job {
-	return priority.Job{Key: "ns/a", MinMember: 3, Created: time.Unix(1_600_000_000, 0), Pods: []priority.Pod{
-		gangPod("a-w-1", priority.RoleWorker, 1, priority.PodPending, ""),
-		gangPod("a-ps-0", priority.RolePS, 0, priority.PodPending, ""),
-		gangPod("a-w-0", priority.RoleWorker, 0, priority.PodPending, ""),
-	}}
-}
-
 func TestGateBindsAGatheredGangPSFirst(t *testing.T) {
-	view := newFakeJobView(t, []priority.Job{threePodJob()}, bigNodes())
+	view := newFakeJobView(t, []priority.Job{fixture.ThreePodJob()}, fixture.BigNodes())
 	binder := &fakeBinder{}
 	g := newTestGate(view, binder, time.Minute)
 	errs := bindConcurrently(context.Background(), g, "a-w-1", "a-w-0", "a-ps-0")
@@ -182,7 +162,7 @@ func TestGateBindsAGatheredGangPSFirst(t *testing.T) {
 }
 
 func TestGateHoldTimeoutBindsNothing(t *testing.T) {
-	view := newFakeJobView(t, []priority.Job{threePodJob()}, bigNodes())
+	view := newFakeJobView(t, []priority.Job{fixture.ThreePodJob()}, fixture.BigNodes())
 	binder := &fakeBinder{}
 	g, clk := newClockedGate(view, binder, 20*time.Second)
 	answers := startBinds(g, "a-w-1", "a-ps-0")
@@ -205,10 +185,10 @@ func TestGateHoldTimeoutBindsNothing(t *testing.T) {
 // job ns/a: a PS and three workers, all needed.
 func fourPodGate(t *testing.T) (*testGate, *testingclock.FakeClock, *fakeBinder) {
 	t.Helper()
-	job := threePodJob()
+	job := fixture.ThreePodJob()
 	job.MinMember = 4
-	job.Pods = append(job.Pods, gangPod("a-w-2", priority.RoleWorker, 2, priority.PodPending, ""))
-	view := newFakeJobView(t, []priority.Job{job}, bigNodes())
+	job.Pods = append(job.Pods, fixture.GangPod("a-w-2", priority.RoleWorker, 2, priority.PodPending, ""))
+	view := newFakeJobView(t, []priority.Job{job}, fixture.BigNodes())
 	clk := testingclock.NewFakeClock(time.Unix(1_700_000_000, 0))
 	binder := &fakeBinder{}
 	g := newGateOn(view, Options{Log: zap.NewNop(), Binder: binder, Clock: clk, Config: config.GateConfig{
@@ -297,12 +277,12 @@ func TestGateBindsGangsAFewAtATime(t *testing.T) {
 	for i := range 4 {
 		key := fmt.Sprintf("j%d", i)
 		jobs = append(jobs, priority.Job{Key: "ns/" + key, Created: time.Unix(1_600_000_000, 0), Pods: []priority.Pod{
-			gangPod(key+"-w-0", priority.RoleWorker, 0, priority.PodPending, ""),
-			gangPod(key+"-w-1", priority.RoleWorker, 1, priority.PodPending, ""),
+			fixture.GangPod(key+"-w-0", priority.RoleWorker, 0, priority.PodPending, ""),
+			fixture.GangPod(key+"-w-1", priority.RoleWorker, 1, priority.PodPending, ""),
 		}})
 		pods = append(pods, key+"-w-0", key+"-w-1")
 	}
-	view := newFakeJobView(t, jobs, bigNodes())
+	view := newFakeJobView(t, jobs, fixture.BigNodes())
 	binder := &slowBinder{release: make(chan struct{})}
 	g := newTestGate(view, binder, time.Minute)
 	answers := startBinds(g, pods...)
@@ -358,7 +338,7 @@ func (b *slowBinder) gangsPosting() int {
 }
 
 func TestGateDropsCancelledHolds(t *testing.T) {
-	view := newFakeJobView(t, []priority.Job{threePodJob()}, bigNodes())
+	view := newFakeJobView(t, []priority.Job{fixture.ThreePodJob()}, fixture.BigNodes())
 	binder := &fakeBinder{}
 	g := newTestGate(view, binder, time.Minute)
 
@@ -400,9 +380,9 @@ func waitHeld(t *testing.T, g *testGate, n int) {
 
 func TestGatePassesAndRefuses(t *testing.T) {
 	running := priority.Job{Key: "ns/run", MinMember: 2, Created: time.Unix(1_600_000_000, 0), Pods: []priority.Pod{
-		gangPod("run-0", priority.RoleWorker, 0, priority.PodBound, "n1"),
-		gangPod("run-1", priority.RoleWorker, 1, priority.PodBound, "n1"),
-		gangPod("run-2", priority.RoleWorker, 2, priority.PodPending, ""),
+		fixture.GangPod("run-0", priority.RoleWorker, 0, priority.PodBound, "n1"),
+		fixture.GangPod("run-1", priority.RoleWorker, 1, priority.PodBound, "n1"),
+		fixture.GangPod("run-2", priority.RoleWorker, 2, priority.PodPending, ""),
 	}}
 	// Needs 3 x 9 CPU: fits no node, so it waits.
 	tooBig := priority.Job{Key: "ns/big", MinMember: 3, Created: time.Unix(1_600_000_000, 0), Pods: []priority.Pod{
@@ -422,7 +402,7 @@ func TestGatePassesAndRefuses(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			view := newFakeJobView(t, []priority.Job{running, tooBig}, bigNodes())
+			view := newFakeJobView(t, []priority.Job{running, tooBig}, fixture.BigNodes())
 			binder := &fakeBinder{}
 			g := newTestGate(view, binder, time.Minute)
 			err := g.Bind(context.Background(), ref(tt.pod), "n1")
@@ -444,9 +424,9 @@ func TestGatePassesAndRefuses(t *testing.T) {
 // still say Admitted (the Bindings are not in the informer yet); a further pod of the same
 // job binds at once instead of starting a new gathering.
 func TestGateLetsElasticPodsOfAReleasedJobThrough(t *testing.T) {
-	job := threePodJob()
+	job := fixture.ThreePodJob()
 	job.MinMember = 2
-	view := newFakeJobView(t, []priority.Job{job}, bigNodes())
+	view := newFakeJobView(t, []priority.Job{job}, fixture.BigNodes())
 	binder := &fakeBinder{}
 	g := newTestGate(view, binder, time.Minute)
 	for pod, e := range bindConcurrently(context.Background(), g, "a-ps-0", "a-w-0") {
@@ -465,17 +445,17 @@ func TestGateLetsElasticPodsOfAReleasedJobThrough(t *testing.T) {
 // TestGateGatesAJobCreatedAnew: the release of a job's gang does not let through the pods
 // of a job created again under the same name: they gather anew.
 func TestGateGatesAJobCreatedAnew(t *testing.T) {
-	job := threePodJob()
-	view := newFakeJobView(t, []priority.Job{job}, bigNodes())
+	job := fixture.ThreePodJob()
+	view := newFakeJobView(t, []priority.Job{job}, fixture.BigNodes())
 	binder := &fakeBinder{}
 	g, clk := newClockedGate(view, binder, 20*time.Second)
 	bindConcurrently(context.Background(), g, "a-ps-0", "a-w-0", "a-w-1")
 
-	again := threePodJob()
+	again := fixture.ThreePodJob()
 	for i := range again.Pods {
 		again.Pods[i].UID += "-new"
 	}
-	g.view = newFakeJobView(t, []priority.Job{again}, bigNodes())
+	g.view = newFakeJobView(t, []priority.Job{again}, fixture.BigNodes())
 	answer := make(chan error, 1)
 	go func() {
 		answer <- g.Bind(context.Background(), gang.PodRef{Namespace: "ns", Name: "a-ps-0", UID: "uid-a-ps-0-new"}, "n1")
@@ -494,8 +474,8 @@ func TestGateGatesAJobCreatedAnew(t *testing.T) {
 // Bindings in bind failures.
 func TestGateCountsOutcomes(t *testing.T) {
 	running := priority.Job{Key: "ns/run", MinMember: 1, Created: time.Unix(1_600_000_000, 0), Pods: []priority.Pod{
-		gangPod("run-0", priority.RoleWorker, 0, priority.PodBound, "n1"),
-		gangPod("run-1", priority.RoleWorker, 1, priority.PodPending, ""),
+		fixture.GangPod("run-0", priority.RoleWorker, 0, priority.PodBound, "n1"),
+		fixture.GangPod("run-1", priority.RoleWorker, 1, priority.PodPending, ""),
 	}}
 	tooBig := priority.Job{Key: "ns/big", MinMember: 1, Created: time.Unix(1_600_000_000, 0), Pods: []priority.Pod{
 		{UID: "uid-big-0", Name: "ns/big-0", Role: priority.RoleWorker, Request: priority.Resources{"cpu": 90000}},
@@ -544,39 +524,14 @@ func TestGateCountsOutcomes(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			view := newFakeJobView(t, []priority.Job{running, tooBig, threePodJob()}, bigNodes())
+			view := newFakeJobView(t, []priority.Job{running, tooBig, fixture.ThreePodJob()}, fixture.BigNodes())
 			m := metrics.New(prometheus.NewRegistry())
 			clk := testingclock.NewFakeClock(time.Unix(1_700_000_000, 0))
 			g := newGateOn(view, Options{Log: zap.NewNop(), Metrics: m, Clock: clk,
 				Binder: &fakeBinder{fail: map[string]error{"broken": errors.New("boom")}},
 				Config: config.GateConfig{HoldTimeout: metav1.Duration{Duration: 20 * time.Second}, CoolDown: metav1.Duration{Duration: time.Minute}, MaxCoolDown: metav1.Duration{Duration: time.Minute}}})
 			tt.run(g, clk)
-			wantSamples(t, scrape(t, m), tt.want...)
+			fixture.WantSamples(t, fixture.Scrape(t, m), tt.want...)
 		})
-	}
-}
-
-// scrape answers GET /metrics of the metrics' registry, in the text format.
-func scrape(t *testing.T, m *metrics.Metrics) string {
-	t.Helper()
-	rec := httptest.NewRecorder()
-	m.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
-	if rec.Code != http.StatusOK {
-		t.Fatalf("/metrics answered %d: %s", rec.Code, rec.Body)
-	}
-	return rec.Body.String()
-}
-
-// wantSamples checks that every line of want is a sample line of the exposition.
-func wantSamples(t *testing.T, exposition string, want ...string) {
-	t.Helper()
-	lines := map[string]bool{}
-	for _, l := range strings.Split(exposition, "\n") {
-		lines[l] = true
-	}
-	for _, w := range want {
-		if !lines[w] {
-			t.Errorf("/metrics has no line %q", w)
-		}
 	}
 }

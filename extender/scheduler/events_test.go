@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cps-extender/cps-extender/extender/internal/fixture"
+
 	"github.com/cps-extender/cps-extender/extender/view"
 
 	"github.com/cps-extender/cps-extender/extender/metrics"
@@ -79,9 +81,9 @@ func TestWaitingEventsAreRateLimitedPerPod(t *testing.T) {
 			if diff := cmp.Diff(tt.want, rec.events); diff != "" {
 				t.Errorf("events (-want +got):\n%s", diff)
 			}
-			wantSamples(t, scrape(t, m), fmt.Sprintf(`cps_extender_waiting_events_total{result="sent"} %d`, len(tt.want)))
+			fixture.WantSamples(t, fixture.Scrape(t, m), fmt.Sprintf(`cps_extender_waiting_events_total{result="sent"} %d`, len(tt.want)))
 			if tt.suppressed > 0 {
-				wantSamples(t, scrape(t, m), fmt.Sprintf(`cps_extender_waiting_events_total{result="suppressed"} %d`, tt.suppressed))
+				fixture.WantSamples(t, fixture.Scrape(t, m), fmt.Sprintf(`cps_extender_waiting_events_total{result="suppressed"} %d`, tt.suppressed))
 			}
 		})
 	}

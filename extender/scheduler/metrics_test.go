@@ -2,41 +2,17 @@ package scheduler
 
 import (
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cps-extender/cps-extender/extender/internal/fixture"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/cps-extender/cps-extender/extender/metrics"
 	"github.com/cps-extender/cps-extender/priority"
 )
-
-// scrape answers GET /metrics of the metrics' registry, in the text format.
-func scrape(t *testing.T, m *metrics.Metrics) string {
-	t.Helper()
-	rec := httptest.NewRecorder()
-	m.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
-	if rec.Code != http.StatusOK {
-		t.Fatalf("/metrics answered %d: %s", rec.Code, rec.Body)
-	}
-	return rec.Body.String()
-}
-
-// wantSamples checks that every line of want is a sample line of the exposition.
-func wantSamples(t *testing.T, exposition string, want ...string) {
-	t.Helper()
-	lines := map[string]bool{}
-	for _, l := range strings.Split(exposition, "\n") {
-		lines[l] = true
-	}
-	for _, w := range want {
-		if !lines[w] {
-			t.Errorf("/metrics has no line %q", w)
-		}
-	}
-}
 
 func TestMetricsCountRequestsAndFilterDecisions(t *testing.T) {
 	ts := newTestServer(t, true, 1<<20)
@@ -55,7 +31,7 @@ func TestMetricsCountRequestsAndFilterDecisions(t *testing.T) {
 		t.Fatalf("GET /metrics: %d %s", rec.Code, rec.Body)
 	}
 	body := rec.Body.String()
-	wantSamples(t, body,
+	fixture.WantSamples(t, body,
 		`cps_extender_requests_total{code="200",verb="filter"} 3`,
 		`cps_extender_requests_total{code="400",verb="filter"} 1`,
 		`cps_extender_requests_total{code="200",verb="bind"} 1`,
@@ -92,16 +68,16 @@ func (f fakeInformers) InformersSynced() map[string]bool { return f }
 
 func TestMetricsQueueGaugesAndInformers(t *testing.T) {
 	running := priority.Job{Key: "ns/run", MinMember: 1, Created: time.Unix(1_600_000_000, 0), Pods: []priority.Pod{
-		gangPod("run-0", priority.RoleWorker, 0, priority.PodBound, "n1"),
+		fixture.GangPod("run-0", priority.RoleWorker, 0, priority.PodBound, "n1"),
 	}}
 	tooBig := priority.Job{Key: "ns/big", MinMember: 1, Created: time.Unix(1_600_000_000, 0), Pods: []priority.Pod{
 		{UID: "uid-big-0", Name: "ns/big-0", Role: priority.RoleWorker, Request: priority.Resources{"cpu": 90000}},
 	}}
-	q := priority.DefaultModel().Admit(priority.State{Jobs: []priority.Job{running, tooBig, threePodJob()}, Nodes: bigNodes()}, time.Unix(1_700_000_000, 0))
+	q := priority.DefaultModel().Admit(priority.State{Jobs: []priority.Job{running, tooBig, fixture.ThreePodJob()}, Nodes: fixture.BigNodes()}, time.Unix(1_700_000_000, 0))
 	m := metrics.New(prometheus.NewRegistry())
 	m.ObserveQueue(q, 2)
 	m.WatchInformers(fakeInformers{"pods": true, "nodes": true, "volcano-podgroups": false})
-	wantSamples(t, scrape(t, m),
+	fixture.WantSamples(t, fixture.Scrape(t, m),
 		`cps_extender_queue_jobs{state="running"} 1`,
 		`cps_extender_queue_jobs{state="admitted"} 1`,
 		`cps_extender_queue_jobs{state="waiting"} 1`,

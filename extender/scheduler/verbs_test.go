@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cps-extender/cps-extender/extender/internal/fixture"
+
 	"github.com/cps-extender/cps-extender/extender/turns"
 	"github.com/cps-extender/cps-extender/extender/view"
 
@@ -148,7 +150,7 @@ func newTestServer(t *testing.T, ready bool, maxBytes int64) *testServer {
 	}
 	// The newest snapshot Turns has seen gives job ns/a the turn.
 	tu := &recordingTurns{Turns: turns.New(turns.Options{Log: log, Nudger: noNudger{}})}
-	tu.Published(view.SnapshotOf([]priority.Job{threePodJob()}, bigNodes(), priority.DefaultModel(), time.Unix(1_700_000_000, 0)))
+	tu.Published(view.SnapshotOf([]priority.Job{fixture.ThreePodJob()}, fixture.BigNodes(), priority.DefaultModel(), time.Unix(1_700_000_000, 0)))
 	verbs, err := New(log, fixed(decider), binder, tu)
 	if err != nil {
 		t.Fatal(err)
@@ -578,26 +580,6 @@ func (r *recordingTurns) Parked(pod *corev1.Pod, job string) bool {
 type noNudger struct{}
 
 func (noNudger) Nudge(context.Context, gang.PodRef, time.Time) error { return nil }
-
-func gangPod(name string, role priority.Role, index int, state priority.PodState, node string) priority.Pod {
-	return priority.Pod{UID: "uid-" + name, Name: "ns/" + name, Role: role, Index: index,
-		Request: priority.Resources{"cpu": 1000}, State: state, Node: node}
-}
-
-func bigNodes() []priority.Node {
-	return []priority.Node{
-		{Name: "n1", Free: priority.Resources{"cpu": 8000}},
-		{Name: "n2", Free: priority.Resources{"cpu": 8000}},
-	}
-}
-
-func threePodJob() priority.Job {
-	return priority.Job{Key: "ns/a", MinMember: 3, Created: time.Unix(1_600_000_000, 0), Pods: []priority.Pod{
-		gangPod("a-w-1", priority.RoleWorker, 1, priority.PodPending, ""),
-		gangPod("a-ps-0", priority.RolePS, 0, priority.PodPending, ""),
-		gangPod("a-w-0", priority.RoleWorker, 0, priority.PodPending, ""),
-	}}
-}
 
 // fixed is the Decider of one Decisions.
 func fixed(d Decisions) Decider { return func() Decisions { return d } }

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cps-extender/cps-extender/extender/internal/fixture"
+
 	"github.com/cps-extender/cps-extender/extender/view"
 
 	"github.com/cps-extender/cps-extender/extender/gang"
@@ -53,12 +55,12 @@ func (f *fakeNudger) calls() []string {
 // 4 pods, one not created yet) and one where it has the turn, with a-w-1 held already.
 func turnsSnapshots(t *testing.T) (waiting, turn *view.Snapshot) {
 	t.Helper()
-	incomplete := threePodJob()
+	incomplete := fixture.ThreePodJob()
 	incomplete.MinMember = 4
-	admitted := threePodJob()
+	admitted := fixture.ThreePodJob()
 	admitted.Pods[0].State, admitted.Pods[0].Node = priority.PodHeld, "n1" // a-w-1
-	waiting = view.SnapshotOf([]priority.Job{incomplete}, bigNodes(), priority.DefaultModel(), time.Unix(1_700_000_000, 0))
-	turn = view.SnapshotOf([]priority.Job{admitted}, bigNodes(), priority.DefaultModel(), time.Unix(1_700_000_000, 0))
+	waiting = view.SnapshotOf([]priority.Job{incomplete}, fixture.BigNodes(), priority.DefaultModel(), time.Unix(1_700_000_000, 0))
+	turn = view.SnapshotOf([]priority.Job{admitted}, fixture.BigNodes(), priority.DefaultModel(), time.Unix(1_700_000_000, 0))
 	if d, _ := waiting.Queue.Lookup("ns/a"); d.Phase != priority.PhaseWaiting {
 		t.Fatalf("waiting snapshot: ns/a is %s", d.Phase)
 	}
@@ -262,24 +264,4 @@ func TestTurnsDelay(t *testing.T) {
 	if diff := cmp.Diff([]string{"a-ps-0"}, n.calls()); diff != "" {
 		t.Errorf("nudged (-want +got):\n%s", diff)
 	}
-}
-
-func gangPod(name string, role priority.Role, index int, state priority.PodState, node string) priority.Pod {
-	return priority.Pod{UID: "uid-" + name, Name: "ns/" + name, Role: role, Index: index,
-		Request: priority.Resources{"cpu": 1000}, State: state, Node: node}
-}
-
-func bigNodes() []priority.Node {
-	return []priority.Node{
-		{Name: "n1", Free: priority.Resources{"cpu": 8000}},
-		{Name: "n2", Free: priority.Resources{"cpu": 8000}},
-	}
-}
-
-func threePodJob() priority.Job {
-	return priority.Job{Key: "ns/a", MinMember: 3, Created: time.Unix(1_600_000_000, 0), Pods: []priority.Pod{
-		gangPod("a-w-1", priority.RoleWorker, 1, priority.PodPending, ""),
-		gangPod("a-ps-0", priority.RolePS, 0, priority.PodPending, ""),
-		gangPod("a-w-0", priority.RoleWorker, 0, priority.PodPending, ""),
-	}}
 }

@@ -23,28 +23,8 @@ func newFakeJobView(t *testing.T, jobs []priority.Job, nodes []priority.Node) *f
 
 func (f *fakeJobView) Snapshot() *Snapshot { return f.snap }
 
-func gangPod(name string, role priority.Role, index int, state priority.PodState, node string) priority.Pod {
-	return priority.Pod{UID: "uid-" + name, Name: "ns/" + name, Role: role, Index: index,
-		Request: priority.Resources{"cpu": 1000}, State: state, Node: node}
-}
-
-func bigNodes() []priority.Node {
-	return []priority.Node{
-		{Name: "n1", Free: priority.Resources{"cpu": 8000}},
-		{Name: "n2", Free: priority.Resources{"cpu": 8000}},
-	}
-}
-
 func ref(name string) gang.PodRef {
 	return gang.PodRef{Namespace: "ns", Name: name, UID: types.UID("uid-" + name)}
-}
-
-func threePodJob() priority.Job {
-	return priority.Job{Key: "ns/a", MinMember: 3, Created: time.Unix(1_600_000_000, 0), Pods: []priority.Pod{
-		gangPod("a-w-1", priority.RoleWorker, 1, priority.PodPending, ""),
-		gangPod("a-ps-0", priority.RolePS, 0, priority.PodPending, ""),
-		gangPod("a-w-0", priority.RoleWorker, 0, priority.PodPending, ""),
-	}}
 }
 
 // fillStores puts nodes and pods into the informer caches of c, as a sync would.
