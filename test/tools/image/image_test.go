@@ -234,48 +234,12 @@ func TestRunWritesAndPushes(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	fromTar, err := tarball.ImageFromPath(tarPath, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	index, err := layout.ImageIndexFromPath(layoutDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	im, err := index.IndexManifest()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(im.Manifests) != 1 {
-		t.Fatalf("layout index has %d manifests after two runs, want 1", len(im.Manifests))
-	}
+	fromLayout, entry, pushed := readOutputs(t, tarPath, layoutDir, tag)
 	ref, _ := name.ParseReference(tag)
-	if got := im.Manifests[0].Annotations["io.containerd.image.name"]; got != ref.Name() {
+	if got := entry.Annotations["io.containerd.image.name"]; got != ref.Name() {
 		t.Errorf("layout image name %q, want %q", got, ref.Name())
 	}
-	fromLayout, err := index.Image(im.Manifests[0].Digest)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pushed, err := remote.Image(ref)
-	if err != nil {
-		t.Fatal(err)
-	}
 	dPushed, _ := pushed.Digest()
-	if dLayout := im.Manifests[0].Digest; dLayout != dPushed {
-		t.Errorf("digests: layout %s, registry %s: want one image", dLayout, dPushed)
-	}
-	// A `docker save` tarball keeps the config and the layers but no manifest: compare those.
-	cTar, _ := fromTar.ConfigName()
-	cPushed, _ := pushed.ConfigName()
-	lTar, _ := fromTar.Layers()
-	lPushed, _ := pushed.Layers()
-	if cTar != cPushed || len(lTar) != 1 || len(lPushed) != 1 {
-		t.Fatalf("configs: tarball %s, registry %s; layers %d, %d: want one config and one layer", cTar, cPushed, len(lTar), len(lPushed))
-	}
-	if d1, _ := lTar[0].Digest(); d1 != mustDigest(t, lPushed[0]) {
-		t.Errorf("layer digests: tarball %s, registry %s", d1, mustDigest(t, lPushed[0]))
-	}
 	if cf, err := fromLayout.ConfigFile(); err != nil || cf.Config.Labels[LabelVersion] != "v0" {
 		t.Errorf("layout image config %+v (%v): want version label v0", cf, err)
 	}
@@ -284,7 +248,7 @@ func TestRunWritesAndPushes(t *testing.T) {
 	}
 
 	notLayout := t.TempDir()
-	err = run(context.Background(), []string{"-binary", tinyStatic(t), "-layout", notLayout}, io.Discard, io.Discard)
+	err := run(context.Background(), []string{"-binary", tinyStatic(t), "-layout", notLayout}, io.Discard, io.Discard)
 	if err == nil || !strings.Contains(err.Error(), "is no OCI layout") {
 		t.Errorf("writing a layout over a plain folder: %v, want a refusal", err)
 	}
@@ -307,11 +271,57 @@ func TestContainerdName(t *testing.T) {
 	}
 }
 
-func mustDigest(t *testing.T, l v1.Layer) v1.Hash {
+// readOutputs reads back what one run wrote and pushed: the layout's one image (and its
+// index entry) and the registry's image, which must be the same image, and the tarball, which
+// must hold the same config and layer (a `docker save` tarball keeps no manifest).
+func readOutputs(t *testing.T, tarPath, layoutDir, tag string) (fromLayout v1.Image, entry v1.Descriptor, pushed v1.Image) {
 	t.Helper()
-	d, err := l.Digest()
+	index, err := layout.ImageIndexFromPath(layoutDir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return d
+	im, err := index.IndexManifest()
+	if err != nil || len(im.Manifests) != 1 {
+		t.Fatalf("layout index %+v (%v): want one image", im, err)
+	}
+	entry = im.Manifests[0]
+	if fromLayout, err = index.Image(entry.Digest); err != nil {
+		t.Fatal(err)
+	}
+	ref, err := name.ParseReference(tag)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pushed, err = remote.Image(ref); err != nil {
+		t.Fatalf("the pushed image: %v", err)
+	}
+	fromTar, err := tarball.ImageFromPath(tarPath, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := hash(t, pushed.Digest); d != entry.Digest {
+		t.Errorf("digests: layout %s, registry %s: want one image", entry.Digest, d)
+	}
+	lTar, err1 := fromTar.Layers()
+	lPushed, err2 := pushed.Layers()
+	if err1 != nil || err2 != nil || len(lTar) != 1 || len(lPushed) != 1 {
+		t.Fatalf("layers: tarball %d (%v), registry %d (%v): want one each", len(lTar), err1, len(lPushed), err2)
+	}
+	if c1, c2 := hash(t, fromTar.ConfigName), hash(t, pushed.ConfigName); c1 != c2 {
+		t.Errorf("configs: tarball %s, registry %s: want the same", c1, c2)
+	}
+	if d1, d2 := hash(t, lTar[0].Digest), hash(t, lPushed[0].Digest); d1 != d2 {
+		t.Errorf("layers: tarball %s, registry %s: want the same", d1, d2)
+	}
+	return fromLayout, entry, pushed
+}
+
+// hash calls f, failing the test on an error.
+func hash(t *testing.T, f func() (v1.Hash, error)) v1.Hash {
+	t.Helper()
+	h, err := f()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
 }

@@ -12,12 +12,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/registry"
-	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/layout"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
-	"github.com/google/go-containerregistry/pkg/v1/tarball"
 )
 
 // TestMakeImage runs what `make image` runs on a machine without a Docker daemon
@@ -43,33 +38,7 @@ func TestMakeImage(t *testing.T) {
 	}
 	t.Logf("build-image.sh:\n%s", log.String())
 
-	index, err := layout.ImageIndexFromPath(filepath.Join(out, "oci"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	im, err := index.IndexManifest()
-	if err != nil || len(im.Manifests) != 1 {
-		t.Fatalf("layout index %+v (%v): want one image", im, err)
-	}
-	img, err := index.Image(im.Manifests[0].Digest)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ref, _ := name.ParseReference(tag)
-	pushed, err := remote.Image(ref)
-	if err != nil {
-		t.Fatalf("the pushed image: %v", err)
-	}
-	if d, _ := pushed.Digest(); d != im.Manifests[0].Digest {
-		t.Errorf("pushed %s, layout %s: want the same image", d, im.Manifests[0].Digest)
-	}
-	fromTar, err := tarball.ImageFromPath(filepath.Join(out, "cps-extender.tar"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c1, c2 := configName(t, fromTar), configName(t, img); c1 != c2 {
-		t.Errorf("tarball config %s, layout config %s: want the same image", c1, c2)
-	}
+	img, _, _ := readOutputs(t, filepath.Join(out, "cps-extender.tar"), filepath.Join(out, "oci"), tag)
 
 	cf, err := img.ConfigFile()
 	if err != nil {
@@ -135,11 +104,3 @@ func TestMakeImage(t *testing.T) {
 	}
 }
 
-func configName(t *testing.T, img v1.Image) v1.Hash {
-	t.Helper()
-	h, err := img.ConfigName()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return h
-}
