@@ -103,4 +103,3 @@ func TestMakeImage(t *testing.T) {
 		}
 	}
 }
-
