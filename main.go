@@ -103,6 +103,7 @@ func run(args []string, stderr io.Writer) error {
 	cluster := view.NewCluster(view.ClusterOptions{Log: log, Client: client, Dynamic: dyn, Config: cfg, Metrics: meters,
 		Turns: podTurns, Holds: gangGate})
 	meters.WatchInformers(cluster)
+	meters.WatchReady(cluster)
 	verbs, err := scheduler.New(log, func() scheduler.Decisions { return cluster.Decisions() }, gangGate.For(cluster), podTurns)
 	if err != nil {
 		return err
@@ -119,7 +120,7 @@ func run(args []string, stderr io.Writer) error {
 		return err
 	}
 	handler, err := server.New(server.Options{
-		Log: log, MaxRequestBytes: cfg.MaxRequestBytes, Ready: cluster, Queue: cluster, Metrics: meters,
+		Log: log, MaxRequestBytes: cfg.MaxRequestBytes, Ready: cluster, Queue: cluster, Layout: cluster, Metrics: meters,
 		Routes: slices.Concat(verbs.Routes(cfg.URLPrefix), vc.Routes()),
 	})
 	if err != nil {

@@ -1,0 +1,44 @@
+package server
+
+import (
+	"embed"
+	"net/http"
+
+	"github.com/julienschmidt/httprouter"
+)
+
+// uiFiles are the queue page's three files. The page loads nothing else: it works offline,
+// and its script reads /debug/queue and /debug/nodes from the same origin, so it is served
+// behind the extender's own TLS like every other route.
+//
+//go:embed ui/index.html ui/app.js ui/app.css
+var uiFiles embed.FS
+
+// uiSecurityPolicy lets the page load only its own script and style and call only its own
+// origin; it may not be framed.
+const uiSecurityPolicy = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self'; " +
+	"base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+
+// uiFile serves one of the page's files, read-only, with its content type and the policy.
+func uiFile(name, contentType string) httprouter.Handle {
+	body, err := uiFiles.ReadFile(name)
+	if err != nil {
+		panic("server: embedded " + name + " is missing: " + err.Error()) // a build error, not input
+	}
+	return func(w http.ResponseWriter, _ *http.Request, _ httprouter.Params) {
+		h := w.Header()
+		h.Set("Content-Type", contentType)
+		h.Set("Content-Security-Policy", uiSecurityPolicy)
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("Referrer-Policy", "no-referrer")
+		h.Set("Cache-Control", "no-cache")
+		_, _ = w.Write(body)
+	}
+}
+
+// routeUI adds GET /ui (the queue page) and its script and style.
+func routeUI(r *httprouter.Router) {
+	r.GET("/ui", uiFile("ui/index.html", "text/html; charset=utf-8"))
+	r.GET("/ui/app.js", uiFile("ui/app.js", "text/javascript; charset=utf-8"))
+	r.GET("/ui/app.css", uiFile("ui/app.css", "text/css; charset=utf-8"))
+}
