@@ -7,11 +7,11 @@ import (
 	"github.com/julienschmidt/httprouter"
 )
 
-// uiFiles are the queue page's three files. The page loads nothing else: it works offline,
+// uiFiles are the queue page's files. The page loads nothing else: it works offline,
 // and its script reads /debug/queue and /debug/nodes from the same origin, so it is served
 // behind the extender's own TLS like every other route.
 //
-//go:embed ui/index.html ui/app.js ui/app.css
+//go:embed ui/index.html ui/app.js ui/app.css ui/favicon.svg
 var uiFiles embed.FS
 
 // uiSecurityPolicy lets the page load only its own script and style and call only its own
@@ -36,9 +36,10 @@ func uiFile(name, contentType string) httprouter.Handle {
 	}
 }
 
-// routeUI adds GET /ui (the queue page) and its script and style.
+// routeUI adds GET /ui (the queue page) and its script, style and icon.
 func routeUI(r *httprouter.Router) {
 	r.GET("/ui", uiFile("ui/index.html", "text/html; charset=utf-8"))
 	r.GET("/ui/app.js", uiFile("ui/app.js", "text/javascript; charset=utf-8"))
 	r.GET("/ui/app.css", uiFile("ui/app.css", "text/css; charset=utf-8"))
+	r.GET("/ui/favicon.svg", uiFile("ui/favicon.svg", "image/svg+xml"))
 }

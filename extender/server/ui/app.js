@@ -39,7 +39,7 @@ function bar(value, cls) {
 function jobColour(key) {
   let h = 0;
   for (const ch of key) h = (h * 31 + ch.codePointAt(0)) >>> 0;
-  return "hsl(" + (h % 360) + ", 60%, 52%)";
+  return "hsl(" + (h % 360) + ", 55%, 42%)";
 }
 
 // gangText is the gang's progress as the text table of /debug/queue?format=table says it.
@@ -103,7 +103,7 @@ function queueRow(d, show) {
     jobCell(d),
     el("td", {}, phase(d)),
     el("td", { "data-field": "p" }, bar(d.p, "p")),
-    ...TERMS.map((t) => el("td", { "data-field": t }, bar(d.terms[t], "term"))),
+    ...TERMS.map((t) => el("td", { "data-field": "term-" + t }, bar(d.terms[t], "term"))),
     el("td", {}, gang(d)),
     waitsFor(d),
     ...optionalCells(d, show));
