@@ -55,7 +55,8 @@ type podEntry struct {
 	Role string `json:"role"`
 	// State is bound, held (its bind waits for the gang) or planned (an admitted job's
 	// pending pod, where the fit put it).
-	State string `json:"state"`
+	State string        `json:"state"`
+	role  priority.Role // for the order: a job's PS first
 }
 
 // The pod states of /debug/nodes.
@@ -97,13 +98,7 @@ func buildNodeReport(nodes []priority.Node, jobs []*priority.Job, q *priority.Qu
 			default:
 				continue
 			}
-			pods[node] = append(pods[node], podEntry{Pod: p.Name, Job: j.Key, Role: p.Role.String(), State: state})
-		}
-	}
-	rank := map[string]int{}
-	for _, j := range jobs {
-		for _, p := range j.Pods {
-			rank[p.Name] = int(p.Role)
+			pods[node] = append(pods[node], podEntry{Pod: p.Name, Job: j.Key, Role: p.Role.String(), State: state, role: p.Role})
 		}
 	}
 	byName := map[string]*domainReport{}
@@ -130,7 +125,7 @@ func buildNodeReport(nodes []priority.Node, jobs []*priority.Job, q *priority.Qu
 			on = []podEntry{}
 		}
 		slices.SortFunc(on, func(a, b podEntry) int {
-			return cmp.Or(strings.Compare(a.Job, b.Job), cmp.Compare(rank[a.Pod], rank[b.Pod]), strings.Compare(a.Pod, b.Pod))
+			return cmp.Or(strings.Compare(a.Job, b.Job), cmp.Compare(a.role, b.role), strings.Compare(a.Pod, b.Pod))
 		})
 		d.Nodes = append(d.Nodes, nodeEntry{Name: n.Name, Capacity: n.Capacity, Free: n.Free, Pods: on})
 	}

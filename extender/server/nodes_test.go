@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"go.uber.org/zap"
 
 	"github.com/cps-extender/cps-extender/priority"
@@ -107,7 +108,7 @@ func TestDebugNodes(t *testing.T) {
 			}
 		}
 	}
-	if diff := cmp.Diff(want, got); diff != "" {
+	if diff := cmp.Diff(want, got, cmpopts.IgnoreUnexported(podEntry{})); diff != "" {
 		t.Errorf("/debug/nodes (-want +got):\n%s", diff)
 	}
 }

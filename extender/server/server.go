@@ -89,7 +89,9 @@ func New(o Options) (*Server, error) {
 	if s.layout != nil {
 		r.GET("/debug/nodes", s.debugNodes)
 		if s.queue != nil {
-			routeUI(r)
+			if err := routeUI(r); err != nil {
+				return nil, err
+			}
 		}
 	}
 	if s.metrics != nil {

@@ -2,6 +2,7 @@ package server
 
 import (
 	"embed"
+	"fmt"
 	"net/http"
 
 	"github.com/julienschmidt/httprouter"
@@ -20,11 +21,7 @@ const uiSecurityPolicy = "default-src 'none'; script-src 'self'; style-src 'self
 	"base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 
 // uiFile serves one of the page's files, read-only, with its content type and the policy.
-func uiFile(name, contentType string) httprouter.Handle {
-	body, err := uiFiles.ReadFile(name)
-	if err != nil {
-		panic("server: embedded " + name + " is missing: " + err.Error()) // a build error, not input
-	}
+func uiFile(body []byte, contentType string) httprouter.Handle {
 	return func(w http.ResponseWriter, _ *http.Request, _ httprouter.Params) {
 		h := w.Header()
 		h.Set("Content-Type", contentType)
@@ -37,9 +34,18 @@ func uiFile(name, contentType string) httprouter.Handle {
 }
 
 // routeUI adds GET /ui (the queue page) and its script, style and icon.
-func routeUI(r *httprouter.Router) {
-	r.GET("/ui", uiFile("ui/index.html", "text/html; charset=utf-8"))
-	r.GET("/ui/app.js", uiFile("ui/app.js", "text/javascript; charset=utf-8"))
-	r.GET("/ui/app.css", uiFile("ui/app.css", "text/css; charset=utf-8"))
-	r.GET("/ui/favicon.svg", uiFile("ui/favicon.svg", "image/svg+xml"))
+func routeUI(r *httprouter.Router) error {
+	for _, f := range []struct{ path, file, contentType string }{
+		{"/ui", "ui/index.html", "text/html; charset=utf-8"},
+		{"/ui/app.js", "ui/app.js", "text/javascript; charset=utf-8"},
+		{"/ui/app.css", "ui/app.css", "text/css; charset=utf-8"},
+		{"/ui/favicon.svg", "ui/favicon.svg", "image/svg+xml"},
+	} {
+		body, err := uiFiles.ReadFile(f.file)
+		if err != nil {
+			return fmt.Errorf("extender server: the queue page's %s: %w", f.file, err)
+		}
+		r.GET(f.path, uiFile(body, f.contentType))
+	}
+	return nil
 }
