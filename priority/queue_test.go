@@ -459,6 +459,8 @@ func TestAdmitCounts(t *testing.T) {
 		Reason: d.Reason, // pinned in TestAdmitReasons
 		// Only the one pod still needed for the minimum is planned, next to the bound PS.
 		Plan: map[string]string{"uid-a-w-1": "n1"},
+		// The bound PS, the held worker and the planned one share n1.
+		Placement: priority.Placement{Level: "node", Domains: []string{"n1"}, Workers: 2, NearPSNode: 2, NearPSDomain: 2},
 	}
 	if diff := cmp.Diff(want, d); diff != "" {
 		t.Errorf("decision (-want +got):\n%s", diff)

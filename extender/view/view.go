@@ -139,7 +139,8 @@ func (c *Cluster) recompute(now time.Time) {
 		c.log.Error("recomputing the queue", zap.Error(err))
 		return
 	}
-	state := priority.State{Nodes: freeCapacity(idx, held), CoolDown: coolDowns}
+	state := priority.State{Nodes: freeCapacity(idx, held), CoolDown: coolDowns, Topology: idx.topology}
+	hardPS := cfg.affinity.PSAntiAffinity == priority.AntiAffinityHard
 	snap := &Snapshot{
 		Computed:   now,
 		jobs:       map[string]*priority.Job{},
@@ -178,6 +179,7 @@ func (c *Cluster) recompute(now time.Time) {
 			if m.hardPSAntiAffinity {
 				snap.hardPS[g.key] = true
 			}
+			job.PSApart = hardPS || snap.hardPS[g.key]
 			if job.User == "" {
 				job.User = c.userOf(pod.namespace, m.user, cfg.gang.UserLabel)
 			}
@@ -226,7 +228,7 @@ type groupMemo struct {
 
 func (g *groupMemo) complete(pod *podRecord) membership {
 	m := pod.m
-	if m.source != gang.SourceVolcano && m.source != gang.SourceCoscheduling {
+	if !gang.HasPodGroup(m.source) {
 		return m.withGroupPart(groupPart{})
 	}
 	key := m.source + "\x00" + m.jobKey
@@ -261,6 +263,12 @@ func addMember(job *priority.Job, pod *podRecord, m membership, held map[types.U
 		job.Priority = *pod.priority
 	}
 	job.Urgent = job.Urgent || m.urgent
+	if job.Topology.Required == "" {
+		job.Topology.Required = m.topology.Required
+	}
+	if job.Topology.Preferred == "" {
+		job.Topology.Preferred = m.topology.Preferred
+	}
 	if m.created.IsZero() && (job.Created.IsZero() || pod.created.Before(job.Created)) {
 		job.Created = pod.created
 	}
