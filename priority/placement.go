@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"slices"
 	"strconv"
+	"time"
 )
 
 // Placement levels: 0 is the node, 1..L the topology levels (State.Topology's keys, nearest
@@ -948,4 +949,20 @@ func (g *gangPlacer) candidatesIn(t *capacity, l int) []int {
 	g.c = t
 	defer func() { g.c = saved }()
 	return g.candidates(g.groups, l, 0, len(t.nodes))
+}
+
+// PlanJob is where Admit would put a job's pending pods up to its minimum, on nodes over
+// the topology (nil: none), with its bound and held pods where they are and nothing else
+// in the way: the plan (pod UID -> node) and where it puts the job. The plan is nil when
+// the job may not take a turn (its gang is incomplete or gated) or does not fit. It serves
+// callers that place one job at a time, such as Volcano's prioritize.
+func PlanJob(nodes []Node, topology *NodeIndex, job Job) (map[string]string, Placement) {
+	m := DefaultModel()
+	m.Policy = PolicyBestEffort
+	q := m.Admit(State{Jobs: []Job{job}, Nodes: nodes, Topology: topology}, time.Time{})
+	d, ok := q.Lookup(job.Key)
+	if !ok || d.Phase != PhaseAdmitted {
+		return nil, Placement{}
+	}
+	return d.Plan, d.Placement
 }
