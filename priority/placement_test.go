@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -330,4 +331,51 @@ func lowestHoldingLevel(nodes []priority.Node, job priority.Job) string {
 		}
 	}
 	return ""
+}
+
+// TestTurnsKeepTheirPlan: a job that got the turn keeps it, and its pods their planned nodes,
+// for Model.TurnHold: a job of higher P that comes meanwhile is placed around it instead of
+// taking the rack kube-scheduler is already filling. Past the hold, P decides again.
+func TestTurnsKeepTheirPlan(t *testing.T) {
+	nodes := rackCluster(1, 2, 2, 16000)
+	a := mkJob("ns/a").prio(100000).gang(2, res(2000, gi), 6, res(4000, gi)).obj() // 28000m: a rack
+	b := mkJob("ns/b").prio(900000).gang(2, res(2000, gi), 6, res(4000, gi)).obj()
+	m := priority.DefaultModel()
+	first := m.Admit(topoState(nodes, a), t0)
+	da, _ := first.Lookup("ns/a")
+	rackOfA := where(nodes, a, da.Plan)[0]
+	turns := priority.TurnsOf(first)
+	if turns["ns/a"].Since != t0 {
+		t.Fatalf("turns %v, want ns/a since %v", turns, t0)
+	}
+
+	for _, tc := range []struct {
+		name   string
+		after  time.Duration
+		aKeeps bool
+	}{
+		{"within the hold: a keeps its plan, b goes around it", m.TurnHold / 2, true},
+		{"past the hold: b, of higher P, is placed first", m.TurnHold + time.Second, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := topoState(nodes, a, b)
+			s.Turns = turns
+			q := m.Admit(s, t0.Add(tc.after))
+			da, _ := q.Lookup("ns/a")
+			db, _ := q.Lookup("ns/b")
+			if da.Phase != priority.PhaseAdmitted || db.Phase != priority.PhaseAdmitted {
+				t.Fatalf("phases a %s, b %s; want both admitted, a rack each", da.Phase, db.Phase)
+			}
+			kept := cmp.Equal(da.Plan, turns["ns/a"].Plan)
+			if kept != tc.aKeeps {
+				t.Errorf("a's plan kept = %v, want %v: %v (was %v)", kept, tc.aKeeps, where(nodes, a, da.Plan), rackOfA)
+			}
+			if want := t0; tc.aKeeps && da.TurnSince != want {
+				t.Errorf("a's turn since %v, want %v", da.TurnSince, want)
+			}
+			if first := q.Order[0].Key; (first == "ns/a") != tc.aKeeps {
+				t.Errorf("queue starts with %s", first)
+			}
+		})
+	}
 }

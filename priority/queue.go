@@ -45,6 +45,7 @@ func (q *Queue) Len() int {
 const (
 	classRepair    = iota // 0 < bound < min: finish a partial gang first
 	classGathering        // held > 0: the gate is gathering its binds; keep its turn
+	classTurn             // had the turn in the previous queue, within Model.TurnHold
 	classStarved          // waited past the starvation bound
 	classNormal
 )
@@ -77,6 +78,8 @@ type jobView struct {
 	// badTopology says why a request names no level of the topology.
 	required, preferred int
 	badTopology         string
+	// turn is the job's Turn in State.Turns, when it keeps it.
+	turn *Turn
 	// placed is the job's bound and held pods and placedDemands what they take; the
 	// check for a job that can never fit counts them where they are.
 	placed        []*Pod
@@ -161,6 +164,9 @@ func (m Model) AdmitIn(s State, now time.Time, w *Workspace) *Queue {
 	for i := range s.Jobs {
 		v := &views[i]
 		v.job, v.d = &s.Jobs[i], &decisions[i]
+		if t, ok := s.Turns[v.job.Key]; ok && m.TurnHold > 0 && now.Sub(t.Since) < m.TurnHold {
+			v.turn = &t
+		}
 		if m.viewJob(v, s.CoolDown, now, &pendingBuf) {
 			q.Running = append(q.Running, v.d)
 			continue
@@ -258,6 +264,10 @@ func (m Model) AdmitIn(s State, now time.Time, w *Workspace) *Queue {
 			case blocker == "":
 				c.commit()
 				d.Phase = PhaseAdmitted
+				d.TurnSince = now
+				if v.turn != nil {
+					d.TurnSince = v.turn.Since
+				}
 				d.Plan = make(map[string]string, len(v.plan))
 				for _, pp := range v.plan {
 					d.Plan[pp.uid] = c.nodes[pp.node]
@@ -384,6 +394,8 @@ func (m Model) viewJob(v *jobView, coolDown map[string]time.Time, now time.Time,
 		v.class = classRepair
 	case d.Held > 0:
 		v.class = classGathering
+	case v.turn != nil:
+		v.class = classTurn
 	case d.Starved:
 		v.class = classStarved
 	default:
@@ -513,6 +525,10 @@ func namespaceOf(key string) string {
 func place(c *capacity, v *jobView) string {
 	v.plan = v.plan[:0]
 	start := c.mark()
+	if v.turn != nil && keepPlan(c, v) {
+		return ""
+	}
+	c.rollbackTo(start)
 	g := &c.placer
 	g.reset(c, v, v.required, v.preferred)
 	if g.run() {
@@ -531,6 +547,41 @@ func place(c *capacity, v *jobView) string {
 		return "no one " + c.lay.levelName(v.required) + " domain has room for its " + strconv.Itoa(len(v.toFit)) + " pods together"
 	}
 	return c.shortage(podLabel(v.toFit[f.first], namespaceOf(v.job.Key)), v.demands[f.first])
+}
+
+// keepPlan places a job that keeps its turn where its turn's plan put its pods, when each
+// of them still has a planned node that it may use and that has room: kube-scheduler may
+// be placing them there already. It reports whether they all did.
+func keepPlan(c *capacity, v *jobView) bool {
+	for i, p := range v.toFit {
+		at := -1
+		if node, ok := v.turn.Plan[p.UID]; ok {
+			at = c.nodeIndex(node)
+		}
+		d := v.demands[i]
+		if at < 0 || !c.usable(at, d) || !c.fits(at, d.needs) {
+			v.plan = v.plan[:0]
+			return false
+		}
+		c.take(at, d.needs)
+		v.plan = append(v.plan, plannedPod{uid: p.UID, node: at, role: p.Role})
+	}
+	return true
+}
+
+// TurnsOf is the turns q gives for the next queue's State.Turns: its admitted jobs, since
+// when each has had the turn, and its plan.
+func TurnsOf(q *Queue) map[string]Turn {
+	if q == nil {
+		return nil
+	}
+	out := map[string]Turn{}
+	for _, d := range q.Order {
+		if d.Phase == PhaseAdmitted {
+			out[d.Key] = Turn{Since: d.TurnSince, Plan: d.Plan}
+		}
+	}
+	return out
 }
 
 // plannedPod is where the fit put one pending pod (a node index of the capacity table).

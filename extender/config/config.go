@@ -171,6 +171,7 @@ type ModelConfig struct {
 	MaxGang         int                `json:"maxGang"`
 	StarvationBound metav1.Duration    `json:"starvationBound"`
 	Policy          priority.Policy    `json:"policy"`
+	TurnHold        metav1.Duration    `json:"turnHold"`
 }
 
 // PriorityModel converts the config block to the model.
@@ -179,6 +180,7 @@ func (m ModelConfig) PriorityModel() priority.Model {
 		Weights: m.Weights, Tiers: m.Tiers, UserTiers: m.UserTiers, DefaultTier: m.DefaultTier,
 		PriorityFloor: m.PriorityFloor, PriorityCeiling: m.PriorityCeiling, Tau: m.Tau.Duration,
 		MaxGang: m.MaxGang, StarvationBound: m.StarvationBound.Duration, Policy: m.Policy,
+		TurnHold: m.TurnHold.Duration,
 	}
 }
 
@@ -187,6 +189,7 @@ func modelConfigOf(m priority.Model) ModelConfig {
 		Weights: m.Weights, Tiers: m.Tiers, UserTiers: m.UserTiers, DefaultTier: m.DefaultTier,
 		PriorityFloor: m.PriorityFloor, PriorityCeiling: m.PriorityCeiling, Tau: metav1.Duration{Duration: m.Tau},
 		MaxGang: m.MaxGang, StarvationBound: metav1.Duration{Duration: m.StarvationBound}, Policy: m.Policy,
+		TurnHold: metav1.Duration{Duration: m.TurnHold},
 	}
 }
 

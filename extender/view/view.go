@@ -59,7 +59,9 @@ type Snapshot struct {
 
 	// What the jobs were built from, so that a recompute that only moves the clock (see
 	// onlyTimeMoved) admits the same jobs again instead of rebuilding them.
-	state   priority.State
+	state priority.State
+	// turns are this snapshot's admitted jobs, which the next recompute lets keep the turn.
+	turns   map[string]priority.Turn
 	cfg     *viewConfig
 	held    map[types.UID]string
 	sources uint64
@@ -131,6 +133,7 @@ func (c *Cluster) recompute(now time.Time) {
 		snap := *prev
 		snap.Computed = now
 		snap.state.CoolDown = coolDowns
+		snap.state.Turns = prev.turns
 		c.admit(&snap, cfg, now, start, len(held))
 		return
 	}
@@ -140,6 +143,9 @@ func (c *Cluster) recompute(now time.Time) {
 		return
 	}
 	state := priority.State{Nodes: freeCapacity(idx, held), CoolDown: coolDowns, Topology: idx.topology}
+	if prev := c.Snapshot(); prev != nil {
+		state.Turns = prev.turns
+	}
 	hardPS := cfg.affinity.PSAntiAffinity == priority.AntiAffinityHard
 	snap := &Snapshot{
 		Computed:   now,
@@ -209,6 +215,7 @@ func (c *Cluster) admit(snap *Snapshot, cfg *viewConfig, now, start time.Time, h
 	}
 	snap.Queue = cfg.model.AdmitIn(snap.state, now, w)
 	c.admitSpace.Put(w)
+	snap.turns = priority.TurnsOf(snap.Queue)
 	c.snapshot.Store(snap)
 	if c.turns != nil {
 		c.turns.Published(snap)
