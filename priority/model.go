@@ -18,7 +18,7 @@ const (
 	// DefaultTurnHold is how long a job that got the turn keeps it ahead of the queue while
 	// kube-scheduler places its pods: a second or two normally, a few under load.
 	DefaultTurnHold = 10 * time.Second
-	DefaultTierName              = "bronze"
+	DefaultTierName = "bronze"
 )
 
 // weightTolerance is how far the weights' sum may stray from 1, for decimal input such as
