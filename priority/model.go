@@ -15,10 +15,10 @@ const (
 	DefaultMaxGang               = 64
 	DefaultStarvationBound       = 30 * time.Minute
 	DefaultPolicy                = PolicyReserve
+	DefaultTierName              = "bronze"
 	// DefaultTurnHold is how long a job that got the turn keeps it ahead of the queue while
 	// kube-scheduler places its pods: a second or two normally, a few under load.
 	DefaultTurnHold = 10 * time.Second
-	DefaultTierName = "bronze"
 )
 
 // weightTolerance is how far the weights' sum may stray from 1, for decimal input such as
