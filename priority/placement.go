@@ -37,11 +37,21 @@ type gangPlacer struct {
 	// of required (top: no requirement), and looks for one domain from preferred up.
 	required, preferred int
 
-	// Scratch space, kept across reset.
+	// Scratch space, kept across reset. domains is a stack: each candidates call pushes its
+	// list, and its caller pops it when done.
 	all      []placerMember
 	ints     []int
 	sum      []int64
 	totalBuf []dimNeed
+	found    []candidate
+	domains  []int
+}
+
+// candidate is a domain candidates may return, with what orders it.
+type candidate struct {
+	d     int
+	near  int
+	slack float64
 }
 
 // podGroup is a PS and the workers it serves: they are kept together.
@@ -93,6 +103,7 @@ func (g *gangPlacer) reset(c *capacity, v *jobView, required, preferred int) {
 		required: required, preferred: preferred,
 		groups: g.groups[:0], placed: g.placed[:0], plan: g.plan[:0], ps: g.ps[:0],
 		all: g.all[:0], ints: g.ints[:0], sum: g.sum, totalBuf: g.totalBuf,
+		found: g.found[:0], domains: g.domains[:0],
 	}
 	if len(v.placed) == 0 && (len(v.toFit) < 2 || v.toFit[1].Role != RolePS) {
 		// Nothing placed and at most one PS (pending pods come PS first): one group.
@@ -211,6 +222,7 @@ func (g *gangPlacer) placeUnit(u []podGroup, lo, hi, scope, from, upto int) bool
 		if from > nodeLevel {
 			inner = nodeLevel
 		}
+		depth := len(g.domains)
 		for _, d := range g.candidates(u, l, lo, hi) {
 			dlo, dhi := g.lay.spanOf(l, d)
 			m := g.mark()
@@ -225,6 +237,7 @@ func (g *gangPlacer) placeUnit(u []podGroup, lo, hi, scope, from, upto int) bool
 			}
 			g.rollbackTo(m)
 		}
+		g.domains = g.domains[:depth]
 	}
 	if upto < scope {
 		return false
@@ -481,12 +494,7 @@ func (g *gangPlacer) candidates(u []podGroup, l, lo, hi int) []int {
 		}
 		first, last = anchored, anchored
 	}
-	type candidate struct {
-		d     int
-		near  int
-		slack float64
-	}
-	var out []candidate
+	out := g.found[:0]
 	sums := g.c.sums[l-1]
 	r := g.c.r
 	for d := first; d <= last; d++ {
@@ -517,11 +525,12 @@ func (g *gangPlacer) candidates(u []podGroup, l, lo, hi int) []int {
 		}
 		return cmp.Compare(a.d, b.d)
 	})
-	ds := make([]int, len(out))
-	for i, c := range out {
-		ds[i] = c.d
+	g.found = out
+	start := len(g.domains)
+	for _, c := range out {
+		g.domains = append(g.domains, c.d)
 	}
-	return ds
+	return g.domains[start:len(g.domains):len(g.domains)]
 }
 
 // nearness is the lowest level, from l up, at which domain d of level l shares a domain
