@@ -25,6 +25,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/watch"
 
+	"github.com/cps-extender/cps-extender/priority"
 	"github.com/cps-extender/cps-extender/test/e2e/framework"
 )
 
@@ -498,6 +499,7 @@ type queueJob struct {
 	Bound     int                `json:"bound"`
 	Held      int                `json:"held"`
 	MinMember int                `json:"minMember"`
+	Placement priority.Placement `json:"placement"`
 }
 
 // queue reads the extender's admission queue, by job key.

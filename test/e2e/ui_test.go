@@ -180,6 +180,7 @@ tls: {certFile: %s, keyFile: %s}
 			checkShown(t, row, map[string]string{
 				"position": strconv.Itoa(d.Position), "job": d.Job, "phase": d.Phase,
 				"gang": fmt.Sprintf("%d/%d bound", d.Bound, d.MinMember), "waits": strings.TrimSpace(d.Blocker),
+				"placement": placementShown(d), "locality": localityShown(d),
 			}, map[string]float64{"p": d.P, "term-user": d.Terms["user"], "term-job": d.Terms["job"], "term-wait": d.Terms["wait"], "term-parallelism": d.Terms["parallelism"]})
 			if d.Blocker == "" {
 				t.Errorf("%s waits, and /debug/queue names no blocker to show", row.Job)
@@ -187,6 +188,10 @@ tls: {certFile: %s, keyFile: %s}
 		}
 		if want := []string{"default/tune", "default/sweep"}; !slices.Equal(order, want) {
 			t.Errorf("queue rows %v, want %v (gold and PriorityClass high first)", order, want)
+		}
+		// tune leads and does not fit: under the reserve policy it sets room aside somewhere.
+		if got := page.Queue[0].Fields["placement"]; !strings.HasPrefix(got, "reserved: ") {
+			t.Errorf("tune's placement shows %q, want where it reserves room", got)
 		}
 	})
 	t.Run("never fits", func(t *testing.T) {
@@ -304,6 +309,31 @@ tls: {certFile: %s, keyFile: %s}
 	if len(console) > 0 {
 		t.Errorf("the browser's console has errors or warnings: %q", console)
 	}
+}
+
+// placementShown is the placement column's first line for d: where the plan puts it (or, for
+// a waiting job, where it reserves room), as the page writes it.
+func placementShown(d queueJob) string {
+	p := d.Placement
+	if p.Level == "" {
+		return ""
+	}
+	where := p.Level
+	if len(p.Domains) > 0 {
+		where += ": " + strings.Join(p.Domains, ", ")
+	}
+	if d.Phase == "Waiting" {
+		where = "reserved: " + where
+	}
+	return where
+}
+
+// localityShown is the placement column's second line: workers planned near a PS.
+func localityShown(d queueJob) string {
+	if d.Placement.Workers == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d/%d workers near a PS, %d on its node", d.Placement.NearPSDomain, d.Placement.Workers, d.Placement.NearPSNode)
 }
 
 // checkShown compares a row's shown texts with want, and its shown numbers with nums

@@ -75,20 +75,27 @@ function waitsFor(d) {
     el("span", { "data-field": "waits" }, text.trim()));
 }
 
-// optional renders a field the server may or may not send (domains, locality).
-function optional(v) {
-  if (v === undefined || v === null) return "";
-  if (Array.isArray(v)) return v.map(optional).join(", ");
-  if (typeof v === "number") return fixed(v);
-  if (typeof v === "object") return Object.entries(v).map(([k, x]) => k + ": " + optional(x)).join(", ");
-  return String(v);
+// placementText is where the plan puts an admitted job, or where a waiting job reserves room:
+// the level and its domains ("" when the server sends no placement).
+function placementText(d) {
+  const p = d.placement;
+  if (!p || !p.level) return "";
+  const where = p.level + (p.domains && p.domains.length ? ": " + p.domains.join(", ") : "");
+  return (d.phase === "Waiting" ? "reserved: " : "") + where;
 }
 
-function optionalCells(d, show) {
-  return [
-    show.domains ? el("td", { "data-field": "domains" }, optional(d.domains)) : null,
-    show.locality ? el("td", { "data-field": "locality" }, optional(d.locality)) : null,
-  ];
+// localityText is how many of the job's workers the plan puts near a PS.
+function localityText(d) {
+  const p = d.placement;
+  if (!p || !p.workers) return "";
+  return p.nearPSDomain + "/" + p.workers + " workers near a PS, " + p.nearPSNode + " on its node";
+}
+
+function placementCell(d, show) {
+  if (!show) return null;
+  return el("td", { class: "placement" },
+    el("span", { "data-field": "placement" }, placementText(d)),
+    el("span", { class: "locality", "data-field": "locality" }, localityText(d)));
 }
 
 function jobCell(d) {
@@ -97,7 +104,7 @@ function jobCell(d) {
   return el("td", { class: "job", title: d.reason || "" }, swatch, el("span", { "data-field": "job" }, d.job));
 }
 
-function queueRow(d, show) {
+function queueRow(d, showPlacement) {
   return el("tr", { "data-job": d.job },
     el("td", { "data-field": "position" }, d.position),
     jobCell(d),
@@ -105,8 +112,8 @@ function queueRow(d, show) {
     el("td", { "data-field": "p" }, bar(d.p, "p")),
     ...TERMS.map((t) => el("td", { "data-field": "term-" + t }, bar(d.terms[t], "term"))),
     el("td", {}, gang(d)),
-    waitsFor(d),
-    ...optionalCells(d, show));
+    placementCell(d, showPlacement),
+    waitsFor(d));
 }
 
 function neverRow(d) {
@@ -117,12 +124,11 @@ function neverRow(d) {
     el("td", { class: "waits", title: d.reason || "" }, el("span", { "data-field": "waits" }, (d.wait || d.reason || "").trim())));
 }
 
-function runningRow(d, show) {
+function runningRow(d) {
   return el("tr", { "data-job": d.job },
     jobCell(d),
     el("td", { "data-field": "p" }, bar(d.p, "p")),
-    el("td", {}, gang(d)),
-    ...optionalCells(d, show));
+    el("td", {}, gang(d)));
 }
 
 function fillTable(id, rows) {
@@ -172,16 +178,13 @@ function renderNodes(report) {
 
 function render(queue, nodes) {
   const jobs = queue.jobs || [];
-  const show = {
-    domains: jobs.some((d) => d.domains !== undefined),
-    locality: jobs.some((d) => d.locality !== undefined),
-  };
-  for (const [cls, on] of Object.entries({ "opt-domains": show.domains, "opt-locality": show.locality })) {
-    for (const th of document.getElementsByClassName(cls)) th.hidden = !on;
-  }
-  fillTable("queue", jobs.filter((d) => d.position > 0).map((d) => queueRow(d, show)));
+  const queued = jobs.filter((d) => d.position > 0);
+  // Older servers send no placement: then the column stays hidden.
+  const showPlacement = queued.some((d) => d.placement !== undefined);
+  document.getElementById("placement-head").hidden = !showPlacement;
+  fillTable("queue", queued.map((d) => queueRow(d, showPlacement)));
   fillTable("never", jobs.filter((d) => d.phase === "Unschedulable").map(neverRow));
-  fillTable("running", jobs.filter((d) => d.phase === "Running").map((d) => runningRow(d, show)));
+  fillTable("running", jobs.filter((d) => d.phase === "Running").map(runningRow));
   renderNodes(nodes);
   renders++;
   document.body.dataset.renders = String(renders);
