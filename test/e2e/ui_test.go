@@ -397,7 +397,11 @@ func startChromium(t *testing.T, certFile string) context.Context {
 	}
 	out, err := exec.Command(filepath.Join(root, "test", "tools", "chromium.sh")).Output()
 	if err != nil {
-		t.Fatalf("test/tools/chromium.sh (finds or installs Debian's chromium): %v", err)
+		var stderr []byte
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = ee.Stderr
+		}
+		t.Fatalf("test/tools/chromium.sh (finds or installs Debian's chromium): %v\n%s", err, stderr)
 	}
 	lines := strings.Fields(string(out))
 	if len(lines) == 0 {
