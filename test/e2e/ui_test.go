@@ -10,6 +10,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"image/png"
 	"math"
@@ -398,7 +399,7 @@ func startChromium(t *testing.T, certFile string) context.Context {
 	out, err := exec.Command(filepath.Join(root, "test", "tools", "chromium.sh")).Output()
 	if err != nil {
 		var stderr []byte
-		if ee, ok := err.(*exec.ExitError); ok {
+		if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
 			stderr = ee.Stderr
 		}
 		t.Fatalf("test/tools/chromium.sh (finds or installs Debian's chromium): %v\n%s", err, stderr)
