@@ -893,23 +893,35 @@ func reserveDomain(c, reach *capacity, v *jobView) (lo, hi, level int) {
 		return g.placeUnit(g.groups, dlo, dhi, l, nodeLevel, l)
 	}
 	// fitsNow is how many of the job's pods fit in the span now.
+	free := make([]int64, c.r)
 	fitsNow := func(dlo, dhi, l int) int {
+		if l == nodeLevel {
+			// One node: count on a copy of its free row, no trial needed.
+			copy(free, c.tree[(c.size+dlo)*c.r:(c.size+dlo+1)*c.r])
+			n := 0
+		pods:
+			for i := range v.toFit {
+				d := v.demands[i]
+				if !c.usable(dlo, d) {
+					continue
+				}
+				for _, need := range d.needs {
+					if free[need.dim] < need.amount {
+						continue pods
+					}
+				}
+				for _, need := range d.needs {
+					free[need.dim] -= need.amount
+				}
+				n++
+			}
+			return n
+		}
 		m := c.mark()
 		defer c.rollbackTo(m)
 		g := newGangPlacer(c, v, v.required, v.preferred)
 		g.partial = true
-		if l == nodeLevel {
-			for _, grp := range g.groups {
-				if grp.ps >= 0 {
-					g.nearest(grp.ps, dlo, dlo, dhi, 1, true)
-				}
-				for _, i := range grp.members {
-					g.nearest(i, dlo, dlo, dhi, 1, false)
-				}
-			}
-		} else {
-			g.placeUnit(g.groups, dlo, dhi, l, nodeLevel, l)
-		}
+		g.placeUnit(g.groups, dlo, dhi, l, nodeLevel, l)
 		return len(g.plan)
 	}
 	probe := newGangPlacer(c, v, v.required, v.preferred)
@@ -921,10 +933,11 @@ func reserveDomain(c, reach *capacity, v *jobView) (lo, hi, level int) {
 		best, bestFit := -1, -1
 		var spans [][2]int
 		if l == nodeLevel {
-			// Only nodes whose Capacity holds the whole job at once are worth a look.
-			total := probe.total(probe.groups)
+			// Only nodes whose Capacity holds the whole job at once (and its anchors) are
+			// worth a look; nodeFor on the Capacity table finds them one after another.
+			rp := newGangPlacer(reach, v, v.required, v.preferred)
 			for from := 0; from < len(reach.nodes); {
-				at := reach.findIn(total, from, len(reach.nodes))
+				at, _ := rp.nodeFor(rp.groups, from, len(reach.nodes))
 				if at < 0 {
 					break
 				}
@@ -938,7 +951,9 @@ func reserveDomain(c, reach *capacity, v *jobView) (lo, hi, level int) {
 			}
 		}
 		for k, sp := range spans {
-			if !fitsReach(sp[0], sp[1], l) {
+			// nodeFor has checked a node against the Capacity already, unless the job's own
+			// placed pods take part of it.
+			if !reach.knownIn(sp[0], sp[1]) || (l > nodeLevel || len(v.placed) > 0) && !fitsReach(sp[0], sp[1], l) {
 				continue
 			}
 			if n := fitsNow(sp[0], sp[1], l); n > bestFit {
