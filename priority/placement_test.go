@@ -383,8 +383,8 @@ func TestTurnsKeepTheirPlan(t *testing.T) {
 // TestReserveOnOneNode: a head that one node could hold reserves the node where most of it
 // fits now, all of that node's free room up to its need; a job behind goes to the other.
 func TestReserveOnOneNode(t *testing.T) {
-	nodes := rackCluster(1, 1, 2, 8000) // n00, n01: one rack, 8000m each
-	nodes[0].Free, nodes[1].Free = res(2000, 64*gi), res(4000, 64*gi) // 6000m free in all
+	nodes := rackCluster(1, 1, 2, 8000)                                                  // n00, n01: one rack, 8000m each
+	nodes[0].Free, nodes[1].Free = res(2000, 64*gi), res(4000, 64*gi)                    // 6000m free in all
 	head := mkJob("ns/head").prio(900000).gang(1, res(1000, gi), 3, res(2000, gi)).obj() // 7000m
 	small := mkJob("ns/small").prio(100000).gang(0, nil, 1, res(2000, gi)).obj()
 	q := priority.DefaultModel().Admit(topoState(nodes, head, small), t0)
