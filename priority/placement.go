@@ -2,6 +2,7 @@ package priority
 
 import (
 	"cmp"
+	"math"
 	"slices"
 	"strconv"
 	"time"
@@ -264,7 +265,12 @@ func (g *gangPlacer) split(u []podGroup, lo, hi, scope int) bool {
 	grp := &u[0]
 	target := grp.psAt
 	if grp.ps >= 0 {
-		at := g.nearest(grp.ps, g.nearJob(lo, hi), lo, hi, scope, true)
+		seed := g.nearJob(lo, hi)
+		if seed < 0 {
+			// Nothing of the job here yet: the PS goes where most of its workers can follow.
+			seed = g.roomiest(grp, lo, hi, scope)
+		}
+		at := g.nearest(grp.ps, seed, lo, hi, scope, true)
 		if at < 0 {
 			if !g.partial {
 				return false
@@ -284,6 +290,9 @@ func (g *gangPlacer) split(u []podGroup, lo, hi, scope int) bool {
 	}
 	if target < 0 {
 		target = g.nearJob(lo, hi)
+	}
+	if target < 0 {
+		target = g.roomiest(grp, lo, hi, scope)
 	}
 	for _, i := range grp.members {
 		at := g.nearest(i, target, lo, hi, scope, false)
@@ -330,6 +339,45 @@ func (g *gangPlacer) flatIn(u []podGroup, lo, hi int) bool {
 		}
 	}
 	return true
+}
+
+// roomiest is the node inside [lo, hi), a domain of level scope, with room for the most of
+// the group's workers (counted as copies of its first worker, or of its PS without one): in
+// the child domain with the most room by its free sums, and so on down to the node; -1 when
+// the group has no pending pod.
+func (g *gangPlacer) roomiest(grp *podGroup, lo, hi, scope int) int {
+	pod := grp.ps
+	if len(grp.members) > 0 {
+		pod = grp.members[0]
+	}
+	if pod < 0 || lo >= hi {
+		return -1
+	}
+	needs := g.demands[pod].needs
+	copies := func(row []int64) int64 {
+		n := int64(math.MaxInt64)
+		for _, need := range needs {
+			n = min(n, max(row[need.dim], 0)/need.amount)
+		}
+		return n
+	}
+	r := g.c.r
+	for l := min(scope-1, g.lay.levels()); l >= 1; l-- {
+		best, most := -1, int64(-1)
+		for d := g.lay.domainOf(l, lo); d <= g.lay.domainOf(l, hi-1); d++ {
+			if n := copies(g.c.sums[l-1][d*r : (d+1)*r]); n > most {
+				best, most = d, n
+			}
+		}
+		lo, hi = g.lay.spanOf(l, best)
+	}
+	best, most := lo, int64(-1)
+	for at := lo; at < hi; at++ {
+		if n := copies(g.c.tree[(g.c.size+at)*r : (g.c.size+at+1)*r]); n > most {
+			best, most = at, n
+		}
+	}
+	return best
 }
 
 // nearJob is the position of the job's last placed or planned pod inside [lo, hi), or -1.
