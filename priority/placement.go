@@ -263,36 +263,64 @@ func (g *gangPlacer) split(u []podGroup, lo, hi, scope int) bool {
 		return ok
 	}
 	grp := &u[0]
-	target := grp.psAt
-	if grp.ps >= 0 {
-		seed := g.nearJob(lo, hi)
-		if seed < 0 {
-			// Nothing of the job here yet: the PS goes where most of its workers can follow.
-			seed = g.roomiest(grp, lo, hi, scope)
-		}
-		at := g.nearest(grp.ps, seed, lo, hi, scope, true)
-		if at < 0 {
-			if !g.partial {
-				return false
-			}
-			ok = false
-		}
-		target = at
+	if grp.ps < 0 {
+		return g.splitGroup(grp, lo, hi, scope, false)
 	}
-	if target < 0 || target < lo || target >= hi {
-		target = -1
-		for _, a := range grp.anchors {
-			if a >= lo && a < hi {
-				target = a
-				break
-			}
+	// The PS first, where most of its workers can follow; when that takes room its workers
+	// needed (a PS on a node with free accelerators but its cpu), the workers first and the
+	// PS as near them as there is room.
+	m := g.mark()
+	if g.splitGroup(grp, lo, hi, scope, true) {
+		return true
+	}
+	g.rollbackTo(m)
+	if g.splitGroup(grp, lo, hi, scope, false) {
+		return true
+	}
+	if g.partial { // a reservation keeps what the first way placed
+		g.rollbackTo(m)
+		g.splitGroup(grp, lo, hi, scope, true)
+	}
+	return false
+}
+
+// splitGroup places one group pod by pod inside [lo, hi), a domain of level scope: its PS
+// first (psFirst) or last, each pod as near the group's pods placed so far as there is room
+// (see nearest). It reports whether all fit; with partial it places what fits.
+func (g *gangPlacer) splitGroup(grp *podGroup, lo, hi, scope int, psFirst bool) bool {
+	ok := true
+	target := -1
+	for _, a := range append([]int{grp.psAt}, grp.anchors...) {
+		if a >= lo && a < hi {
+			target = a
+			break
 		}
 	}
 	if target < 0 {
 		target = g.nearJob(lo, hi)
 	}
 	if target < 0 {
+		// Nothing of the job here yet: where most of its workers can go.
 		target = g.roomiest(grp, lo, hi, scope)
+	}
+	placePS := func() {
+		if grp.ps < 0 {
+			return
+		}
+		at := g.nearest(grp.ps, target, lo, hi, scope, true)
+		if at < 0 {
+			ok = false
+			return
+		}
+		if psFirst || target < 0 {
+			target = at
+		}
+	}
+	if psFirst {
+		placePS()
+		if !ok && !g.partial {
+			return false
+		}
 	}
 	for _, i := range grp.members {
 		at := g.nearest(i, target, lo, hi, scope, false)
@@ -306,6 +334,9 @@ func (g *gangPlacer) split(u []podGroup, lo, hi, scope int) bool {
 		if target < 0 {
 			target = at
 		}
+	}
+	if !psFirst {
+		placePS()
 	}
 	return ok
 }
@@ -342,8 +373,8 @@ func (g *gangPlacer) flatIn(u []podGroup, lo, hi int) bool {
 }
 
 // roomiest is the node inside [lo, hi), a domain of level scope, with room for the most of
-// the group's workers (counted as copies of its first worker, or of its PS without one): in
-// the child domain with the most room by its free sums, and so on down to the node; -1 when
+// the group's workers (counted as copies of its first worker, or of its PS without one, node
+// by node): in the child domain with room for the most, and so on down to the node; -1 when
 // the group has no pending pod.
 func (g *gangPlacer) roomiest(grp *podGroup, lo, hi, scope int) int {
 	pod := grp.ps
@@ -353,27 +384,37 @@ func (g *gangPlacer) roomiest(grp *podGroup, lo, hi, scope int) int {
 	if pod < 0 || lo >= hi {
 		return -1
 	}
-	needs := g.demands[pod].needs
-	copies := func(row []int64) int64 {
-		n := int64(math.MaxInt64)
-		for _, need := range needs {
-			n = min(n, max(row[need.dim], 0)/need.amount)
-		}
-		return n
-	}
+	d := g.demands[pod]
 	r := g.c.r
+	copies := make([]int64, hi-lo)
+	for at := lo; at < hi; at++ {
+		if !g.c.usable(at, d) {
+			continue
+		}
+		n := int64(math.MaxInt64)
+		for _, need := range d.needs {
+			n = min(n, max(g.c.tree[(g.c.size+at)*r+need.dim], 0)/need.amount)
+		}
+		copies[at-lo] = n
+	}
 	for l := min(scope-1, g.lay.levels()); l >= 1; l-- {
 		best, most := -1, int64(-1)
-		for d := g.lay.domainOf(l, lo); d <= g.lay.domainOf(l, hi-1); d++ {
-			if n := copies(g.c.sums[l-1][d*r : (d+1)*r]); n > most {
-				best, most = d, n
+		for dom := g.lay.domainOf(l, lo); dom <= g.lay.domainOf(l, hi-1); dom++ {
+			dlo, dhi := g.lay.spanOf(l, dom)
+			var n int64
+			for _, c := range copies[dlo-lo : dhi-lo] {
+				n += c
+			}
+			if n > most {
+				best, most = dom, n
 			}
 		}
-		lo, hi = g.lay.spanOf(l, best)
+		dlo, dhi := g.lay.spanOf(l, best)
+		copies, lo, hi = copies[dlo-lo:dhi-lo], dlo, dhi
 	}
 	best, most := lo, int64(-1)
 	for at := lo; at < hi; at++ {
-		if n := copies(g.c.tree[(g.c.size+at)*r : (g.c.size+at+1)*r]); n > most {
+		if n := copies[at-lo]; n > most {
 			best, most = at, n
 		}
 	}
