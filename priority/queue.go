@@ -735,4 +735,3 @@ func (m Model) Rank(jobs []Job, now time.Time) []*Decision {
 	}
 	return out
 }
-
