@@ -14,6 +14,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -86,30 +87,11 @@ func (v *vcEnv) volcanoConf(withExtender bool) []byte {
 	if withExtender {
 		return []byte(strings.Replace(conf, volcanoConfURL, "extender.urlPrefix: http://"+v.extAddr+"/volcano", 1))
 	}
-	out, err := withoutPlugin(conf, "extender")
+	out, err := framework.WithoutVolcanoPlugin(conf, "extender")
 	if err != nil {
 		v.t.Fatalf("scheduler-config/volcano-scheduler.conf: %v", err)
 	}
 	return []byte(out)
-}
-
-// withoutPlugin removes the entry "  - name: <plugin>" of a Volcano conf: that line, the
-// comment lines right above it and every line indented deeper below it.
-func withoutPlugin(conf, plugin string) (string, error) {
-	lines := strings.Split(conf, "\n")
-	at := slices.Index(lines, "  - name: "+plugin)
-	if at < 0 {
-		return "", fmt.Errorf("no plugin %q", plugin)
-	}
-	from := at
-	for from > 0 && strings.HasPrefix(lines[from-1], "  #") {
-		from--
-	}
-	to := at + 1
-	for to < len(lines) && strings.HasPrefix(lines[to], "    ") {
-		to++
-	}
-	return strings.Join(append(lines[:from:from], lines[to:]...), "\n"), nil
 }
 
 // outliving is the running (sub)test for failures and the env's owner for cleanups: a
@@ -237,7 +219,8 @@ func (v *vcEnv) deleteVolcanoJob(j vcJob) {
 	v.deleteAll(framework.VolcanoPodGroups, metav1.ListOptions{FieldSelector: "metadata.name=" + j.name})
 }
 
-// deleteAll deletes the namespace default's objects of a resource that opts selects.
+// deleteAll deletes the namespace default's objects of a resource that opts selects (one
+// already gone is no error).
 func (v *vcEnv) deleteAll(gvr schema.GroupVersionResource, opts metav1.ListOptions) {
 	v.t.Helper()
 	ctx := context.Background()
@@ -246,29 +229,35 @@ func (v *vcEnv) deleteAll(gvr schema.GroupVersionResource, opts metav1.ListOptio
 		v.t.Fatalf("list %s: %v", gvr.Resource, err)
 	}
 	for _, obj := range list.Items {
-		if err := v.dyn.Resource(gvr).Namespace("default").Delete(ctx, obj.GetName(), metav1.DeleteOptions{}); err != nil {
+		if err := v.dyn.Resource(gvr).Namespace("default").Delete(ctx, obj.GetName(), metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 			v.t.Fatalf("delete %s %s: %v", gvr.Resource, obj.GetName(), err)
 		}
 	}
 }
 
 // reset empties the cluster for the next test: every Volcano Job, PodGroup and pod in the
-// namespace default goes, and reset waits until no pod is left.
+// namespace default goes, and reset waits until none is left. Jobs go first, so that
+// vc-controller-manager does not make their pods again; pods and PodGroups are deleted again
+// while any is left, in case it did before it saw its Job go.
 func (v *vcEnv) reset() {
 	v.t.Helper()
 	v.deleteAll(framework.VolcanoJobs, metav1.ListOptions{})
-	v.deleteAll(framework.VolcanoPodGroups, metav1.ListOptions{})
 	zero := int64(0)
 	ctx := context.Background()
-	if err := v.cp.Client.CoreV1().Pods("default").DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{}); err != nil {
-		v.t.Fatalf("delete pods: %v", err)
-	}
-	framework.WaitFor(v.t, 60*time.Second, "no pod left", func() (bool, error) {
+	framework.WaitFor(v.t, 60*time.Second, "no pod or PodGroup left", func() (bool, error) {
+		v.deleteAll(framework.VolcanoPodGroups, metav1.ListOptions{})
+		if err := v.cp.Client.CoreV1().Pods("default").DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{}); err != nil {
+			return false, err
+		}
 		pods, err := v.cp.Client.CoreV1().Pods("default").List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, err
 		}
-		return len(pods.Items) == 0, fmt.Errorf("%d pods left", len(pods.Items))
+		pgs, err := v.dyn.Resource(framework.VolcanoPodGroups).Namespace("default").List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		return len(pods.Items)+len(pgs.Items) == 0, fmt.Errorf("%d pods and %d PodGroups left", len(pods.Items), len(pgs.Items))
 	})
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -178,6 +179,27 @@ func (cp *ControlPlane) StartVolcanoScheduler(t testing.TB, dir string, conf []b
 		t.Fatalf("start %s: %v", name, err)
 	}
 	return p
+}
+
+// WithoutVolcanoPlugin returns a Volcano scheduler conf without the entry of plugin in its
+// tiers: the line "  - name: <plugin>", the comment lines right above it and every line
+// indented deeper below it (its arguments and their comments). It is an error if conf has no
+// such entry.
+func WithoutVolcanoPlugin(conf, plugin string) (string, error) {
+	lines := strings.Split(conf, "\n")
+	at := slices.Index(lines, "  - name: "+plugin)
+	if at < 0 {
+		return "", fmt.Errorf("no plugin %q in the conf's tiers", plugin)
+	}
+	from := at
+	for from > 0 && strings.HasPrefix(lines[from-1], "  #") {
+		from--
+	}
+	to := at + 1
+	for to < len(lines) && strings.HasPrefix(lines[to], "    ") {
+		to++
+	}
+	return strings.Join(append(lines[:from:from], lines[to:]...), "\n"), nil
 }
 
 // WaitVolcanoQueueOpen waits until the Volcano Queue name reports status.state Open, which
