@@ -53,11 +53,20 @@ func BenchmarkAdmit(b *testing.B) {
 		{"contended/reserve", 4, priority.PolicyReserve, false},
 		{"contended/strict", 4, priority.PolicyStrict, false},
 		{"contended/besteffort", 4, priority.PolicyBestEffort, false},
+		{"fits/reserve/racks", 16, priority.PolicyReserve, true},
+		{"contended/reserve/racks", 4, priority.PolicyReserve, true},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			s := benchState(bc.nodeCPU)
 			if bc.sortedNodes { // as a cluster view that keeps its nodes in name order passes them
 				slices.SortFunc(s.Nodes, func(a, b priority.Node) int { return strings.Compare(a.Name, b.Name) })
+			}
+			if strings.HasSuffix(bc.name, "/racks") {
+				// 125 racks of 40 nodes in 5 zones, as the view passes them: with an index.
+				for i := range s.Nodes {
+					s.Nodes[i].Labels = map[string]string{"rack": "r" + strconv.Itoa(i/40), "zone": "z" + strconv.Itoa(i/1000)}
+				}
+				s.Topology = priority.NewNodeIndex(s.Nodes, []string{"rack", "zone"}, nil)
 			}
 			m := priority.DefaultModel()
 			m.UserTiers = map[string]string{"alice": "gold", "carol": "silver"}

@@ -117,7 +117,13 @@ func (m Model) queuedReason(v *jobView) string {
 	case waitReserving:
 		b.WriteString("it does not fit: ")
 		b.WriteString(d.Blocker)
-		b.WriteString("; what fits of it is set aside meanwhile")
+		if pl := d.Placement; pl.Level != "" && pl.Level != "cluster" && len(pl.Domains) == 1 {
+			// A reservation in one domain: the job will run there, and nothing behind it
+			// takes the room it waits for.
+			b.WriteString("; room for it in " + pl.Level + " " + pl.Domains[0] + " is set aside meanwhile")
+		} else {
+			b.WriteString("; what fits of it is set aside meanwhile")
+		}
 	case waitStrictBehind:
 		b.WriteString("strict order: ")
 		b.WriteString(v.blocking.job.Key)

@@ -39,11 +39,11 @@ func Fit(nodes []Node, pods []Pod) FitResult {
 	}
 	var dims dimSet
 	demands := dims.demands(ptrs)
-	c := newCapacity(nodes, &dims, nil)
+	c := newCapacity(nodes, &dims, nil, nil)
 	res := FitResult{OK: true, Placement: make(map[string]string, len(sorted))}
 	var ps []int
 	for i, p := range ptrs {
-		at := c.placeOne(p.Role, demands[i], &ps)
+		at := c.placeOne(p.Role, demands[i], &ps, false)
 		if at < 0 {
 			if res.OK {
 				res.OK = false
@@ -243,10 +243,28 @@ type capacity struct {
 	// psScratch is the backing array of place's set of PS nodes, reused job after job.
 	psScratch []int
 
+	// lay is the node order and the topology domains when the table is built in placement
+	// order (nil: by name, no domains); sums[l-1][d*r+dim] is the free amount of dim summed
+	// over domain d of placement level l, each node's amount clamped to [0, sumCap].
+	lay  *layout
+	sums [][]int64
+	// placer is place's gang placer, reset job after job.
+	placer gangPlacer
+
+	// unknown[p] counts the nodes before position p+1 whose Capacity is not known (nil),
+	// in a table built from Capacity; nil when there are none.
+	unknown []int32
+
 	// While a trial is open, takes and cursor moves are logged so that a job that does
 	// not fit can be taken back out.
-	trial      bool
-	undo       []taken
+	trial bool
+	undo  []taken
+	// arena holds the needs takeCopy took, which the undo log refers to.
+	arena []dimNeed
+	// totals numbers the gang totals that have a cursor (see totalShape), after the pod
+	// shapes; key is its scratch.
+	totals     map[string]int
+	key        []byte
 	undoCursor [][2]int // shape, old cursor
 }
 
@@ -272,44 +290,49 @@ const (
 	fromCapacity
 )
 
-// newCapacity builds the table from the nodes' Free, in name order so that the result does
-// not depend on the order of the input.
-// Its arrays come from a when not nil.
-func newCapacity(nodes []Node, ds *dimSet, a *capacityArrays) *capacity {
-	return newCapacityFrom(nodes, ds, a, fromFree)
+// newCapacity builds the table from the nodes' Free, in name order, or in lay's placement
+// order when lay is not nil (it must be the layout of exactly these nodes), so that the
+// result does not depend on the order of the input. Its arrays come from a when not nil.
+func newCapacity(nodes []Node, ds *dimSet, a *capacityArrays, lay *layout) *capacity {
+	return newCapacityFrom(nodes, ds, a, fromFree, lay)
 }
 
 // newCapacityFrom builds the table from the nodes' Free or Capacity, as src says.
-func newCapacityFrom(nodes []Node, ds *dimSet, a *capacityArrays, src tableSource) *capacity {
+func newCapacityFrom(nodes []Node, ds *dimSet, a *capacityArrays, src tableSource, lay *layout) *capacity {
 	if a == nil {
 		a = &capacityArrays{}
 	}
-	// Sorting int32 indexes moves no pointers, which keeps the GC's write barrier out of
-	// the sort; an already sorted input (a snapshot kept in order) skips it.
 	a.order = grown(a.order, len(nodes))
 	order := a.order
-	for i := range order {
-		order[i] = int32(i)
-	}
-	byName := func(a, b int32) int { return strings.Compare(nodes[a].Name, nodes[b].Name) }
-	if !slices.IsSortedFunc(order, byName) {
-		slices.SortFunc(order, byName)
+	if lay != nil {
+		copy(order, lay.order) // a's arrays are reused: never hand them the layout's own
+	} else {
+		// Sorting int32 indexes moves no pointers, which keeps the GC's write barrier out
+		// of the sort; an already sorted input (a snapshot kept in order) skips it.
+		for i := range order {
+			order[i] = int32(i)
+		}
+		byName := func(a, b int32) int { return strings.Compare(nodes[a].Name, nodes[b].Name) }
+		if !slices.IsSortedFunc(order, byName) {
+			slices.SortFunc(order, byName)
+		}
 	}
 	a.nodes = grown(a.nodes, len(order))
 	for i, k := range order {
 		a.nodes[i] = nodes[k].Name
 	}
-	return fillCapacity(nodes, order, a.nodes, ds, a, src)
+	return fillCapacity(nodes, order, a.nodes, ds, a, src, lay)
 }
 
 // sibling builds a table of the same nodes in the same order as c, from src, with its
 // tree taken from a: the sort is done once for both.
 func (c *capacity) sibling(nodes []Node, order []int32, ds *dimSet, a *capacityArrays, src tableSource) *capacity {
-	return fillCapacity(nodes, order, c.nodes, ds, a, src)
+	return fillCapacity(nodes, order, c.nodes, ds, a, src, c.lay)
 }
 
-// fillCapacity builds the table of nodes[order[i]], named names[i], from src.
-func fillCapacity(nodes []Node, order []int32, names []string, ds *dimSet, a *capacityArrays, src tableSource) *capacity {
+// fillCapacity builds the table of nodes[order[i]], named names[i], from src, with the
+// domain sums of lay when it is not nil.
+func fillCapacity(nodes []Node, order []int32, names []string, ds *dimSet, a *capacityArrays, src tableSource, lay *layout) *capacity {
 	r := len(ds.names)
 	size := 1
 	for size < len(order) {
@@ -337,6 +360,10 @@ func fillCapacity(nodes []Node, order []int32, names []string, ds *dimSet, a *ca
 					leaf[d] = unlimited
 				}
 				lastFree = nil
+				if c.unknown == nil {
+					c.unknown = make([]int32, len(order))
+				}
+				c.unknown[i] = 1
 				continue
 			}
 		}
@@ -366,8 +393,46 @@ func fillCapacity(nodes []Node, order []int32, names []string, ds *dimSet, a *ca
 			c.tree[v*r+d] = max(c.tree[2*v*r+d], c.tree[(2*v+1)*r+d])
 		}
 	}
+	for i := 1; i < len(c.unknown); i++ {
+		c.unknown[i] += c.unknown[i-1]
+	}
+	if lay != nil && lay.levels() > 0 {
+		c.lay = lay
+		c.sums = make([][]int64, lay.levels())
+		for l := range c.sums {
+			sums := make([]int64, len(lay.span[l])*r)
+			for p := range order {
+				row := sums[int(lay.dom[l][p])*r:]
+				for d, v := range c.tree[(size+p)*r : (size+p+1)*r] {
+					row[d] += sumPart(v)
+				}
+			}
+			c.sums[l] = sums
+		}
+	} else if lay != nil {
+		c.lay = lay
+	}
 	return c
 }
+
+// knownIn reports whether every node in [lo, hi) has a known Capacity (see unknown).
+func (c *capacity) knownIn(lo, hi int) bool {
+	if c.unknown == nil || lo >= hi {
+		return true
+	}
+	before := int32(0)
+	if lo > 0 {
+		before = c.unknown[lo-1]
+	}
+	return c.unknown[hi-1] == before
+}
+
+// sumCap bounds one node's share of a domain sum, so that a node without a pod limit
+// (unlimited) or a nil Capacity cannot overflow the sum of thousands of nodes.
+const sumCap = int64(1) << 44
+
+// sumPart is one node's free amount as it counts in a domain sum.
+func sumPart(v int64) int64 { return min(max(v, 0), sumCap) }
 
 // nodeMask is one node set in a capacity table's node order.
 type nodeMask struct {
@@ -433,19 +498,25 @@ func (c *capacity) fits(node int, needs []dimNeed) bool {
 
 // firstFit returns the first node that fits d, or -1, and moves d's cursor there.
 func (c *capacity) firstFit(d demand) int {
-	from := c.cursor[d.shape]
-	at := c.firstFitFrom(d, from)
+	at := c.firstFitFrom(d, c.cursor[d.shape])
+	c.moveCursor(d.shape, at)
+	return at
+}
+
+// moveCursor sets a shape's cursor to at, the first node at or after it that fits the
+// shape (-1: none does).
+func (c *capacity) moveCursor(shape, at int) {
+	from := c.cursor[shape]
 	to := at
 	if at < 0 {
 		to = len(c.nodes)
 	}
 	if to != from {
 		if c.trial {
-			c.undoCursor = append(c.undoCursor, [2]int{d.shape, from})
+			c.undoCursor = append(c.undoCursor, [2]int{shape, from})
 		}
-		c.cursor[d.shape] = to
+		c.cursor[shape] = to
 	}
-	return at
 }
 
 // firstFitFrom returns the first node at or after from that d may use and that fits it,
@@ -496,11 +567,44 @@ func (c *capacity) take(node int, needs []dimNeed) {
 	}
 }
 
+// totalShape is the cursor number of a gang's total need, numbered on first sight.
+func (c *capacity) totalShape(needs []dimNeed) int {
+	c.key = c.key[:0]
+	for _, n := range needs {
+		c.key = binary.AppendUvarint(c.key, uint64(n.dim))
+		c.key = binary.AppendVarint(c.key, n.amount)
+	}
+	if s, ok := c.totals[string(c.key)]; ok {
+		return s
+	}
+	if c.totals == nil {
+		c.totals = map[string]int{}
+	}
+	s := len(c.cursor)
+	c.totals[string(c.key)] = s
+	c.cursor = append(c.cursor, 0)
+	return s
+}
+
+// takeCopy is take of needs that the caller goes on to reuse: the undo log keeps a copy.
+func (c *capacity) takeCopy(node int, needs []dimNeed) {
+	start := len(c.arena)
+	c.arena = append(c.arena, needs...)
+	c.take(node, c.arena[start:len(c.arena):len(c.arena)])
+}
+
 func (c *capacity) add(node int, needs []dimNeed, sign int64) {
 	r := c.r
 	v := c.size + node
 	for _, n := range needs {
+		old := c.tree[v*r+n.dim]
 		c.tree[v*r+n.dim] += sign * n.amount
+		if c.sums != nil {
+			delta := sumPart(c.tree[v*r+n.dim]) - sumPart(old)
+			for l, sums := range c.sums {
+				sums[int(c.lay.dom[l][node])*r+n.dim] += delta
+			}
+		}
 	}
 	// Walk up while some maximum changes; above that point nothing can change.
 	for v /= 2; v >= 1; v /= 2 {
@@ -521,9 +625,51 @@ func (c *capacity) add(node int, needs []dimNeed, sign int64) {
 // begin opens a trial; commit keeps what it took, rollback gives it all back.
 func (c *capacity) begin() { c.trial = true }
 
+// mark is a point in an open trial that rollbackTo returns to.
+type mark struct{ undo, cursor int }
+
+func (c *capacity) mark() mark { return mark{len(c.undo), len(c.undoCursor)} }
+
+// rollbackTo gives back what the open trial took since m, and keeps the trial open.
+func (c *capacity) rollbackTo(m mark) {
+	for i := len(c.undo) - 1; i >= m.undo; i-- {
+		c.add(c.undo[i].node, c.undo[i].needs, +1)
+	}
+	for i := len(c.undoCursor) - 1; i >= m.cursor; i-- {
+		c.cursor[c.undoCursor[i][0]] = c.undoCursor[i][1]
+	}
+	c.undo, c.undoCursor = c.undo[:m.undo], c.undoCursor[:m.cursor]
+}
+
+// findIn returns the first node in [from, to) that fits needs, or -1, by the max-tree.
+func (c *capacity) findIn(needs []dimNeed, from, to int) int {
+	to = min(to, len(c.nodes))
+	if from >= to {
+		return -1
+	}
+	if c.fits(from, needs) {
+		return from
+	}
+	return c.findRange(1, 0, c.size, from, to, needs)
+}
+
+func (c *capacity) findRange(v, lo, hi, from, to int, needs []dimNeed) int {
+	if hi <= from || lo >= to || !c.covers(v, needs) {
+		return -1
+	}
+	if hi-lo == 1 {
+		return lo
+	}
+	mid := (lo + hi) / 2
+	if at := c.findRange(2*v, lo, mid, from, to, needs); at >= 0 {
+		return at
+	}
+	return c.findRange(2*v+1, mid, hi, from, to, needs)
+}
+
 func (c *capacity) commit() {
 	c.trial = false
-	c.undo, c.undoCursor = c.undo[:0], c.undoCursor[:0]
+	c.undo, c.undoCursor, c.arena = c.undo[:0], c.undoCursor[:0], c.arena[:0]
 }
 
 func (c *capacity) rollback() {
@@ -537,8 +683,9 @@ func (c *capacity) rollback() {
 }
 
 // placeOne places one pod by the rules of Fit and returns its node, or -1 when it fits
-// nowhere. ps is the sorted set of nodes hosting this job's PS; a placed PS joins it.
-func (c *capacity) placeOne(role Role, d demand, ps *[]int) int {
+// nowhere. ps is the sorted set of nodes hosting this job's PS; a placed PS joins it. With
+// apart a PS never shares a node with another (hard PS anti-affinity).
+func (c *capacity) placeOne(role Role, d demand, ps *[]int, apart bool) int {
 	at := -1
 	switch role {
 	case RolePS:
@@ -548,7 +695,7 @@ func (c *capacity) placeOne(role Role, d demand, ps *[]int) int {
 		for at >= 0 && containsSorted(*ps, at) {
 			at = c.firstFitFrom(d, at+1)
 		}
-		if at < 0 {
+		if at < 0 && !apart {
 			at = first
 		}
 	case RoleWorker:

@@ -34,7 +34,7 @@ func TestCapacityTrials(t *testing.T) {
 		}
 		var ds dimSet
 		demands := ds.demands(pods)
-		c := newCapacity(nodes, &ds, nil)
+		c := newCapacity(nodes, &ds, nil, nil)
 
 		// The plain matrix, in the table's node order.
 		mirror := make([][]int64, len(c.nodes))
@@ -64,7 +64,7 @@ func TestCapacityTrials(t *testing.T) {
 						break
 					}
 				}
-				got := c.placeOne(RoleOther, d, new([]int))
+				got := c.placeOne(RoleOther, d, new([]int), false)
 				if got != want {
 					t.Fatalf("round %d step %d: placed on %d, a scan says %d", round, step, got, want)
 				}
@@ -173,7 +173,7 @@ func TestCapacitySharedFree(t *testing.T) {
 		var ds1, ds2 dimSet
 		ds1.demands(pods)
 		ds2.demands(pods)
-		got, want := newCapacity(s, &ds1, nil), newCapacity(o, &ds2, nil)
+		got, want := newCapacity(s, &ds1, nil, nil), newCapacity(o, &ds2, nil, nil)
 		if !slices.Equal(got.nodes, want.nodes) || !slices.Equal(got.tree[got.r:], want.tree[want.r:]) {
 			t.Errorf("order %v: table %v %v, want %v %v", order, got.nodes, got.tree[got.r:], want.nodes, want.tree[want.r:])
 		}

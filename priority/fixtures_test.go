@@ -71,6 +71,14 @@ func (b *jobB) pods(ps ...*podB) *jobB {
 	return b
 }
 func (b *jobB) obj() priority.Job { return b.j }
+func (b *jobB) required(key string) *jobB {
+	b.j.Topology.Required = key
+	return b
+}
+func (b *jobB) preferred(key string) *jobB {
+	b.j.Topology.Preferred = key
+	return b
+}
 
 // gang adds ps parameter servers and workers workers named <name>-ps-i and <name>-w-i,
 // with the given requests, all pending.

@@ -16,6 +16,9 @@ const (
 	DefaultStarvationBound       = 30 * time.Minute
 	DefaultPolicy                = PolicyReserve
 	DefaultTierName              = "bronze"
+	// DefaultTurnHold is how long a job that got the turn keeps it ahead of the queue while
+	// kube-scheduler places its pods: a second or two normally, a few under load.
+	DefaultTurnHold = 10 * time.Second
 )
 
 // weightTolerance is how far the weights' sum may stray from 1, for decimal input such as
@@ -38,6 +41,7 @@ func DefaultModel() Model {
 		MaxGang:         DefaultMaxGang,
 		StarvationBound: DefaultStarvationBound,
 		Policy:          DefaultPolicy,
+		TurnHold:        DefaultTurnHold,
 	}
 }
 
@@ -95,6 +99,9 @@ func (m Model) Validate() []error {
 	}
 	if m.StarvationBound <= 0 {
 		bad("model.starvationBound: %v, want a duration > 0", m.StarvationBound)
+	}
+	if m.TurnHold < 0 {
+		bad("model.turnHold: %v, want a duration >= 0", m.TurnHold)
 	}
 	if !ValidPolicy(m.Policy) {
 		bad("model.policy: %q, want one of %s, %s, %s", m.Policy, PolicyStrict, PolicyReserve, PolicyBestEffort)

@@ -23,6 +23,7 @@ func TestDefaultModel(t *testing.T) {
 		MaxGang:         64,
 		StarvationBound: 30 * time.Minute,
 		Policy:          priority.PolicyReserve,
+		TurnHold:        10 * time.Second,
 	}
 	if diff := cmp.Diff(want, m); diff != "" {
 		t.Errorf("DefaultModel() (-want +got):\n%s", diff)
@@ -103,6 +104,11 @@ func TestValidate(t *testing.T) {
 			name:   "negative starvation bound",
 			modify: func(m *priority.Model) { m.StarvationBound = -time.Minute },
 			want:   []string{"model.starvationBound: -1m0s, want a duration > 0"},
+		},
+		{
+			name:   "negative turn hold",
+			modify: func(m *priority.Model) { m.TurnHold = -time.Second },
+			want:   []string{"model.turnHold: -1s, want a duration >= 0"},
 		},
 		{
 			name:   "unknown policy",

@@ -156,10 +156,11 @@ func TestAdmitNeverFits(t *testing.T) {
 	}
 }
 
-// TestUnschedulableMatchesFit checks, on random clusters, that a job is Unschedulable
-// exactly when Fit cannot place its gang on the nodes' Capacity: every Unschedulable job
-// fails there, and every other job in the queue fits there. Jobs have no bound or held pods,
-// so Fit's placement on the Capacity is the whole question.
+// TestUnschedulableMatchesFit checks, on random clusters, that a job is Unschedulable only
+// when it cannot be placed on the nodes' Capacity: every Unschedulable job fails Fit there,
+// and every other job in the queue fits there, by Fit or, where Fit's first fit fails, by
+// the topology-aware placement, whose plan for the job alone on the Capacity is checked
+// node by node. Jobs have no bound or held pods, so the Capacity is the whole question.
 func TestUnschedulableMatchesFit(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	for round := 0; round < 400; round++ {
@@ -189,10 +190,46 @@ func TestUnschedulableMatchesFit(t *testing.T) {
 			for i := range jobs {
 				d, _ := q.Lookup(jobs[i].Key)
 				fits := priority.Fit(capacityNodes, jobs[i].Pods).OK
-				if (d.Phase == priority.PhaseUnschedulable) == fits {
-					t.Fatalf("round %d, %s: %s is %s but Fit on the capacity says ok=%v\nnodes %+v\njob %+v",
-						round, policy, d.Key, d.Phase, fits, nodes, jobs[i])
+				unschedulable := d.Phase == priority.PhaseUnschedulable
+				if unschedulable && fits {
+					t.Fatalf("round %d, %s: %s is %s but Fit on the capacity places it\nnodes %+v\njob %+v",
+						round, policy, d.Key, d.Phase, nodes, jobs[i])
 				}
+				if !unschedulable && !fits {
+					alone := m.Admit(priority.State{Nodes: capacityNodes, Jobs: jobs[i : i+1]}, t0)
+					a, _ := alone.Lookup(jobs[i].Key)
+					if a.Phase != priority.PhaseAdmitted {
+						t.Fatalf("round %d, %s: %s is %s, but alone on the capacity it is %s\nnodes %+v\njob %+v",
+							round, policy, d.Key, d.Phase, a.Phase, nodes, jobs[i])
+					}
+					checkPlanFits(t, capacityNodes, jobs[i].Pods, a.Plan)
+				}
+			}
+		}
+	}
+}
+
+// checkPlanFits checks that plan places every pod on a node with room for all the pods it
+// puts there, every resource.
+func checkPlanFits(t *testing.T, nodes []priority.Node, pods []priority.Pod, plan map[string]string) {
+	t.Helper()
+	used := map[string]priority.Resources{}
+	for _, p := range pods {
+		n, ok := plan[p.UID]
+		if !ok {
+			t.Fatalf("plan %v leaves out %s", plan, p.UID)
+		}
+		if used[n] == nil {
+			used[n] = priority.Resources{}
+		}
+		for k, v := range p.Request {
+			used[n][k] += v
+		}
+	}
+	for _, n := range nodes {
+		for k, v := range used[n.Name] {
+			if v > 0 && v > n.Free[k] {
+				t.Fatalf("plan %v puts %s %d on %s, which has %d", plan, k, v, n.Name, n.Free[k])
 			}
 		}
 	}

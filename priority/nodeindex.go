@@ -10,6 +10,9 @@ type NodeIndex struct {
 	topology []string
 	values   []map[string]int32 // per level: label value -> its number
 	ids      []int32            // node i's value number at level l is ids[i*levels+l]; -1: none
+	// lay is the nodes in placement order with their domains, for Admit's topology-aware
+	// placement (State.Topology).
+	lay *layout
 }
 
 // NewNodeIndex indexes nodes over the topology levels. A node's labels are its Labels, or
@@ -29,6 +32,7 @@ func NewNodeIndex(nodes []Node, topology []string, labelsOf func(node string) ma
 			x.ids[i*levels+l] = x.number(l, labels[key], true)
 		}
 	}
+	x.lay = newLayout(nodes, topology, labelsOf)
 	return x
 }
 

@@ -45,6 +45,7 @@ func (q *Queue) Len() int {
 const (
 	classRepair    = iota // 0 < bound < min: finish a partial gang first
 	classGathering        // held > 0: the gate is gathering its binds; keep its turn
+	classTurn             // had the turn in the previous queue, within Model.TurnHold
 	classStarved          // waited past the starvation bound
 	classNormal
 )
@@ -73,6 +74,12 @@ type jobView struct {
 	plan     []plannedPod
 	demands  []demand
 	psNodes  []string // nodes of the job's bound and held PS
+	// required and preferred are the placement levels of the job's TopologyRequest;
+	// badTopology says why a request names no level of the topology.
+	required, preferred int
+	badTopology         string
+	// turn is the job's Turn in State.Turns, when it keeps it.
+	turn *Turn
 	// placed is the job's bound and held pods and placedDemands what they take; the
 	// check for a job that can never fit counts them where they are.
 	placed        []*Pod
@@ -157,6 +164,9 @@ func (m Model) AdmitIn(s State, now time.Time, w *Workspace) *Queue {
 	for i := range s.Jobs {
 		v := &views[i]
 		v.job, v.d = &s.Jobs[i], &decisions[i]
+		if t, ok := s.Turns[v.job.Key]; ok && m.TurnHold > 0 && now.Sub(t.Since) < m.TurnHold {
+			v.turn = &t
+		}
 		if m.viewJob(v, s.CoolDown, now, &pendingBuf) {
 			q.Running = append(q.Running, v.d)
 			continue
@@ -179,7 +189,17 @@ func (m Model) AdmitIn(s State, now time.Time, w *Workspace) *Queue {
 		v.plan, plans = plans[:0:n], plans[n:]
 		v.placedDemands, placedDemands = placedDemands[:len(v.placed)], placedDemands[len(v.placed):]
 	}
-	c := newCapacity(s.Nodes, &dims, &w.free)
+	var lay *layout
+	if s.Topology != nil {
+		if lay = s.Topology.lay; !lay.matches(s.Nodes) {
+			lay = newLayout(s.Nodes, s.Topology.topology, nil)
+		}
+	}
+	top := lay.levels() + 1
+	for _, v := range queue {
+		v.levels(lay, top)
+	}
+	c := newCapacity(s.Nodes, &dims, &w.free, lay)
 	var reach *capacity // the nodes' Capacity, built when a job first does not fit
 	// Jobs with nothing placed yet and the same roles and demand shapes, in order, get the
 	// same answer: the table is the same for each check.
@@ -195,6 +215,8 @@ func (m Model) AdmitIn(s State, now time.Time, w *Workspace) *Queue {
 			f = tryReach(reach, v)
 		} else {
 			key = key[:0]
+			key = binary.AppendUvarint(key, uint64(v.required))
+			key = append(key, boolByte(v.job.PSApart))
 			for i, p := range v.toFit {
 				key = append(key, byte(p.Role))
 				key = binary.AppendUvarint(key, uint64(v.demands[i].shape))
@@ -223,6 +245,10 @@ func (m Model) AdmitIn(s State, now time.Time, w *Workspace) *Queue {
 		switch {
 		case !v.eligible:
 			v.kind = waitIneligible
+		case v.badTopology != "":
+			v.kind, d.Phase = waitNeverFits, PhaseUnschedulable
+			v.never = v.badTopology
+			d.Blocker = "never fits: " + v.never
 		case strictHead != nil && neverFits(v):
 			// Not tried, since it is behind the head; but it should not read as if its
 			// turn could come.
@@ -232,23 +258,31 @@ func (m Model) AdmitIn(s State, now time.Time, w *Workspace) *Queue {
 			v.kind, v.blocking = waitStrictBehind, strictHead
 			d.Blocker = "strict order: behind " + strictHead.job.Key
 		default:
-			keepPartial := policy == PolicyReserve && reserving == nil
 			c.begin()
-			blocker := place(c, v, keepPartial)
+			blocker := place(c, v)
 			switch {
 			case blocker == "":
 				c.commit()
 				d.Phase = PhaseAdmitted
+				d.TurnSince = now
+				if v.turn != nil {
+					d.TurnSince = v.turn.Since
+				}
 				d.Plan = make(map[string]string, len(v.plan))
 				for _, pp := range v.plan {
 					d.Plan[pp.uid] = c.nodes[pp.node]
 				}
+				d.Placement = summarize(c, v.placed, v.plan)
 			case neverFits(v):
 				c.rollback()
 				v.kind, d.Phase = waitNeverFits, PhaseUnschedulable
 				d.Blocker = "never fits: " + v.never
-			case keepPartial:
+			case policy == PolicyReserve && reserving == nil:
+				c.rollback()
+				c.begin()
+				d.Placement = reserve(c, reach, v)
 				c.commit()
+				v.plan = v.plan[:0]
 				v.kind, reserving = waitReserving, v
 				d.Blocker = blocker
 			default:
@@ -360,6 +394,8 @@ func (m Model) viewJob(v *jobView, coolDown map[string]time.Time, now time.Time,
 		v.class = classRepair
 	case d.Held > 0:
 		v.class = classGathering
+	case v.turn != nil:
+		v.class = classTurn
 	case d.Starved:
 		v.class = classStarved
 	default:
@@ -391,33 +427,64 @@ func (m Model) viewJob(v *jobView, coolDown map[string]time.Time, now time.Time,
 // the first that does not (-1 when all do).
 type reachFit struct {
 	placed, first int
+	// domain: every pod fits, but not inside one domain of the job's required level.
+	domain bool
 }
 
 // tryReach fits a job's required pods into r, the table of the nodes' Capacity, with the
-// job's own bound and held pods taken where they are, and takes everything back out.
+// job's own bound and held pods taken where they are, and takes everything back out: by
+// the topology-aware placement, and when that fails without a required level, by plain
+// first fit, which tells how many fit.
 func tryReach(r *capacity, v *jobView) reachFit {
 	r.begin()
+	defer r.rollback()
 	for i, p := range v.placed {
 		if at := r.nodeIndex(p.Node); at >= 0 {
 			r.take(at, v.placedDemands[i].needs)
 		}
 	}
-	ps := r.psScratch[:0]
+	m := r.mark()
+	g := &r.placer
+	g.reset(r, v, v.required, v.preferred)
+	if g.run() {
+		return reachFit{placed: len(v.toFit), first: -1}
+	}
+	r.rollbackTo(m)
+	out := flatPlace(r, v, nil, true)
+	if out.first < 0 && v.required < r.lay.levels()+1 {
+		out.domain = true // every pod fits, but not inside one domain of the required level
+		out.first = 0
+	}
+	return out
+}
+
+// flatPlace places a job's required pods by plain first fit (Fit's rules: PS apart,
+// workers on a PS's node, else the first node that fits), appending them to plan when it
+// is not nil, and says how far it got. With all it goes on past a pod that does not fit.
+func flatPlace(c *capacity, v *jobView, plan *[]plannedPod, all bool) reachFit {
+	ps := c.psScratch[:0]
 	for _, name := range v.psNodes {
-		if at := r.nodeIndex(name); at >= 0 {
+		if at := c.nodeIndex(name); at >= 0 {
 			ps = insertSorted(ps, at)
 		}
 	}
 	out := reachFit{first: -1}
 	for i, p := range v.toFit {
-		if r.placeOne(p.Role, v.demands[i], &ps) >= 0 {
+		if at := c.placeOne(p.Role, v.demands[i], &ps, v.job.PSApart); at >= 0 {
 			out.placed++
-		} else if out.first < 0 {
+			if plan != nil {
+				*plan = append(*plan, plannedPod{uid: p.UID, node: at, role: p.Role})
+			}
+			continue
+		}
+		if out.first < 0 {
 			out.first = i
 		}
+		if !all {
+			break
+		}
 	}
-	r.psScratch = ps[:0]
-	r.rollback()
+	c.psScratch = ps[:0]
 	return out
 }
 
@@ -429,6 +496,8 @@ func neverText(r *capacity, v *jobView, f reachFit) string {
 		return ""
 	case len(r.nodes) == 0:
 		return "there are no nodes"
+	case f.domain:
+		return "no one " + r.lay.levelName(v.required) + " domain can hold its " + strconv.Itoa(len(v.toFit)) + " pods even with no other job's pods on the nodes"
 	}
 	if d := v.demands[f.first]; !r.anyUsable(d) {
 		return r.shortage(podLabel(v.toFit[f.first], namespaceOf(v.job.Key)), d) + " even with no other job's pods on the nodes"
@@ -449,39 +518,99 @@ func namespaceOf(key string) string {
 	return ns
 }
 
-// place fits a job's required pods into c and returns "" or the first pod that did not
-// fit, and sets v.need. With keepPartial it places every pod that fits (a reservation);
-// otherwise it stops at the first that does not, since the caller takes the job back out
-// anyway.
-func place(c *capacity, v *jobView, keepPartial bool) string {
+// place fits a job's required pods into c and returns "" or what keeps them out, and sets
+// v.plan and v.need. It places them by topology (placement.go); what that cannot place,
+// plain first fit may still, unless the job requires one domain of some level. c must be
+// in a trial: a job that does not fit leaves what it took for the caller to take back.
+func place(c *capacity, v *jobView) string {
 	v.plan = v.plan[:0]
-	ps := c.psScratch[:0]
-	for _, name := range v.psNodes {
-		if at := c.nodeIndex(name); at >= 0 {
-			ps = insertSorted(ps, at)
-		}
+	start := c.mark()
+	if v.turn != nil && keepPlan(c, v) {
+		return ""
 	}
-	blocker := ""
+	c.rollbackTo(start)
+	g := &c.placer
+	g.reset(c, v, v.required, v.preferred)
+	if g.run() {
+		v.plan = append(v.plan, g.plan...)
+		return ""
+	}
+	c.rollbackTo(start)
+	f := flatPlace(c, v, &v.plan, false)
+	required := v.required < c.lay.levels()+1
+	if f.first < 0 && !required {
+		return ""
+	}
+	v.plan = v.plan[:0]
+	v.need = c.total(v.demands)
+	if f.first < 0 {
+		return "no one " + c.lay.levelName(v.required) + " domain has room for its " + strconv.Itoa(len(v.toFit)) + " pods together"
+	}
+	return c.shortage(podLabel(v.toFit[f.first], namespaceOf(v.job.Key)), v.demands[f.first])
+}
+
+// keepPlan places a job that keeps its turn where its turn's plan put its pods, when each
+// of them still has a planned node that it may use and that has room: kube-scheduler may
+// be placing them there already. It reports whether they all did.
+func keepPlan(c *capacity, v *jobView) bool {
 	for i, p := range v.toFit {
-		if at := c.placeOne(p.Role, v.demands[i], &ps); at >= 0 {
-			v.plan = append(v.plan, plannedPod{uid: p.UID, node: at})
-			continue
+		at := -1
+		if node, ok := v.turn.Plan[p.UID]; ok {
+			at = c.nodeIndex(node)
 		}
-		if blocker == "" {
-			blocker, v.need = c.shortage(podLabel(p, namespaceOf(v.job.Key)), v.demands[i]), c.total(v.demands)
+		d := v.demands[i]
+		if at < 0 || !c.usable(at, d) || !c.fits(at, d.needs) {
+			v.plan = v.plan[:0]
+			return false
 		}
-		if !keepPartial {
-			break
+		c.take(at, d.needs)
+		v.plan = append(v.plan, plannedPod{uid: p.UID, node: at, role: p.Role})
+	}
+	return true
+}
+
+// TurnsOf is the turns q gives for the next queue's State.Turns: its admitted jobs, since
+// when each has had the turn, and its plan.
+func TurnsOf(q *Queue) map[string]Turn {
+	if q == nil {
+		return nil
+	}
+	out := map[string]Turn{}
+	for _, d := range q.Order {
+		if d.Phase == PhaseAdmitted {
+			out[d.Key] = Turn{Since: d.TurnSince, Plan: d.Plan}
 		}
 	}
-	c.psScratch = ps[:0]
-	return blocker
+	return out
 }
 
 // plannedPod is where the fit put one pending pod (a node index of the capacity table).
 type plannedPod struct {
 	uid  string
 	node int
+	role Role
+}
+
+// levels resolves the job's TopologyRequest into placement levels of lay (top: the
+// cluster); a key that is no level of it leaves badTopology saying so.
+func (v *jobView) levels(lay *layout, top int) {
+	req := v.job.Topology
+	var ok bool
+	if v.required, ok = lay.levelOf(req.Required, top); !ok {
+		v.badTopology = "it requires one " + req.Required + " domain, and " + req.Required + " is not a topology level of the extender (affinity.topology)"
+		v.required = top
+	}
+	if v.preferred, ok = lay.levelOf(req.Preferred, top); !ok || req.Preferred == "" {
+		v.preferred = nodeLevel
+	}
+	v.preferred = min(v.preferred, v.required)
+}
+
+func boolByte(b bool) byte {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // compareQueue is the walk order: class, then (starved: oldest first) P highest first,

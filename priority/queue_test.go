@@ -458,7 +458,9 @@ func TestAdmitCounts(t *testing.T) {
 		Pods: 4, Bound: 1, Held: 1, MinMember: 3,
 		Reason: d.Reason, // pinned in TestAdmitReasons
 		// Only the one pod still needed for the minimum is planned, next to the bound PS.
-		Plan: map[string]string{"uid-a-w-1": "n1"},
+		Plan: map[string]string{"uid-a-w-1": "n1"}, TurnSince: t0,
+		// The bound PS, the held worker and the planned one share n1.
+		Placement: priority.Placement{Level: "node", Domains: []string{"n1"}, Workers: 2, NearPSNode: 2, NearPSDomain: 2},
 	}
 	if diff := cmp.Diff(want, d); diff != "" {
 		t.Errorf("decision (-want +got):\n%s", diff)

@@ -104,6 +104,43 @@ type Job struct {
 	// Created is when the job started waiting: its PodGroup's or first pod's creation.
 	Created time.Time
 	Pods    []Pod
+	// Topology is the job's own say on how close its pods must or should sit.
+	Topology TopologyRequest
+	// PSApart is set when the job's PS must sit on distinct nodes (hard PS anti-affinity):
+	// the placement never plans two of them on one node, since the filter would refuse it.
+	PSApart bool
+}
+
+// TopologyRequest names topology levels, by node label key: one of State.Topology's keys,
+// or HostnameLevel for a single node. An empty key asks nothing.
+type TopologyRequest struct {
+	// Required places the job only inside one domain of this level: it waits until one
+	// domain can hold its whole gang.
+	Required string `json:"required,omitempty"`
+	// Preferred places the job inside the domain of this level that holds it most
+	// tightly, when one can; else it spreads over as few domains as it can. Without it
+	// the job goes to the lowest level at which one domain holds it.
+	Preferred string `json:"preferred,omitempty"`
+}
+
+// HostnameLevel is the node level's label key in a TopologyRequest.
+const HostnameLevel = "kubernetes.io/hostname"
+
+// Placement says where the admission plan puts a job (its bound, held and planned pods).
+type Placement struct {
+	// Level is the lowest level one domain of which holds every pod of the job: "node",
+	// a topology label key, or "cluster" when the job spans several top-level domains.
+	Level string `json:"level"`
+	// Domains are the domains of the nearest topology level (or the nodes, with no
+	// topology) that the job's pods use, by name, in placement order.
+	Domains []string `json:"domains"`
+	// Workers is the number of the job's worker-side pods (every role but PS) placed or
+	// planned; NearPSNode of them share a node with a PS of the job, and NearPSDomain
+	// share a node or a domain of the nearest topology level with one. Zero when the job
+	// has no PS.
+	Workers      int `json:"workers"`
+	NearPSNode   int `json:"nearPSNode"`
+	NearPSDomain int `json:"nearPSDomain"`
 }
 
 // Node is a node's free capacity and its labels.
@@ -169,6 +206,20 @@ type Model struct {
 	// StarvationBound sends a job that has waited longer than it to the front of the queue.
 	StarvationBound time.Duration
 	Policy          Policy
+	// TurnHold is how long a job that has the turn (State.Turns) keeps it: it is walked
+	// right after the jobs gathering at bind, ahead of newcomers of higher P, and its pods
+	// keep their planned nodes while those fit. kube-scheduler places an admitted job's
+	// pods over a second or so; a plan that moved under them meanwhile would send them
+	// where the job no longer fits. 0 keeps no turn.
+	TurnHold time.Duration
+}
+
+// Turn is a job's turn as the previous queue gave it (see TurnsOf).
+type Turn struct {
+	// Since is when the job got the turn.
+	Since time.Time
+	// Plan is where that queue planned its pending pods (pod UID -> node).
+	Plan map[string]string
 }
 
 // State is everything the admission queue is computed from.
@@ -177,9 +228,16 @@ type State struct {
 	Jobs []Job
 	// Nodes are the schedulable nodes with their free capacity.
 	Nodes []Node
+	// Topology is the nodes' topology levels (NewNodeIndex over Nodes, in their order),
+	// which the placement keeps each gang inside; nil places by node name alone. An index
+	// built for other nodes is rebuilt from Nodes' labels over the same levels.
+	Topology *NodeIndex
 	// CoolDown holds, by job key, the time until which a job may not take the turn
 	// (the gate's circuit breaker after a hold timeout).
 	CoolDown map[string]time.Time
+	// Turns holds, by job key, the jobs that had the turn in the previous queue (TurnsOf
+	// of it): they keep it for Model.TurnHold. Nil: none (a first queue, or a restart).
+	Turns map[string]Turn
 }
 
 // JobPhase is a job's place in the admission queue.
@@ -240,4 +298,11 @@ type Decision struct {
 	// (pod UID -> node). Affinity scores treat planned pods as placed, so that the pods of
 	// a gang agree on where to go before any of their binds has reached the extender.
 	Plan map[string]string `json:"plan,omitempty"`
+	// TurnSince is, for an admitted job, when it got the turn: now, or the Since of its
+	// Turn in State.Turns.
+	TurnSince time.Time `json:"turnSince,omitzero"`
+	// Placement says where the plan puts an admitted job. For a job that reserves, its
+	// Level and Domains name the domain of the reservation ("cluster" when it is not kept
+	// to one) and its counts what fits of the job now. Zero otherwise.
+	Placement Placement `json:"placement,omitzero"`
 }

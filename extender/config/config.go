@@ -125,10 +125,17 @@ type GangConfig struct {
 	UserLabel string `json:"userLabel"`
 	// UrgentLabel marks an urgent job when its value is "true" (label or annotation).
 	UrgentLabel string `json:"urgentLabel"`
-	// Volcano, Coscheduling and Kubeflow switch those gang sources on. A PodGroup source
-	// whose CRD is absent from the cluster is off anyway.
+	// RequiredTopologyAnnotation on a pod names a node label key (a level of
+	// affinity.topology, or kubernetes.io/hostname): its job is placed only inside one
+	// domain of it. PreferredTopologyAnnotation names the level the job is preferably kept
+	// inside. A Workload API PodGroup's schedulingConstraints.topology key counts as required.
+	RequiredTopologyAnnotation  string `json:"requiredTopologyAnnotation"`
+	PreferredTopologyAnnotation string `json:"preferredTopologyAnnotation"`
+	// Volcano, Coscheduling, Workload and Kubeflow switch those gang sources on. A
+	// PodGroup source whose API is not served by the cluster is off anyway.
 	Volcano      bool `json:"volcano"`
 	Coscheduling bool `json:"coscheduling"`
+	Workload     bool `json:"workload"`
 	Kubeflow     bool `json:"kubeflow"`
 	// ExemptNamespaces are never gated (system pods must not wait for ML jobs).
 	ExemptNamespaces []string `json:"exemptNamespaces"`
@@ -164,6 +171,7 @@ type ModelConfig struct {
 	MaxGang         int                `json:"maxGang"`
 	StarvationBound metav1.Duration    `json:"starvationBound"`
 	Policy          priority.Policy    `json:"policy"`
+	TurnHold        metav1.Duration    `json:"turnHold"`
 }
 
 // PriorityModel converts the config block to the model.
@@ -172,6 +180,7 @@ func (m ModelConfig) PriorityModel() priority.Model {
 		Weights: m.Weights, Tiers: m.Tiers, UserTiers: m.UserTiers, DefaultTier: m.DefaultTier,
 		PriorityFloor: m.PriorityFloor, PriorityCeiling: m.PriorityCeiling, Tau: m.Tau.Duration,
 		MaxGang: m.MaxGang, StarvationBound: m.StarvationBound.Duration, Policy: m.Policy,
+		TurnHold: m.TurnHold.Duration,
 	}
 }
 
@@ -180,6 +189,7 @@ func modelConfigOf(m priority.Model) ModelConfig {
 		Weights: m.Weights, Tiers: m.Tiers, UserTiers: m.UserTiers, DefaultTier: m.DefaultTier,
 		PriorityFloor: m.PriorityFloor, PriorityCeiling: m.PriorityCeiling, Tau: metav1.Duration{Duration: m.Tau},
 		MaxGang: m.MaxGang, StarvationBound: metav1.Duration{Duration: m.StarvationBound}, Policy: m.Policy,
+		TurnHold: metav1.Duration{Duration: m.TurnHold},
 	}
 }
 
@@ -206,16 +216,19 @@ func DefaultConfig() Config {
 		ClientBurst:     400,
 		Log:             LogConfig{Format: "json", Level: "info"},
 		Gang: GangConfig{
-			JobLabel:         "cps-extender.io/job",
-			RoleLabel:        "cps-extender.io/role",
-			IndexLabel:       "cps-extender.io/index",
-			MinMemberLabel:   "cps-extender.io/min-member",
-			UserLabel:        "cps-extender.io/user",
-			UrgentLabel:      "cps-extender.io/urgent",
-			Volcano:          true,
-			Coscheduling:     true,
-			Kubeflow:         true,
-			ExemptNamespaces: []string{"kube-system"},
+			JobLabel:                    "cps-extender.io/job",
+			RoleLabel:                   "cps-extender.io/role",
+			IndexLabel:                  "cps-extender.io/index",
+			MinMemberLabel:              "cps-extender.io/min-member",
+			UserLabel:                   "cps-extender.io/user",
+			UrgentLabel:                 "cps-extender.io/urgent",
+			RequiredTopologyAnnotation:  "cps-extender.io/topology-required",
+			PreferredTopologyAnnotation: "cps-extender.io/topology-preferred",
+			Volcano:                     true,
+			Coscheduling:                true,
+			Workload:                    true,
+			Kubeflow:                    true,
+			ExemptNamespaces:            []string{"kube-system"},
 		},
 		Gate: GateConfig{
 			HoldTimeout:       metav1.Duration{Duration: 20 * time.Second},
@@ -306,6 +319,7 @@ func (c Config) Validate() []error {
 	for _, l := range []struct{ key, v string }{
 		{"gang.jobLabel", c.Gang.JobLabel}, {"gang.roleLabel", c.Gang.RoleLabel}, {"gang.indexLabel", c.Gang.IndexLabel},
 		{"gang.minMemberLabel", c.Gang.MinMemberLabel}, {"gang.userLabel", c.Gang.UserLabel}, {"gang.urgentLabel", c.Gang.UrgentLabel},
+		{"gang.requiredTopologyAnnotation", c.Gang.RequiredTopologyAnnotation}, {"gang.preferredTopologyAnnotation", c.Gang.PreferredTopologyAnnotation},
 	} {
 		if l.v == "" {
 			bad("%s: must not be empty", l.key)

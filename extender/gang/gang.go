@@ -45,9 +45,17 @@ func NamesPSTask(list string) bool {
 const (
 	SourceVolcano      = "volcano"
 	SourceCoscheduling = "coscheduling"
-	SourceKubeflow     = "kubeflow"
-	SourceLabels       = "labels"
+	// SourceWorkload is Kubernetes' own Workload API: a scheduling.k8s.io/v1beta1
+	// PodGroup that pods name in spec.schedulingGroup.podGroupName.
+	SourceWorkload = "workload"
+	SourceKubeflow = "kubeflow"
+	SourceLabels   = "labels"
 )
+
+// HasPodGroup reports whether a source's jobs are PodGroups the extender reads.
+func HasPodGroup(source string) bool {
+	return source == SourceVolcano || source == SourceCoscheduling || source == SourceWorkload
+}
 
 // PodGroupInfo is what the extender reads from a PodGroup of either kind.
 type PodGroupInfo struct {
@@ -55,9 +63,12 @@ type PodGroupInfo struct {
 	Created   time.Time
 	// Annotations carry Volcano's task-topology hints.
 	Annotations map[string]string
+	// RequiredTopology is the node label key one domain of which must hold the whole
+	// group (a Workload API PodGroup's schedulingConstraints.topology); "" for none.
+	RequiredTopology string
 }
 
-// PodGroupLookup finds a PodGroup of a source (SourceVolcano or SourceCoscheduling).
+// PodGroupLookup finds a PodGroup of a source (one for which HasPodGroup is true).
 type PodGroupLookup func(source, namespace, name string) (PodGroupInfo, bool)
 
 // FirstNonEmpty returns the first of vs that is not "".

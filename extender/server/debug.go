@@ -65,7 +65,7 @@ func writeQueueTable(w io.Writer, report queueReport) {
 	fmt.Fprintf(w, "queue computed %s: %d queued, %d unschedulable, %d running\n", report.Computed.UTC().Format(time.RFC3339),
 		queued, unschedulable, len(report.Jobs)-queued-unschedulable)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "POS\tJOB\tPHASE\tP\tUSER\tJOB-PRIO\tWAIT\tPARALLEL\tGANG\tWAITS FOR")
+	fmt.Fprintln(tw, "POS\tJOB\tPHASE\tP\tUSER\tJOB-PRIO\tWAIT\tPARALLEL\tGANG\tPLACEMENT\tWAITS FOR")
 	for _, d := range report.Jobs {
 		pos := "-"
 		if d.Position > 0 {
@@ -82,8 +82,14 @@ func writeQueueTable(w io.Writer, report queueReport) {
 		case d.Phase != priority.PhaseWaiting && d.Phase != priority.PhaseUnschedulable:
 			blocker = ""
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%s\t%s\n", pos, d.Key, d.Phase, d.P,
-			d.Terms.User, d.Terms.Job, d.Terms.Wait, d.Terms.Parallelism, gang, strings.TrimSpace(blocker))
+		placement := d.Placement.String()
+		if placement == "" {
+			placement = "-"
+		} else if d.Phase == priority.PhaseWaiting {
+			placement = "reserved: " + placement
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%s\t%s\t%s\n", pos, d.Key, d.Phase, d.P,
+			d.Terms.User, d.Terms.Job, d.Terms.Wait, d.Terms.Parallelism, gang, placement, strings.TrimSpace(blocker))
 	}
 	_ = tw.Flush()
 }

@@ -129,7 +129,7 @@ func TestDebugQueueTable(t *testing.T) {
 		t.Errorf("summary %q", lines[0])
 	}
 	for i, want := range []string{
-		"POS JOB PHASE P USER JOB-PRIO WAIT PARALLEL GANG WAITS FOR",
+		"POS JOB PHASE P USER JOB-PRIO WAIT PARALLEL GANG PLACEMENT WAITS FOR",
 		"1 ns/a Admitted",
 		"2 ns/wait Waiting",
 		"- ns/big Unschedulable",
@@ -141,6 +141,10 @@ func TestDebugQueueTable(t *testing.T) {
 	}
 	if !strings.Contains(lines[3], "0/2 bound") || !strings.Contains(lines[3], "needs cpu 7000m") {
 		t.Errorf("waiting row %q: want its gang progress and what it waits for", lines[3])
+	}
+	// The admitted job's plan: the one node that holds its PS and both workers.
+	if !strings.Contains(lines[2], "0/3 bound  node: n1; 2/2 workers near a PS") {
+		t.Errorf("admitted row %q: want where its plan puts it", lines[2])
 	}
 	if !strings.Contains(lines[4], "0/1 bound") || !strings.Contains(lines[4], "never fits: worker ns/big-0 needs cpu 90000m") {
 		t.Errorf("unschedulable row %q: want its gang progress and why it never fits", lines[4])

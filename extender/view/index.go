@@ -567,7 +567,7 @@ func trimForCache(obj any) (any, error) {
 		}
 		pod.Spec = corev1.PodSpec{
 			NodeName: spec.NodeName, SchedulerName: spec.SchedulerName, Priority: spec.Priority,
-			SchedulingGates: spec.SchedulingGates, Overhead: spec.Overhead, Resources: spec.Resources,
+			SchedulingGates: spec.SchedulingGates, SchedulingGroup: spec.SchedulingGroup, Overhead: spec.Overhead, Resources: spec.Resources,
 			NodeSelector: spec.NodeSelector, Affinity: affinity, Tolerations: spec.Tolerations,
 			Containers: containerResources(spec.Containers), InitContainers: containerResources(spec.InitContainers),
 		}

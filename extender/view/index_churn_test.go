@@ -116,4 +116,17 @@ func TestTrimForCacheKeepsWhatTheViewReads(t *testing.T) {
 		trimmed.Spec.Affinity.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution != nil || len(trimmed.Status.Conditions) != 1 {
 		t.Errorf("trimmed pod still carries what the view never reads: %+v", trimmed)
 	}
+
+	// A Workload API PodGroup's member names its group in the spec alone.
+	member := full.DeepCopy()
+	delete(member.Labels, cfg.JobLabel)
+	group := "pg"
+	member.Spec.SchedulingGroup = &corev1.PodSchedulingGroup{PodGroupName: &group}
+	obj, err = trimForCache(member.DeepCopy())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := newPodRecord(obj.(*corev1.Pod), cfg); !r.inJob || r.m.jobKey != member.Namespace+"/pg" {
+		t.Errorf("trimmed PodGroup member: in a job %v, key %q; want %s/pg", r.inJob, r.m.jobKey, member.Namespace)
+	}
 }

@@ -29,6 +29,9 @@ type membership struct {
 	// hardPSAntiAffinity is set by a Volcano PodGroup whose task-topology anti-affinity
 	// names the PS task: its PS must sit on distinct nodes.
 	hardPSAntiAffinity bool
+	// topology is what the pod's annotations ask of its job's placement; the PodGroup's
+	// required key is taken when the pod names none.
+	topology priority.TopologyRequest
 }
 
 // membershipOf tells which job a pod belongs to, checking the sources in order: Volcano
@@ -57,6 +60,10 @@ func podMembership(g config.GangConfig, pod *corev1.Pod) (membership, bool) {
 		m.source, group = gang.SourceCoscheduling, labels[gang.CoschedulingLabel]
 		m.role = priority.ParseRole(gang.FirstNonEmpty(labels[gang.KubeflowReplicaType], labels[g.RoleLabel]))
 		m.index = gang.ParseIndex(gang.FirstNonEmpty(labels[gang.KubeflowReplicaIndex], labels[g.IndexLabel]))
+	case g.Workload && workloadGroup(pod) != "":
+		m.source, group = gang.SourceWorkload, workloadGroup(pod)
+		m.role = priority.ParseRole(gang.FirstNonEmpty(labels[g.RoleLabel], labels[gang.KubeflowReplicaType]))
+		m.index = gang.ParseIndex(gang.FirstNonEmpty(labels[g.IndexLabel], labels[gang.KubeflowReplicaIndex]))
 	case g.Kubeflow && labels[gang.KubeflowJobLabel] != "":
 		m.source, group = gang.SourceKubeflow, labels[gang.KubeflowJobLabel]
 		m.role = priority.ParseRole(labels[gang.KubeflowReplicaType])
@@ -75,7 +82,16 @@ func podMembership(g config.GangConfig, pod *corev1.Pod) (membership, bool) {
 	}
 	m.user = labels[g.UserLabel]
 	m.urgent = gang.IsTrue(labels[g.UrgentLabel]) || gang.IsTrue(annotations[g.UrgentLabel])
+	m.topology = priority.TopologyRequest{Required: annotations[g.RequiredTopologyAnnotation], Preferred: annotations[g.PreferredTopologyAnnotation]}
 	return m, true
+}
+
+// workloadGroup is the Workload API PodGroup a pod names ("" for none).
+func workloadGroup(pod *corev1.Pod) string {
+	if sg := pod.Spec.SchedulingGroup; sg != nil && sg.PodGroupName != nil {
+		return *sg.PodGroupName
+	}
+	return ""
 }
 
 // withGroup completes a pod's membership from its PodGroup (Volcano and coscheduling
@@ -89,22 +105,26 @@ type groupPart struct {
 	minMember          int
 	created            time.Time
 	hardPSAntiAffinity bool
+	requiredTopology   string
 }
 
 // lookupGroup reads the pod's PodGroup, if its source has one and it exists.
 func (m membership) lookupGroup(groups gang.PodGroupLookup, namespace string) groupPart {
-	if m.source != gang.SourceVolcano && m.source != gang.SourceCoscheduling {
+	if !gang.HasPodGroup(m.source) {
 		return groupPart{}
 	}
 	pg, ok := groups(m.source, namespace, m.group)
 	if !ok {
 		return groupPart{}
 	}
-	return groupPart{minMember: pg.MinMember, created: pg.Created, hardPSAntiAffinity: gang.NamesPSTask(pg.Annotations[gang.VolcanoTopologyAntiAffinity])}
+	return groupPart{minMember: pg.MinMember, created: pg.Created, hardPSAntiAffinity: gang.NamesPSTask(pg.Annotations[gang.VolcanoTopologyAntiAffinity]), requiredTopology: pg.RequiredTopology}
 }
 
 func (m membership) withGroupPart(g groupPart) membership {
 	m.minMember, m.created, m.hardPSAntiAffinity = g.minMember, g.created, g.hardPSAntiAffinity
+	if m.topology.Required == "" {
+		m.topology.Required = g.requiredTopology
+	}
 	if m.minMember == 0 {
 		m.minMember = m.labelMinMember
 	}

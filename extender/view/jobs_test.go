@@ -24,6 +24,8 @@ func TestMembershipOf(t *testing.T) {
 			return gang.PodGroupInfo{MinMember: 4, Created: created, Annotations: map[string]string{gang.VolcanoTopologyAntiAffinity: "ps"}}, true
 		case source == gang.SourceCoscheduling && name == "cj":
 			return gang.PodGroupInfo{MinMember: 2, Created: created}, true
+		case source == gang.SourceWorkload && name == "wg":
+			return gang.PodGroupInfo{MinMember: 6, Created: created, RequiredTopology: "example.com/rack"}, true
 		}
 		return gang.PodGroupInfo{}, false
 	}
@@ -32,6 +34,7 @@ func TestMembershipOf(t *testing.T) {
 		name   string
 		labels map[string]string
 		annots map[string]string
+		group  string // spec.schedulingGroup.podGroupName
 		gang   func(*config.GangConfig)
 		want   membership
 		inJob  bool
@@ -68,6 +71,30 @@ func TestMembershipOf(t *testing.T) {
 			inJob:  true,
 		},
 		{
+			name:   "Workload API PodGroup: its minCount, its topology key as required, the role from the labels",
+			group:  "wg",
+			labels: map[string]string{g.RoleLabel: "worker", g.IndexLabel: "2"},
+			want: membership{jobKey: "ns/wg", source: gang.SourceWorkload, role: priority.RoleWorker, index: 2, minMember: 6, created: created,
+				topology: priority.TopologyRequest{Required: "example.com/rack"}},
+			inJob: true,
+		},
+		{
+			name:   "topology annotations: the pod's required level wins over its PodGroup's",
+			group:  "wg",
+			annots: map[string]string{g.RequiredTopologyAnnotation: "topology.kubernetes.io/zone", g.PreferredTopologyAnnotation: "example.com/rack"},
+			want: membership{jobKey: "ns/wg", source: gang.SourceWorkload, role: priority.RoleOther, index: -1, minMember: 6, created: created,
+				topology: priority.TopologyRequest{Required: "topology.kubernetes.io/zone", Preferred: "example.com/rack"}},
+			inJob: true,
+		},
+		{
+			name:   "Workload source off: the pod's own labels make its job",
+			group:  "wg",
+			labels: map[string]string{g.JobLabel: "j"},
+			gang:   func(g *config.GangConfig) { g.Workload = false },
+			want:   membership{jobKey: "ns/j", source: gang.SourceLabels, role: priority.RoleOther, index: -1},
+			inJob:  true,
+		},
+		{
 			name:   "a switched-off source is not consulted",
 			annots: map[string]string{gang.VolcanoGroupAnnotation: "vj"},
 			gang:   func(g *config.GangConfig) { g.Volcano = false },
@@ -85,6 +112,9 @@ func TestMembershipOf(t *testing.T) {
 				tt.gang(&cfg)
 			}
 			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", Labels: tt.labels, Annotations: tt.annots}}
+			if tt.group != "" {
+				pod.Spec.SchedulingGroup = &corev1.PodSchedulingGroup{PodGroupName: &tt.group}
+			}
 			got, inJob := membershipOf(cfg, pod, groups)
 			if inJob != tt.inJob {
 				t.Fatalf("inJob = %v, want %v", inJob, tt.inJob)

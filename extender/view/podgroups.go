@@ -20,6 +20,8 @@ import (
 var (
 	volcanoPodGroups      = schema.GroupVersionResource{Group: "scheduling.volcano.sh", Version: "v1beta1", Resource: "podgroups"}
 	coschedulingPodGroups = schema.GroupVersionResource{Group: "scheduling.x-k8s.io", Version: "v1alpha1", Resource: "podgroups"}
+	// workloadPodGroups are Kubernetes' own (the Workload API, GenericWorkload, beta in 1.37).
+	workloadPodGroups = schema.GroupVersionResource{Group: "scheduling.k8s.io", Version: "v1beta1", Resource: "podgroups"}
 )
 
 // podGroupSources keeps an informer per PodGroup kind whose CRD the cluster serves. A kind
@@ -44,6 +46,9 @@ func newPodGroupSources(log *zap.Logger, client kubernetes.Interface, dyn dynami
 	}
 	if g.Coscheduling {
 		s.wanted[gang.SourceCoscheduling] = coschedulingPodGroups
+	}
+	if g.Workload {
+		s.wanted[gang.SourceWorkload] = workloadPodGroups
 	}
 	return s
 }
@@ -91,7 +96,9 @@ func (s *podGroupSources) shutdown() {
 	}
 }
 
-// lookup reads a PodGroup's minimum, creation time and annotations.
+// lookup reads a PodGroup's minimum, creation time and annotations; of a Workload API
+// PodGroup, its gang's minCount (1 for a basic, non-gang policy) and its first topology
+// constraint's key.
 func (s *podGroupSources) lookup(source, namespace, name string) (gang.PodGroupInfo, bool) {
 	idx, ok := s.indexers[source]
 	if !ok {
@@ -105,6 +112,24 @@ func (s *podGroupSources) lookup(source, namespace, name string) (gang.PodGroupI
 	if !ok {
 		return gang.PodGroupInfo{}, false
 	}
-	minMember, _, _ := unstructured.NestedInt64(u.Object, "spec", "minMember")
-	return gang.PodGroupInfo{MinMember: int(minMember), Created: u.GetCreationTimestamp().Time, Annotations: u.GetAnnotations()}, true
+	info := gang.PodGroupInfo{Created: u.GetCreationTimestamp().Time, Annotations: u.GetAnnotations()}
+	if source != gang.SourceWorkload {
+		minMember, _, _ := unstructured.NestedInt64(u.Object, "spec", "minMember")
+		info.MinMember = int(minMember)
+		return info, true
+	}
+	info.MinMember = 1
+	if n, found, _ := unstructured.NestedInt64(u.Object, "spec", "schedulingPolicy", "gang", "minCount"); found {
+		info.MinMember = int(n)
+	}
+	constraints, _, _ := unstructured.NestedSlice(u.Object, "spec", "schedulingConstraints", "topology")
+	for _, c := range constraints {
+		if m, ok := c.(map[string]any); ok {
+			if key, ok := m["key"].(string); ok && key != "" {
+				info.RequiredTopology = key
+				break
+			}
+		}
+	}
+	return info, true
 }

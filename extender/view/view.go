@@ -59,7 +59,9 @@ type Snapshot struct {
 
 	// What the jobs were built from, so that a recompute that only moves the clock (see
 	// onlyTimeMoved) admits the same jobs again instead of rebuilding them.
-	state   priority.State
+	state priority.State
+	// turns are this snapshot's admitted jobs, which the next recompute lets keep the turn.
+	turns   map[string]priority.Turn
 	cfg     *viewConfig
 	held    map[types.UID]string
 	sources uint64
@@ -131,6 +133,7 @@ func (c *Cluster) recompute(now time.Time) {
 		snap := *prev
 		snap.Computed = now
 		snap.state.CoolDown = coolDowns
+		snap.state.Turns = prev.turns
 		c.admit(&snap, cfg, now, start, len(held))
 		return
 	}
@@ -139,7 +142,11 @@ func (c *Cluster) recompute(now time.Time) {
 		c.log.Error("recomputing the queue", zap.Error(err))
 		return
 	}
-	state := priority.State{Nodes: freeCapacity(idx, held), CoolDown: coolDowns}
+	state := priority.State{Nodes: freeCapacity(idx, held), CoolDown: coolDowns, Topology: idx.topology}
+	if prev := c.Snapshot(); prev != nil {
+		state.Turns = prev.turns
+	}
+	hardPS := cfg.affinity.PSAntiAffinity == priority.AntiAffinityHard
 	snap := &Snapshot{
 		Computed:   now,
 		jobs:       map[string]*priority.Job{},
@@ -178,6 +185,7 @@ func (c *Cluster) recompute(now time.Time) {
 			if m.hardPSAntiAffinity {
 				snap.hardPS[g.key] = true
 			}
+			job.PSApart = hardPS || snap.hardPS[g.key]
 			if job.User == "" {
 				job.User = c.userOf(pod.namespace, m.user, cfg.gang.UserLabel)
 			}
@@ -207,6 +215,7 @@ func (c *Cluster) admit(snap *Snapshot, cfg *viewConfig, now, start time.Time, h
 	}
 	snap.Queue = cfg.model.AdmitIn(snap.state, now, w)
 	c.admitSpace.Put(w)
+	snap.turns = priority.TurnsOf(snap.Queue)
 	c.snapshot.Store(snap)
 	if c.turns != nil {
 		c.turns.Published(snap)
@@ -226,7 +235,7 @@ type groupMemo struct {
 
 func (g *groupMemo) complete(pod *podRecord) membership {
 	m := pod.m
-	if m.source != gang.SourceVolcano && m.source != gang.SourceCoscheduling {
+	if !gang.HasPodGroup(m.source) {
 		return m.withGroupPart(groupPart{})
 	}
 	key := m.source + "\x00" + m.jobKey
@@ -261,6 +270,12 @@ func addMember(job *priority.Job, pod *podRecord, m membership, held map[types.U
 		job.Priority = *pod.priority
 	}
 	job.Urgent = job.Urgent || m.urgent
+	if job.Topology.Required == "" {
+		job.Topology.Required = m.topology.Required
+	}
+	if job.Topology.Preferred == "" {
+		job.Topology.Preferred = m.topology.Preferred
+	}
 	if m.created.IsZero() && (job.Created.IsZero() || pod.created.Before(job.Created)) {
 		job.Created = pod.created
 	}

@@ -201,6 +201,43 @@ type volcanoSession struct {
 
 	planOnce sync.Once
 	plan     *enqueuePlan
+
+	// The session's placement plans, one per job, made on the job's first prioritize over
+	// the session's nodes as they were when it opened (see placementPlan).
+	placeMu sync.Mutex
+	places  map[string]map[string]string // JobID -> pod UID -> node
+	free    []priority.Node
+	topo    *priority.NodeIndex
+}
+
+// placementPlan is where the topology-aware placement puts job's pending tasks on the
+// session's nodes (their Idle, in Volcano's terms; pod UID -> node), worked out once per
+// job and session so that every task of the job is scored against the same plan; nil when
+// the job does not fit them. job is called only the first time.
+func (s *volcanoSession) placementPlan(jobID string, topology []string, job func() priority.Job) map[string]string {
+	s.placeMu.Lock()
+	defer s.placeMu.Unlock()
+	if plan, ok := s.places[jobID]; ok {
+		return plan
+	}
+	if s.places == nil {
+		names := make([]string, 0, len(s.nodes))
+		for name, n := range s.nodes {
+			if usableNode(n) {
+				names = append(names, name)
+			}
+		}
+		slices.Sort(names)
+		s.free = make([]priority.Node, len(names))
+		for i, name := range names {
+			s.free[i] = volcanoNode(s.nodes[name])
+		}
+		s.topo = priority.NewNodeIndex(s.free, topology, nil)
+		s.places = map[string]map[string]string{}
+	}
+	plan, _ := priority.PlanJob(s.free, s.topo, job())
+	s.places[jobID] = plan
+	return plan
 }
 
 // newVolcanoSession indexes a decoded onSessionOpen body: jobs by UID (the map key when the
@@ -383,7 +420,9 @@ func (v *Verbs) decidePredicate(req *volcanoPredicateRequest) volcanoAnswer {
 
 // decidePrioritize scores every node of the request by PS-worker affinity
 // (priority.Affinity.Score, 0..10) times 10, onto Volcano's 0..100 node-score range. Free
-// capacity is each node's Idle, topology labels are its Node's. nodeScore is never null: with
+// capacity is each node's Idle, topology labels are its Node's. For a job in the session
+// snapshot the scores follow its placement plan on the session's nodes (the topology-aware
+// placement kube-scheduler's path admits by): the node planned for the task scores 100. nodeScore is never null: with
 // no nodes it is {}, and a request without a task scores every node 0.
 func (v *Verbs) decidePrioritize(req *volcanoPrioritizeRequest) volcanoAnswer {
 	res := PrioritizeResult{NodeScore: make(map[string]float64, len(req.Nodes))}
@@ -422,7 +461,12 @@ func (v *Verbs) decidePrioritize(req *volcanoPrioritizeRequest) volcanoAnswer {
 		return nil
 	}
 	job := v.affinityJob(s, req.Task, nodes)
-	scores := v.tuned().affinity.NewScorer(v.askingPod(req.Task), &job, nil, labelsOf).Scores(candidates)
+	aff := v.tuned().affinity
+	var plan map[string]string
+	if s.job(req.Task.Job) != nil {
+		plan = s.placementPlan(req.Task.Job, aff.Topology, func() priority.Job { return v.affinityJob(s, req.Task, nil) })
+	}
+	scores := aff.NewScorer(v.askingPod(req.Task), &job, plan, labelsOf).Scores(candidates)
 	best := -1
 	for i, sc := range scores {
 		res.NodeScore[sc.Node] = float64(sc.Score * volcanoScoreScale)

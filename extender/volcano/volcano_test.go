@@ -192,8 +192,10 @@ func TestVolcanoContract(t *testing.T) {
 		{"predicate without a session: the node's tasks show the sibling", false, VerbPredicate, "predicate.json",
 			PredicateResult{Status: conflict, Code: PredicateUnschedulableAndUnresolvable}, nil},
 		{"predicate: a PS on a free node passes", true, VerbPredicate, "predicate-pass.json", PredicateResult{}, nil},
-		{"prioritize: the worker's PS node, then its rack, then its zone", true, VerbPrioritize, "prioritize.json",
-			PrioritizeResult{NodeScore: map[string]float64{"node-a": 100, "node-b": 60, "node-c": 30}}, nil},
+		// With the session, the job's plan: worker-1 serves ps-1, which goes to node-b beside
+		// ps-0's rack (node-a holds ps-0 and worker-0; PS are kept apart).
+		{"prioritize: the node the session's plan puts the worker on, then its PS's node, rack, zone", true, VerbPrioritize, "prioritize.json",
+			PrioritizeResult{NodeScore: map[string]float64{"node-a": 80, "node-b": 100, "node-c": 30}}, nil},
 		{"prioritize without a session", false, VerbPrioritize, "prioritize.json",
 			PrioritizeResult{NodeScore: map[string]float64{"node-a": 100, "node-b": 60, "node-c": 30}}, nil},
 		{"jobEnqueueable: the head of the queue, Tasks {}, fits", true, VerbJobEnqueueable, "jobEnqueueable.json",
@@ -219,7 +221,7 @@ func TestVolcanoContract(t *testing.T) {
 		{"queueOverused", true, VerbQueueOverused, "queueOverused.json", QueueOverusedResult{}, nil},
 		{"default config: soft anti-affinity, the PS passes", true, VerbPredicate, "predicate.json", PredicateResult{}, defaults},
 		{"default config: zone is the only topology level", true, VerbPrioritize, "prioritize.json",
-			PrioritizeResult{NodeScore: map[string]float64{"node-a": 100, "node-b": 60, "node-c": 60}}, defaults},
+			PrioritizeResult{NodeScore: map[string]float64{"node-a": 80, "node-b": 100, "node-c": 60}}, defaults},
 		{"default config: the same enqueue votes", true, VerbJobEnqueueable, "jobEnqueueable-veto.json",
 			EnqueueResult{Status: Reject}, defaults},
 	}
@@ -821,6 +823,53 @@ func TestVolcanoPrioritizeFavoursPSNode(t *testing.T) {
 				t.Errorf("prioritize (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestVolcanoPrioritizeFollowsThePlan: with nothing of the job placed yet, prioritize still
+// agrees for every task on where the job goes: the session's placement plan keeps the whole
+// gang in the one rack that holds it, each PS on its own node, each worker beside its PS.
+func TestVolcanoPrioritizeFollowsThePlan(t *testing.T) {
+	const job = "ml/j"
+	var tasks []*TaskInfo
+	for i := range 2 {
+		tasks = append(tasks, newTask(fmt.Sprintf("j-ps-%d", i), "ps").job(job).obj())
+	}
+	for i := range 4 {
+		tasks = append(tasks, newTask(fmt.Sprintf("j-worker-%d", i), "worker").job(job).obj())
+	}
+	// r1 has 4 cpu left in all, r2 16: only r2 holds the 6 cpu gang.
+	nodes := []*NodeInfo{newNode("n1", "r1").idle(2000).obj(), newNode("n2", "r1").idle(2000).obj(),
+		newNode("n3", "r2").obj(), newNode("n4", "r2").obj()}
+	vs := newVolcanoServer(t, 1<<20, func(c *config.Config) {
+		c.Affinity.Topology = []string{"example.com/rack", priority.ZoneLabel}
+	})
+	vs.openSession(t, sessionBody(t, []*JobInfo{newJob("ml", "j").min(6).phase(PodGroupInqueue).tasks(tasks...).obj()}, nodes))
+	top := map[string]string{}
+	for _, task := range tasks {
+		body := mustJSON(t, map[string]any{"task": task, "nodes": nodes})
+		got := decodeAs(t, PrioritizeResult{}, vs.mustPost(t, VerbPrioritize, body)).(PrioritizeResult)
+		best := ""
+		for node, score := range got.NodeScore {
+			if score == 100 {
+				if best != "" {
+					t.Fatalf("%s: two nodes score 100: %v", task.Name, got.NodeScore)
+				}
+				best = node
+			}
+		}
+		if best != "n3" && best != "n4" {
+			t.Errorf("%s: scores %v, want the plan's node in r2 (n3 or n4) at 100", task.Name, got.NodeScore)
+		}
+		top[task.Name] = best
+	}
+	if top["j-ps-0"] == top["j-ps-1"] {
+		t.Errorf("both PS planned on %s; PS are kept apart", top["j-ps-0"])
+	}
+	for i := range 4 {
+		if ps := top[fmt.Sprintf("j-ps-%d", i/2)]; top[fmt.Sprintf("j-worker-%d", i)] != ps {
+			t.Errorf("worker %d planned on %s, its PS (ps-%d) on %s", i, top[fmt.Sprintf("j-worker-%d", i)], i/2, ps)
+		}
 	}
 }
 

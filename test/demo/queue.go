@@ -123,6 +123,9 @@ func (w *phaseWatcher) observe(name string, d *priority.Decision) {
 		state, p = fmt.Sprintf("%-8s %d/%d pods bound", d.Phase, d.Bound, d.Pods), ""
 	case priority.PhaseAdmitted:
 		state = fmt.Sprintf("%-8s has the turn: %s of %d", d.Phase, priority.Ordinal(d.Position), d.QueueLen)
+		if plan := d.Placement.String(); plan != "" {
+			state += "; planned in " + plan
+		}
 	default:
 		state = fmt.Sprintf("%-8s %s of %d", d.Phase, priority.Ordinal(d.Position), d.QueueLen)
 		why = ": " + d.Blocker

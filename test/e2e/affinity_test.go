@@ -103,16 +103,13 @@ func TestPSWorkerAffinity(t *testing.T) {
 		e.startExtender("affinity:\n  topology: [" + rackLabel + "]\n")
 		locality, onNode, spread := run(t, true)
 		t.Logf("with cps-extender:    worker locality (node or rack) %.2f, on a PS node %.2f, PS spread %.2f", locality, onNode, spread)
-		// The admission fit plans a gang first-fit by node name, blind to topology and to PS
-		// spread (docs/known-limits.md): a gang that fits one node is planned there whole, both
-		// PS included, and a re-plan after part of a gang is bound can put the rest on another
-		// rack. So in about one run of four, one of the four jobs is off (0.75); this asserts
-		// what the fit guarantees today, and that the extender beats the baseline.
-		if locality < 0.75 {
-			t.Errorf("worker locality %.2f, want >= 0.75", locality)
+		// The placement keeps each gang in one rack, each PS on its own node with the
+		// workers it serves (priority/README.md, Placement).
+		if locality < 0.9 {
+			t.Errorf("worker locality %.2f, want >= 0.9", locality)
 		}
-		if spread < 0.75 {
-			t.Errorf("PS spread %.2f, want >= 0.75", spread)
+		if spread < 1 {
+			t.Errorf("PS spread %.2f: a job has two PS on one node", spread)
 		}
 		if locality <= baseLocality || onNode <= baseNode {
 			t.Errorf("worker locality %.2f and on a PS node %.2f do not beat the baseline's %.2f and %.2f", locality, onNode, baseLocality, baseNode)

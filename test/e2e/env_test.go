@@ -72,11 +72,18 @@ type env struct {
 // bound only to deploy/base's ClusterRole: every end-to-end test runs under the shipped RBAC.
 func newEnv(t *testing.T, nodes ...framework.NodeSpec) *env {
 	t.Helper()
+	return newEnvWith(t, framework.Options{}, nodes...)
+}
+
+// newEnvWith is newEnv on a control plane started with opts (its Users are set here).
+func newEnvWith(t *testing.T, opts framework.Options, nodes ...framework.NodeSpec) *env {
+	t.Helper()
 	root, err := framework.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
-	cp := framework.Start(t, framework.Options{Users: []framework.User{{Name: extenderUser}}})
+	opts.Users = []framework.User{{Name: extenderUser}}
+	cp := framework.Start(t, opts)
 	grantExtenderRole(t, cp, root, rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: extenderUser})
 	if len(nodes) > 0 {
 		cp.AddNodes(t, nodes...)
@@ -266,7 +273,8 @@ type jobSpec struct {
 	ps        int
 	workers   int
 	cpu       string
-	min       int // default ps+workers
+	psCPU     string // the PS's cpu; default cpu
+	min       int    // default ps+workers
 	user      string
 	priority  string
 	urgent    bool
@@ -294,7 +302,11 @@ func (j jobSpec) pods() []podSpec {
 		if j.urgent {
 			labels["cps-extender.io/urgent"] = "true"
 		}
-		out = append(out, podSpec{name: fmt.Sprintf("%s-%s-%d", j.name, role, i), namespace: j.namespace, cpu: j.cpu, labels: labels, priority: j.priority,
+		cpu := j.cpu
+		if role == "ps" && j.psCPU != "" {
+			cpu = j.psCPU
+		}
+		out = append(out, podSpec{name: fmt.Sprintf("%s-%s-%d", j.name, role, i), namespace: j.namespace, cpu: cpu, labels: labels, priority: j.priority,
 			selector: j.selector, tolerations: j.tolerations, sidecarCPU: j.sidecarCPU})
 	}
 	for i := 0; i < j.ps; i++ {

@@ -83,6 +83,7 @@ func TestRBACExtenderRole(t *testing.T) {
 			{attr{Verb: "patch", Resource: "events", Namespace: "default"}, true},
 			{attr{Verb: "list", Group: "scheduling.volcano.sh", Resource: "podgroups"}, true},
 			{attr{Verb: "watch", Group: "scheduling.x-k8s.io", Resource: "podgroups"}, true},
+			{attr{Verb: "list", Group: "scheduling.k8s.io", Resource: "podgroups"}, true},
 
 			{attr{Verb: "delete", Resource: "pods", Namespace: "default"}, false},
 			{attr{Verb: "create", Resource: "pods", Namespace: "default"}, false},
@@ -95,6 +96,7 @@ func TestRBACExtenderRole(t *testing.T) {
 			{attr{Verb: "get", Resource: "configmaps", Namespace: "kube-system"}, false},
 			{attr{Verb: "delete", Resource: "events", Namespace: "default"}, false},
 			{attr{Verb: "update", Group: "scheduling.volcano.sh", Resource: "podgroups", Namespace: "default"}, false},
+			{attr{Verb: "create", Group: "scheduling.k8s.io", Resource: "podgroups", Namespace: "default"}, false},
 			{attr{Verb: "list", Group: "scheduling.k8s.io", Resource: "priorityclasses"}, false},
 			{attr{Verb: "list", Group: "apps", Resource: "deployments"}, false},
 			{attr{Verb: "create", Group: "rbac.authorization.k8s.io", Resource: "clusterrolebindings"}, false},

@@ -119,15 +119,20 @@ func jobPods(j eval.Job, s Setup) []*corev1.Pod {
 }
 
 // createGang creates the Workload and PodGroup of j for native gang scheduling: one group
-// template, minCount the whole job, the job's priority class.
-func createGang(c kubernetes.Interface, j eval.Job) error {
+// template, minCount the whole job, the job's priority class; with rack, a topology
+// constraint that keeps the group inside one rack.
+func createGang(c kubernetes.Interface, j eval.Job, rack bool) error {
 	ctx, cancel := context.WithTimeout(context.Background(), apiTimeout)
 	defer cancel()
 	policy := schedv1beta1.PodGroupSchedulingPolicy{Gang: &schedv1beta1.GangSchedulingPolicy{MinCount: int32(j.Size())}}
+	var constraints *schedv1beta1.PodGroupSchedulingConstraints
+	if rack {
+		constraints = &schedv1beta1.PodGroupSchedulingConstraints{Topology: []schedv1beta1.TopologyConstraint{{Key: rackLabel}}}
+	}
 	w := &schedv1beta1.Workload{
 		ObjectMeta: metav1.ObjectMeta{Name: j.Name, Namespace: namespace},
 		Spec: schedv1beta1.WorkloadSpec{PodGroupTemplates: []schedv1beta1.PodGroupTemplate{{
-			Name: "gang", SchedulingPolicy: policy, PriorityClassName: j.PriorityClass,
+			Name: "gang", SchedulingPolicy: policy, PriorityClassName: j.PriorityClass, SchedulingConstraints: constraints,
 		}}},
 	}
 	if _, err := c.SchedulingV1beta1().Workloads(namespace).Create(ctx, w, metav1.CreateOptions{}); err != nil {
@@ -136,9 +141,10 @@ func createGang(c kubernetes.Interface, j eval.Job) error {
 	pg := &schedv1beta1.PodGroup{
 		ObjectMeta: metav1.ObjectMeta{Name: j.Name, Namespace: namespace},
 		Spec: schedv1beta1.PodGroupSpec{
-			WorkloadRef:       &schedv1beta1.WorkloadReference{WorkloadName: j.Name, TemplateName: "gang"},
-			SchedulingPolicy:  policy,
-			PriorityClassName: j.PriorityClass,
+			WorkloadRef:           &schedv1beta1.WorkloadReference{WorkloadName: j.Name, TemplateName: "gang"},
+			SchedulingPolicy:      policy,
+			SchedulingConstraints: constraints,
+			PriorityClassName:     j.PriorityClass,
 		},
 	}
 	if _, err := c.SchedulingV1beta1().PodGroups(namespace).Create(ctx, pg, metav1.CreateOptions{}); err != nil {

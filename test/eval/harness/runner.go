@@ -52,8 +52,12 @@ func Run(t testing.TB, s Setup, w eval.Workload, opts Options) eval.Run {
 	fw := framework.Options{}
 	var schedArgs []string
 	if s.NativeGang {
-		fw.FeatureGates, fw.RuntimeConfig = "GenericWorkload=true", "scheduling.k8s.io/v1beta1=true"
-		schedArgs = append(schedArgs, "--feature-gates=GenericWorkload=true")
+		gates := "GenericWorkload=true"
+		if s.NativeTopology {
+			gates += ",TopologyAwareWorkloadScheduling=true" // alpha in 1.37.2: off by default
+		}
+		fw.FeatureGates, fw.RuntimeConfig = gates, "scheduling.k8s.io/v1beta1=true"
+		schedArgs = append(schedArgs, "--feature-gates="+gates)
 	}
 	cp := framework.Start(t, fw)
 	specs := nodeSpecs(w.Params)
@@ -210,7 +214,7 @@ func (r *recorder) submit() {
 		var lists [][]*corev1.Pod
 		for _, j := range jobs[i:k] {
 			if r.setup.NativeGang {
-				if err := createGang(r.c, j); err != nil {
+				if err := createGang(r.c, j, r.setup.NativeTopology); err != nil {
 					r.errs <- err
 					return
 				}

@@ -25,16 +25,21 @@ type Setup struct {
 	// NativeGang runs kube-scheduler's own gang scheduling (GenericWorkload): a Workload and
 	// a PodGroup per job.
 	NativeGang bool
+	// NativeTopology adds kube-scheduler's topology-aware workload scheduling
+	// (TopologyAwareWorkloadScheduling, KEP-5732) to NativeGang: each job's PodGroup is
+	// constrained to one rack.
+	NativeTopology bool
 }
 
 // Extender tells whether the setup runs cps-extender.
 func (s Setup) Extender() bool { return s.Policy != "" }
 
-// Setups are the six setups, in report order.
+// Setups are the seven setups, in report order.
 var Setups = []Setup{
 	{Name: "plain"},
 	{Name: "priorityclasses", PriorityClasses: true},
 	{Name: "native-gang", PriorityClasses: true, NativeGang: true},
+	{Name: "native-gang-tas", PriorityClasses: true, NativeGang: true, NativeTopology: true},
 	{Name: "cps-strict", PriorityClasses: true, Policy: "strict"},
 	{Name: "cps-reserve", PriorityClasses: true, Policy: "reserve"},
 	{Name: "cps-besteffort", PriorityClasses: true, Policy: "besteffort"},
