@@ -626,20 +626,67 @@ func spanLevel(c *capacity, placed []*Pod, plan []plannedPod) int {
 // of them still has a planned node that it may use and that has room: kube-scheduler may
 // be placing them there already. It reports whether they all did.
 func keepPlan(c *capacity, v *jobView) bool {
+	// The pods planned on one node (mostly the whole gang) are summed and taken at once:
+	// one update of the tree a node, as for a gang placed on one node.
+	kept := c.kept[:0]
+	defer func() { c.kept = kept[:0] }()
+	lastNode, lastAt, k := "", -1, -1
 	for i, p := range v.toFit {
 		at := -1
 		if node, ok := v.turn.Plan[p.UID]; ok {
-			at = c.nodeIndex(node)
+			if node != lastNode || lastAt < 0 { // a gang's pods mostly share a node
+				lastNode, lastAt = node, c.nodeIndex(node)
+				k = -1
+				for j := range kept {
+					if kept[j].at == lastAt {
+						k = j
+					}
+				}
+			}
+			at = lastAt
 		}
 		d := v.demands[i]
-		if at < 0 || !c.usable(at, d) || !c.fits(at, d.needs) {
+		if at < 0 || !c.usable(at, d) {
 			v.plan = v.plan[:0]
 			return false
 		}
-		c.take(at, d.needs)
+		if k < 0 {
+			k = len(kept)
+			if k < cap(kept) && cap(kept[:k+1][k].sum) >= c.r { // the last call's sums
+				kept = kept[:k+1]
+				kept[k].sum = kept[k].sum[:c.r]
+				clear(kept[k].sum)
+			} else {
+				kept = append(kept, keptNode{sum: make([]int64, c.r)})
+			}
+			kept[k].at = at
+		}
+		for _, n := range d.needs {
+			kept[k].sum[n.dim] += n.amount
+		}
 		v.plan = append(v.plan, plannedPod{uid: p.UID, node: at, role: p.Role})
 	}
+	var needs []dimNeed
+	for _, n := range kept {
+		needs = needs[:0]
+		for dim, amount := range n.sum {
+			if amount > 0 {
+				needs = append(needs, dimNeed{dim, amount})
+			}
+		}
+		if !c.fits(n.at, needs) {
+			v.plan = v.plan[:0]
+			return false // the caller takes back what the nodes before took
+		}
+		c.takeCopy(n.at, needs)
+	}
 	return true
+}
+
+// keptNode is what a kept plan puts on one node, summed by resource dimension.
+type keptNode struct {
+	at  int
+	sum []int64
 }
 
 // TurnsOf is the turns q gives for the next queue's State.Turns: its admitted jobs, since
