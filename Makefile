@@ -8,7 +8,7 @@ E2E_TIMEOUT ?= 45m
 
 .PHONY: help
 help: ## List the targets.
-	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 .PHONY: build
 build: ## Build the cps-extender binary into bin/.
@@ -31,6 +31,10 @@ lint: ## go vet (also the e2e-tagged code) and a gofmt check.
 .PHONY: controlplane
 controlplane: ## Build (or reuse) etcd, kube-apiserver, kube-scheduler and kwok in .cache/.
 	test/tools/build-controlplane.sh
+
+.PHONY: volcano
+volcano: ## Build (or reuse) Volcano's vc-scheduler and vc-controller-manager (v1.14.1) and its CRDs in .cache/.
+	test/tools/build-volcano.sh
 
 .PHONY: unit
 unit: ## Unit tests with the race detector.
@@ -73,8 +77,9 @@ load: controlplane ## Load test: LOAD_NODES kwok nodes + LOAD_JOBS x LOAD_PODS_P
 	  $(GO) test -tags load -count=1 -timeout 60m -v ./test/load/
 
 .PHONY: e2e
-e2e: controlplane ## End-to-end tests on a real local control plane (etcd, kube-apiserver, kube-scheduler, kwok).
+e2e: controlplane volcano ## End-to-end tests on a real local control plane (etcd, kube-apiserver, kube-scheduler, kwok; vc-scheduler for the Volcano tests).
 	CPS_CONTROLPLANE_BIN=$$(test/tools/build-controlplane.sh | tail -n1) \
+	  CPS_VOLCANO_BIN=$$(test/tools/build-volcano.sh | tail -n1) \
 	  $(GO) test -tags e2e -count=1 -timeout $(E2E_TIMEOUT) -v ./test/e2e/... ./test/eval/...
 
 .PHONY: test
@@ -97,5 +102,5 @@ clean: ## Remove build outputs (not the control plane cache; see clean-cache).
 	rm -rf $(BIN)
 
 .PHONY: clean-cache
-clean-cache: ## Remove the cached control plane binaries.
+clean-cache: ## Remove the cached control plane and Volcano binaries.
 	rm -rf .cache

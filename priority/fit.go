@@ -248,8 +248,9 @@ type capacity struct {
 	// over domain d of placement level l, each node's amount clamped to [0, sumCap].
 	lay  *layout
 	sums [][]int64
-	// placer is place's gang placer, reset job after job.
+	// placer is place's gang placer, reset job after job; kept is keepPlan's scratch.
 	placer gangPlacer
+	kept   []keptNode
 
 	// unknown[p] counts the nodes before position p+1 whose Capacity is not known (nil),
 	// in a table built from Capacity; nil when there are none.

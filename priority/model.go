@@ -19,6 +19,9 @@ const (
 	// DefaultTurnHold is how long a job that got the turn keeps it ahead of the queue while
 	// kube-scheduler places its pods: a second or two normally, a few under load.
 	DefaultTurnHold = 10 * time.Second
+	// DefaultSpreadAfter is how long a job may wait for a domain to hold it whole: a few
+	// minutes against a run time of hours.
+	DefaultSpreadAfter = 5 * time.Minute
 )
 
 // weightTolerance is how far the weights' sum may stray from 1, for decimal input such as
@@ -42,6 +45,7 @@ func DefaultModel() Model {
 		StarvationBound: DefaultStarvationBound,
 		Policy:          DefaultPolicy,
 		TurnHold:        DefaultTurnHold,
+		SpreadAfter:     DefaultSpreadAfter,
 	}
 }
 
@@ -102,6 +106,9 @@ func (m Model) Validate() []error {
 	}
 	if m.TurnHold < 0 {
 		bad("model.turnHold: %v, want a duration >= 0", m.TurnHold)
+	}
+	if m.SpreadAfter < 0 {
+		bad("model.spreadAfter: %v, want a duration >= 0", m.SpreadAfter)
 	}
 	if !ValidPolicy(m.Policy) {
 		bad("model.policy: %q, want one of %s, %s, %s", m.Policy, PolicyStrict, PolicyReserve, PolicyBestEffort)

@@ -24,6 +24,7 @@ func TestDefaultModel(t *testing.T) {
 		StarvationBound: 30 * time.Minute,
 		Policy:          priority.PolicyReserve,
 		TurnHold:        10 * time.Second,
+		SpreadAfter:     5 * time.Minute,
 	}
 	if diff := cmp.Diff(want, m); diff != "" {
 		t.Errorf("DefaultModel() (-want +got):\n%s", diff)
@@ -109,6 +110,11 @@ func TestValidate(t *testing.T) {
 			name:   "negative turn hold",
 			modify: func(m *priority.Model) { m.TurnHold = -time.Second },
 			want:   []string{"model.turnHold: -1s, want a duration >= 0"},
+		},
+		{
+			name:   "negative spread-after",
+			modify: func(m *priority.Model) { m.SpreadAfter = -time.Minute },
+			want:   []string{"model.spreadAfter: -1m0s, want a duration >= 0"},
 		},
 		{
 			name:   "unknown policy",

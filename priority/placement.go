@@ -2,6 +2,7 @@ package priority
 
 import (
 	"cmp"
+	"math"
 	"slices"
 	"strconv"
 	"time"
@@ -262,28 +263,64 @@ func (g *gangPlacer) split(u []podGroup, lo, hi, scope int) bool {
 		return ok
 	}
 	grp := &u[0]
-	target := grp.psAt
-	if grp.ps >= 0 {
-		at := g.nearest(grp.ps, g.nearJob(lo, hi), lo, hi, scope, true)
-		if at < 0 {
-			if !g.partial {
-				return false
-			}
-			ok = false
-		}
-		target = at
+	if grp.ps < 0 {
+		return g.splitGroup(grp, lo, hi, scope, false)
 	}
-	if target < 0 || target < lo || target >= hi {
-		target = -1
-		for _, a := range grp.anchors {
-			if a >= lo && a < hi {
-				target = a
-				break
-			}
+	// The PS first, where most of its workers can follow; when that takes room its workers
+	// needed (a PS on a node with free accelerators but its cpu), the workers first and the
+	// PS as near them as there is room.
+	m := g.mark()
+	if g.splitGroup(grp, lo, hi, scope, true) {
+		return true
+	}
+	g.rollbackTo(m)
+	if g.splitGroup(grp, lo, hi, scope, false) {
+		return true
+	}
+	if g.partial { // a reservation keeps what the first way placed
+		g.rollbackTo(m)
+		g.splitGroup(grp, lo, hi, scope, true)
+	}
+	return false
+}
+
+// splitGroup places one group pod by pod inside [lo, hi), a domain of level scope: its PS
+// first (psFirst) or last, each pod as near the group's pods placed so far as there is room
+// (see nearest). It reports whether all fit; with partial it places what fits.
+func (g *gangPlacer) splitGroup(grp *podGroup, lo, hi, scope int, psFirst bool) bool {
+	ok := true
+	target := -1
+	for _, a := range append([]int{grp.psAt}, grp.anchors...) {
+		if a >= lo && a < hi {
+			target = a
+			break
 		}
 	}
 	if target < 0 {
 		target = g.nearJob(lo, hi)
+	}
+	if target < 0 {
+		// Nothing of the job here yet: where most of its workers can go.
+		target = g.roomiest(grp, lo, hi, scope)
+	}
+	placePS := func() {
+		if grp.ps < 0 {
+			return
+		}
+		at := g.nearest(grp.ps, target, lo, hi, scope, true)
+		if at < 0 {
+			ok = false
+			return
+		}
+		if psFirst || target < 0 {
+			target = at
+		}
+	}
+	if psFirst {
+		placePS()
+		if !ok && !g.partial {
+			return false
+		}
 	}
 	for _, i := range grp.members {
 		at := g.nearest(i, target, lo, hi, scope, false)
@@ -297,6 +334,9 @@ func (g *gangPlacer) split(u []podGroup, lo, hi, scope int) bool {
 		if target < 0 {
 			target = at
 		}
+	}
+	if !psFirst {
+		placePS()
 	}
 	return ok
 }
@@ -330,6 +370,55 @@ func (g *gangPlacer) flatIn(u []podGroup, lo, hi int) bool {
 		}
 	}
 	return true
+}
+
+// roomiest is the node inside [lo, hi), a domain of level scope, with room for the most of
+// the group's workers (counted as copies of its first worker, or of its PS without one, node
+// by node): in the child domain with room for the most, and so on down to the node; -1 when
+// the group has no pending pod.
+func (g *gangPlacer) roomiest(grp *podGroup, lo, hi, scope int) int {
+	pod := grp.ps
+	if len(grp.members) > 0 {
+		pod = grp.members[0]
+	}
+	if pod < 0 || lo >= hi {
+		return -1
+	}
+	d := g.demands[pod]
+	r := g.c.r
+	copies := make([]int64, hi-lo)
+	for at := lo; at < hi; at++ {
+		if !g.c.usable(at, d) {
+			continue
+		}
+		n := int64(math.MaxInt64)
+		for _, need := range d.needs {
+			n = min(n, max(g.c.tree[(g.c.size+at)*r+need.dim], 0)/need.amount)
+		}
+		copies[at-lo] = n
+	}
+	for l := min(scope-1, g.lay.levels()); l >= 1; l-- {
+		best, most := -1, int64(-1)
+		for dom := g.lay.domainOf(l, lo); dom <= g.lay.domainOf(l, hi-1); dom++ {
+			dlo, dhi := g.lay.spanOf(l, dom)
+			var n int64
+			for _, c := range copies[dlo-lo : dhi-lo] {
+				n += c
+			}
+			if n > most {
+				best, most = dom, n
+			}
+		}
+		dlo, dhi := g.lay.spanOf(l, best)
+		copies, lo, hi = copies[dlo-lo:dhi-lo], dlo, dhi
+	}
+	best, most := lo, int64(-1)
+	for at := lo; at < hi; at++ {
+		if n := copies[at-lo]; n > most {
+			best, most = at, n
+		}
+	}
+	return best
 }
 
 // nearJob is the position of the job's last placed or planned pod inside [lo, hi), or -1.
@@ -893,23 +982,35 @@ func reserveDomain(c, reach *capacity, v *jobView) (lo, hi, level int) {
 		return g.placeUnit(g.groups, dlo, dhi, l, nodeLevel, l)
 	}
 	// fitsNow is how many of the job's pods fit in the span now.
+	free := make([]int64, c.r)
 	fitsNow := func(dlo, dhi, l int) int {
+		if l == nodeLevel {
+			// One node: count on a copy of its free row, no trial needed.
+			copy(free, c.tree[(c.size+dlo)*c.r:(c.size+dlo+1)*c.r])
+			n := 0
+		pods:
+			for i := range v.toFit {
+				d := v.demands[i]
+				if !c.usable(dlo, d) {
+					continue
+				}
+				for _, need := range d.needs {
+					if free[need.dim] < need.amount {
+						continue pods
+					}
+				}
+				for _, need := range d.needs {
+					free[need.dim] -= need.amount
+				}
+				n++
+			}
+			return n
+		}
 		m := c.mark()
 		defer c.rollbackTo(m)
 		g := newGangPlacer(c, v, v.required, v.preferred)
 		g.partial = true
-		if l == nodeLevel {
-			for _, grp := range g.groups {
-				if grp.ps >= 0 {
-					g.nearest(grp.ps, dlo, dlo, dhi, 1, true)
-				}
-				for _, i := range grp.members {
-					g.nearest(i, dlo, dlo, dhi, 1, false)
-				}
-			}
-		} else {
-			g.placeUnit(g.groups, dlo, dhi, l, nodeLevel, l)
-		}
+		g.placeUnit(g.groups, dlo, dhi, l, nodeLevel, l)
 		return len(g.plan)
 	}
 	probe := newGangPlacer(c, v, v.required, v.preferred)
@@ -921,10 +1022,11 @@ func reserveDomain(c, reach *capacity, v *jobView) (lo, hi, level int) {
 		best, bestFit := -1, -1
 		var spans [][2]int
 		if l == nodeLevel {
-			// Only nodes whose Capacity holds the whole job at once are worth a look.
-			total := probe.total(probe.groups)
+			// Only nodes whose Capacity holds the whole job at once (and its anchors) are
+			// worth a look; nodeFor on the Capacity table finds them one after another.
+			rp := newGangPlacer(reach, v, v.required, v.preferred)
 			for from := 0; from < len(reach.nodes); {
-				at := reach.findIn(total, from, len(reach.nodes))
+				at, _ := rp.nodeFor(rp.groups, from, len(reach.nodes))
 				if at < 0 {
 					break
 				}
@@ -938,7 +1040,9 @@ func reserveDomain(c, reach *capacity, v *jobView) (lo, hi, level int) {
 			}
 		}
 		for k, sp := range spans {
-			if !fitsReach(sp[0], sp[1], l) {
+			// nodeFor has checked a node against the Capacity already, unless the job's own
+			// placed pods take part of it.
+			if !reach.knownIn(sp[0], sp[1]) || (l > nodeLevel || len(v.placed) > 0) && !fitsReach(sp[0], sp[1], l) {
 				continue
 			}
 			if n := fitsNow(sp[0], sp[1], l); n > bestFit {

@@ -294,7 +294,9 @@ func TestPlacementKeepsGangsInOneDomain(t *testing.T) {
 			}
 		}
 		job := mkJob("ns/j").gang(r.IntN(3), res(1000*int64(1+r.IntN(3)), gi), 1+r.IntN(8), res(1000*int64(1+r.IntN(4)), gi)).obj()
-		q := priority.DefaultModel().Admit(topoState(nodes, job), t0)
+		m := priority.DefaultModel()
+		m.SpreadAfter = 0 // the placement alone: a job that fits is admitted
+		q := m.Admit(topoState(nodes, job), t0)
 		d, _ := q.Lookup(job.Key)
 		lowest := lowestHoldingLevel(nodes, job)
 		if lowest == "" {
@@ -377,5 +379,95 @@ func TestTurnsKeepTheirPlan(t *testing.T) {
 				t.Errorf("queue starts with %s", first)
 			}
 		})
+	}
+}
+
+// TestReserveOnOneNode: a head that one node could hold reserves the node where most of it
+// fits now, all of that node's free room up to its need; a job behind goes to the other.
+func TestReserveOnOneNode(t *testing.T) {
+	nodes := rackCluster(1, 1, 2, 8000)                                                  // n00, n01: one rack, 8000m each
+	nodes[0].Free, nodes[1].Free = res(2000, 64*gi), res(4000, 64*gi)                    // 6000m free in all
+	head := mkJob("ns/head").prio(900000).gang(1, res(1000, gi), 3, res(2000, gi)).obj() // 7000m
+	small := mkJob("ns/small").prio(100000).gang(0, nil, 1, res(2000, gi)).obj()
+	q := priority.DefaultModel().Admit(topoState(nodes, head, small), t0)
+	d, _ := q.Lookup("ns/head")
+	if d.Phase != priority.PhaseWaiting || d.Placement.Level != "node" || !slices.Equal(d.Placement.Domains, []string{"n01"}) {
+		t.Fatalf("head: %s, reservation %s; want Waiting with node n01 reserved", d.Phase, d.Placement)
+	}
+	if !strings.Contains(d.Reason, "room for it in node n01 is set aside meanwhile") {
+		t.Errorf("reason %q", d.Reason)
+	}
+	s, _ := q.Lookup("ns/small")
+	if s.Phase != priority.PhaseAdmitted || s.Plan["uid-small-w-0"] != "n00" {
+		t.Errorf("small: %s on %v; want admitted on n00 (n01 is reserved)", s.Phase, s.Plan)
+	}
+}
+
+// TestSpreadAfter: a young job that one rack could hold, were it empty, waits for one rather
+// than be spread over two; the head that waits so reserves a rack; past model.spreadAfter it
+// is spread.
+func TestSpreadAfter(t *testing.T) {
+	nodes := rackCluster(1, 2, 2, 8000)                         // r0: n00, n02; r1: n01, n03
+	nodes[0].Free, nodes[1].Free = res(0, 64*gi), res(0, 64*gi) // one node of each rack busy
+	job := func(age time.Duration) priority.Job {
+		return mkJob("ns/a").gang(1, res(2000, gi), 3, res(2000, gi)).created(t0.Add(-age)).obj() // 8000m: a node
+	}
+	big := func(age time.Duration) priority.Job {
+		return mkJob("ns/big").gang(1, res(2000, gi), 7, res(2000, gi)).created(t0.Add(-age)).obj() // 16000m: a rack
+	}
+	m := priority.DefaultModel()
+	for _, tc := range []struct {
+		name    string
+		job     priority.Job
+		phase   priority.JobPhase
+		blocker string
+		level   string
+	}{
+		{"fits one node: admitted at once", job(0), priority.PhaseAdmitted, "", "node"},
+		{"a rack's worth, young: waits for a rack", big(time.Minute), priority.PhaseWaiting,
+			"it waits for one example.com/rack domain with room for its 8 pods together, rather than spread over several", rackKey},
+		{"the same past spreadAfter: spread over both racks", big(m.SpreadAfter + time.Second), priority.PhaseAdmitted, "", zoneKey},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			q := m.Admit(topoState(nodes, tc.job), t0)
+			d, _ := q.Lookup(tc.job.Key)
+			if d.Phase != tc.phase || d.Blocker != tc.blocker || d.Placement.Level != tc.level {
+				t.Errorf("phase %s, blocker %q, placement %s; want %s, %q, level %s", d.Phase, d.Blocker, d.Placement, tc.phase, tc.blocker, tc.level)
+			}
+		})
+	}
+}
+
+// TestPSDoesNotTakeItsWorkersRoom replays a state seen in the medium evaluation: cpu is short
+// where the GPUs are free, and a 1 PS + 16 worker job fits only if its PS takes a node
+// without GPUs. Placed PS first, on the roomiest node, the PS took two workers' cpu and the
+// group did not fit; the workers go first then, and the PS joins them in their rack.
+func TestPSDoesNotTakeItsWorkersRoom(t *testing.T) {
+	free := [][2]int64{ // cpu millicores, GPUs free, node by node; racks of 4
+		{4000, 0}, {0, 0}, {4000, 2}, {4000, 0}, {0, 2}, {0, 2}, {0, 2}, {0, 2},
+		{4000, 4}, {4000, 0}, {4000, 2}, {0, 2}, {0, 0}, {4000, 0}, {0, 2}, {0, 0},
+		{2000, 1}, {4000, 0}, {2000, 3}, {2000, 1}, {2000, 1}, {2000, 3}, {0, 2}, {0, 2},
+		{0, 0}, {0, 0}, {0, 0}, {0, 0}, {14000, 5}, {4000, 0}, {4000, 0}, {0, 0},
+	}
+	var nodes []priority.Node
+	for i, f := range free {
+		n := node(fmt.Sprintf("node-%02d", i), res(f[0], 64*gi, "nvidia.com/gpu", int(f[1])))
+		n.Capacity = res(24000, 96*gi, "nvidia.com/gpu", 8)
+		n.Labels = map[string]string{rackKey: fmt.Sprintf("rack-%d", i/4)}
+		nodes = append(nodes, n)
+	}
+	job := mkJob("ns/j").gang(1, res(4000, gi), 16, res(2000, gi, "nvidia.com/gpu", 1)).obj()
+	m := priority.DefaultModel()
+	m.SpreadAfter = 0
+	s := priority.State{Nodes: nodes, Jobs: []priority.Job{job}, Topology: priority.NewNodeIndex(nodes, []string{rackKey}, nil)}
+	d, _ := m.Admit(s, t0).Lookup("ns/j")
+	if d.Phase != priority.PhaseAdmitted {
+		t.Fatalf("phase %s (%s)", d.Phase, d.Blocker)
+	}
+	checkPlanFits(t, nodes, job.Pods, d.Plan)
+	// First fit puts the PS on node-00, beside 2 of the workers; rack-7 has room for 5
+	// workers (on node-28) and the PS (node-29 or 30): no rack has room for more.
+	if d.Placement.NearPSDomain < 5 {
+		t.Errorf("placement %s: %d workers near the PS, want 5", d.Placement, d.Placement.NearPSDomain)
 	}
 }

@@ -78,6 +78,9 @@ type jobView struct {
 	// badTopology says why a request names no level of the topology.
 	required, preferred int
 	badTopology         string
+	// patient: the job waits for one domain of its required level, which it set for the
+	// time being, instead of spreading (Model.SpreadAfter).
+	patient bool
 	// turn is the job's Turn in State.Turns, when it keeps it.
 	turn *Turn
 	// placed is the job's bound and held pods and placedDemands what they take; the
@@ -205,11 +208,15 @@ func (m Model) AdmitIn(s State, now time.Time, w *Workspace) *Queue {
 	// same answer: the table is the same for each check.
 	var sameGang map[string]reachFit
 	var key []byte
-	neverFits := func(v *jobView) bool {
+	reachTable := func() *capacity {
 		if reach == nil {
 			reach = c.sibling(s.Nodes, w.free.order, &dims, &w.reach, fromCapacity)
 			sameGang = map[string]reachFit{}
 		}
+		return reach
+	}
+	neverFits := func(v *jobView) bool {
+		reachTable()
 		var f reachFit
 		if len(v.placed) > 0 {
 			f = tryReach(reach, v)
@@ -259,7 +266,7 @@ func (m Model) AdmitIn(s State, now time.Time, w *Workspace) *Queue {
 			d.Blocker = "strict order: behind " + strictHead.job.Key
 		default:
 			c.begin()
-			blocker := place(c, v)
+			blocker := place(c, v, func(v *jobView, span int) int { return m.patience(reachTable, v, span) })
 			switch {
 			case blocker == "":
 				c.commit()
@@ -522,7 +529,11 @@ func namespaceOf(key string) string {
 // v.plan and v.need. It places them by topology (placement.go); what that cannot place,
 // plain first fit may still, unless the job requires one domain of some level. c must be
 // in a trial: a job that does not fit leaves what it took for the caller to take back.
-func place(c *capacity, v *jobView) string {
+//
+// patience, when not nil, is asked about a plan that spreads the job over several domains
+// of the nearest topology level (span: the level of the smallest domain holding it all): a
+// level above 0 at which the job should rather wait for one domain, or 0.
+func place(c *capacity, v *jobView, patience func(v *jobView, span int) int) string {
 	v.plan = v.plan[:0]
 	start := c.mark()
 	if v.turn != nil && keepPlan(c, v) {
@@ -531,11 +542,29 @@ func place(c *capacity, v *jobView) string {
 	c.rollbackTo(start)
 	g := &c.placer
 	g.reset(c, v, v.required, v.preferred)
-	if g.run() {
+	fits := g.run()
+	if fits {
 		v.plan = append(v.plan, g.plan...)
-		return ""
+	} else {
+		c.rollbackTo(start)
+		fits = flatPlace(c, v, &v.plan, false).first < 0 && v.required > c.lay.levels()
+	}
+	if fits {
+		span := spanLevel(c, v.placed, v.plan)
+		l := 0
+		if span > 1 && patience != nil {
+			l = patience(v, span)
+		}
+		if l == 0 {
+			return ""
+		}
+		c.rollbackTo(start)
+		v.plan, v.required, v.patient = v.plan[:0], l, true
+		v.need = c.total(v.demands)
+		return "it waits for one " + c.lay.levelName(l) + " domain with room for its " + strconv.Itoa(len(v.toFit)) + " pods together, rather than spread over several"
 	}
 	c.rollbackTo(start)
+	v.plan = v.plan[:0]
 	f := flatPlace(c, v, &v.plan, false)
 	required := v.required < c.lay.levels()+1
 	if f.first < 0 && !required {
@@ -549,24 +578,115 @@ func place(c *capacity, v *jobView) string {
 	return c.shortage(podLabel(v.toFit[f.first], namespaceOf(v.job.Key)), v.demands[f.first])
 }
 
+// patience is the level of the nearest-level domain a job should wait for rather than be
+// spread up to span (see Model.SpreadAfter): the lowest topology level below span one of
+// whose domains could hold the job were the other jobs gone (reach: the table of the nodes'
+// Capacity), while the job is younger than SpreadAfter and not starved; 0 otherwise.
+func (m Model) patience(reach func() *capacity, v *jobView, span int) int {
+	if m.SpreadAfter <= 0 || v.wait >= m.SpreadAfter || v.d.Starved {
+		return 0
+	}
+	r := reach()
+	saved := v.required
+	defer func() { v.required = saved }()
+	for l := 1; l < span && l <= r.lay.levels(); l++ {
+		v.required = l
+		if tryReach(r, v).first < 0 {
+			return l
+		}
+	}
+	return 0
+}
+
+// spanLevel is the lowest placement level one domain of which holds every placed and
+// planned pod of a job (the cluster level when none does).
+func spanLevel(c *capacity, placed []*Pod, plan []plannedPod) int {
+	first, same := -1, 0
+	visit := func(pos int) {
+		if first < 0 {
+			first = pos
+			return
+		}
+		for same <= c.lay.levels() && !samePlace(c.lay, same, first, pos) {
+			same++
+		}
+	}
+	for _, p := range placed {
+		if i := c.nodeIndex(p.Node); i >= 0 {
+			visit(i)
+		}
+	}
+	for _, pp := range plan {
+		visit(pp.node)
+	}
+	return same
+}
+
 // keepPlan places a job that keeps its turn where its turn's plan put its pods, when each
 // of them still has a planned node that it may use and that has room: kube-scheduler may
 // be placing them there already. It reports whether they all did.
 func keepPlan(c *capacity, v *jobView) bool {
+	// The pods planned on one node (mostly the whole gang) are summed and taken at once:
+	// one update of the tree a node, as for a gang placed on one node.
+	kept := c.kept[:0]
+	defer func() { c.kept = kept[:0] }()
+	lastNode, lastAt, k := "", -1, -1
 	for i, p := range v.toFit {
 		at := -1
 		if node, ok := v.turn.Plan[p.UID]; ok {
-			at = c.nodeIndex(node)
+			if node != lastNode || lastAt < 0 { // a gang's pods mostly share a node
+				lastNode, lastAt = node, c.nodeIndex(node)
+				k = -1
+				for j := range kept {
+					if kept[j].at == lastAt {
+						k = j
+					}
+				}
+			}
+			at = lastAt
 		}
 		d := v.demands[i]
-		if at < 0 || !c.usable(at, d) || !c.fits(at, d.needs) {
+		if at < 0 || !c.usable(at, d) {
 			v.plan = v.plan[:0]
 			return false
 		}
-		c.take(at, d.needs)
+		if k < 0 {
+			k = len(kept)
+			if k < cap(kept) && cap(kept[:k+1][k].sum) >= c.r { // the last call's sums
+				kept = kept[:k+1]
+				kept[k].sum = kept[k].sum[:c.r]
+				clear(kept[k].sum)
+			} else {
+				kept = append(kept, keptNode{sum: make([]int64, c.r)})
+			}
+			kept[k].at = at
+		}
+		for _, n := range d.needs {
+			kept[k].sum[n.dim] += n.amount
+		}
 		v.plan = append(v.plan, plannedPod{uid: p.UID, node: at, role: p.Role})
 	}
+	var needs []dimNeed
+	for _, n := range kept {
+		needs = needs[:0]
+		for dim, amount := range n.sum {
+			if amount > 0 {
+				needs = append(needs, dimNeed{dim, amount})
+			}
+		}
+		if !c.fits(n.at, needs) {
+			v.plan = v.plan[:0]
+			return false // the caller takes back what the nodes before took
+		}
+		c.takeCopy(n.at, needs)
+	}
 	return true
+}
+
+// keptNode is what a kept plan puts on one node, summed by resource dimension.
+type keptNode struct {
+	at  int
+	sum []int64
 }
 
 // TurnsOf is the turns q gives for the next queue's State.Turns: its admitted jobs, since

@@ -212,6 +212,11 @@ type Model struct {
 	// pods over a second or so; a plan that moved under them meanwhile would send them
 	// where the job no longer fits. 0 keeps no turn.
 	TurnHold time.Duration
+	// SpreadAfter is how long after its creation a job whose gang one domain of the
+	// nearest topology level (a rack) could hold, were it empty, waits for one with room
+	// rather than being spread over several: a gang spread over racks runs slower for as
+	// long as it runs. The wait ends earlier when a domain frees. 0 spreads at once.
+	SpreadAfter time.Duration
 }
 
 // Turn is a job's turn as the previous queue gave it (see TurnsOf).

@@ -172,6 +172,7 @@ type ModelConfig struct {
 	StarvationBound metav1.Duration    `json:"starvationBound"`
 	Policy          priority.Policy    `json:"policy"`
 	TurnHold        metav1.Duration    `json:"turnHold"`
+	SpreadAfter     metav1.Duration    `json:"spreadAfter"`
 }
 
 // PriorityModel converts the config block to the model.
@@ -180,7 +181,7 @@ func (m ModelConfig) PriorityModel() priority.Model {
 		Weights: m.Weights, Tiers: m.Tiers, UserTiers: m.UserTiers, DefaultTier: m.DefaultTier,
 		PriorityFloor: m.PriorityFloor, PriorityCeiling: m.PriorityCeiling, Tau: m.Tau.Duration,
 		MaxGang: m.MaxGang, StarvationBound: m.StarvationBound.Duration, Policy: m.Policy,
-		TurnHold: m.TurnHold.Duration,
+		TurnHold: m.TurnHold.Duration, SpreadAfter: m.SpreadAfter.Duration,
 	}
 }
 
@@ -189,7 +190,7 @@ func modelConfigOf(m priority.Model) ModelConfig {
 		Weights: m.Weights, Tiers: m.Tiers, UserTiers: m.UserTiers, DefaultTier: m.DefaultTier,
 		PriorityFloor: m.PriorityFloor, PriorityCeiling: m.PriorityCeiling, Tau: metav1.Duration{Duration: m.Tau},
 		MaxGang: m.MaxGang, StarvationBound: metav1.Duration{Duration: m.StarvationBound}, Policy: m.Policy,
-		TurnHold: metav1.Duration{Duration: m.TurnHold},
+		TurnHold: metav1.Duration{Duration: m.TurnHold}, SpreadAfter: metav1.Duration{Duration: m.SpreadAfter},
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 
@@ -59,6 +60,8 @@ type Decisions interface {
 	// Score ranks the named nodes for the pod, 0..10 each, in the order given; out's array
 	// is reused when it is large enough.
 	Score(pod *corev1.Pod, nodes []string, out extenderv1.HostPriorityList) extenderv1.HostPriorityList
+	// Planned is the node the admission plan puts the pod on ("" when none).
+	Planned(pod *corev1.Pod) string
 	// MayPreempt says whether the pod may preempt at all, and whether a victim pod (by
 	// UID, namespace and name) may be evicted for it.
 	MayPreempt(pod *corev1.Pod) bool
@@ -306,7 +309,15 @@ func (v *Verbs) prioritize(w http.ResponseWriter, r *http.Request, c wire.Call) 
 	if !c.Detailed {
 		return wire.Note{}
 	}
-	return wire.Note{Pod: podKey(args.Pod), Decision: fmt.Sprintf("scored %d nodes", len(scores))}
+	decision := fmt.Sprintf("scored %d nodes", len(scores))
+	if planned := d.Planned(args.Pod); planned != "" {
+		// A plan kube-scheduler cannot follow shows here: its node is not a candidate.
+		decision += "; planned " + planned
+		if !slices.Contains(candidateNames(args), planned) {
+			decision += ", which is not a candidate"
+		}
+	}
+	return wire.Note{Pod: podKey(args.Pod), Decision: decision}
 }
 
 // decidePrioritize ranks the candidates by PS-worker affinity; sc, when not nil, lends the

@@ -78,6 +78,8 @@ func (f *fakeDecider) MayPreempt(pod *corev1.Pod) bool {
 	return !wait
 }
 
+func (f *fakeDecider) Planned(*corev1.Pod) string { return "" }
+
 func (f *fakeDecider) MayEvict(victim gang.PodRef) bool {
 	return !strings.HasPrefix(string(victim.UID), "gang-") && !strings.HasPrefix(victim.Name, "gang-")
 }

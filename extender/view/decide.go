@@ -182,6 +182,18 @@ func (d *Decisions) Score(pod *corev1.Pod, names []string, out extenderv1.HostPr
 	return out
 }
 
+// Planned is the node the admission plan of the pod's job puts the pod on ("" when none).
+func (d *Decisions) Planned(pod *corev1.Pod) string {
+	key, ok := d.snap.JobOf(pod.UID, pod.Namespace, pod.Name)
+	if !ok {
+		return ""
+	}
+	if _, dec, ok := d.snap.Job(key); ok {
+		return dec.Plan[string(pod.UID)]
+	}
+	return ""
+}
+
 func (c *Cluster) affinity() priority.Affinity { return c.config().affinity }
 
 // JobOfPod classifies a pod named in a bind request: from the snapshot, else from the

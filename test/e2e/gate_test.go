@@ -121,10 +121,18 @@ func runOneAtATime(t *testing.T, e *env, jobs []jobSpec) []string {
 	// Every job is complete and queued behind the blocker.
 	e.waitWaiting(jobs...)
 	e.deleteJob(blocker)
+	return e.takeTurns(jobs, 90*time.Second, e.deleteJob)
+}
+
+// takeTurns waits, once per job, up to timeout for a job that has not run yet to be fully
+// bound, fails the test if another such job has a pod bound meanwhile, and ends the running
+// job with finish; it returns the jobs' names in the order they ran.
+func (e *env) takeTurns(jobs []jobSpec, timeout time.Duration, finish func(jobSpec)) []string {
+	e.t.Helper()
 	var order []string
 	for range jobs {
 		var running jobSpec
-		framework.WaitFor(t, 90*time.Second, "a job fully bound", func() (bool, error) {
+		framework.WaitFor(e.t, timeout, "a job fully bound", func() (bool, error) {
 			for _, j := range jobs {
 				if !slices.Contains(order, j.name) && e.countBound(j) == len(j.pods()) {
 					running = j
@@ -136,12 +144,12 @@ func runOneAtATime(t *testing.T, e *env, jobs []jobSpec) []string {
 		for _, j := range jobs {
 			if j.name != running.name && !slices.Contains(order, j.name) {
 				if n := e.countBound(j); n != 0 {
-					t.Fatalf("%s has %d pods bound while %s runs", j.name, n, running.name)
+					e.t.Fatalf("%s has %d pods bound while %s runs", j.name, n, running.name)
 				}
 			}
 		}
 		order = append(order, running.name)
-		e.deleteJob(running)
+		finish(running)
 	}
 	return order
 }

@@ -28,33 +28,57 @@ const buildScript = "test/tools/build-controlplane.sh"
 // bins caches BinDir's answer for the life of the test binary, so that the build script runs
 // at most once however many tests start a control plane. Like children, it is package-level
 // because it spans tests.
-var bins struct {
-	once sync.Once
-	dir  string
-	err  error
-}
+var bins = &binFolder{env: BinDirEnv, script: buildScript, check: checkBinDir}
 
 // BinDir returns the folder holding the control plane binaries: $CPS_CONTROLPLANE_BIN if set,
 // else the last line printed by test/tools/build-controlplane.sh, which it runs once per test
 // binary. It fails the test, with the script's output, if the folder cannot be had.
 func BinDir(t testing.TB) string {
 	t.Helper()
-	bins.once.Do(func() { bins.dir, bins.err = findBinDir() })
-	if bins.err != nil {
-		t.Fatalf("control plane binaries: %v", bins.err)
-	}
-	return bins.dir
+	return bins.get(t, "control plane binaries")
 }
 
-func findBinDir() (string, error) {
-	if dir := os.Getenv(BinDirEnv); dir != "" {
-		return dir, checkBinDir(dir)
+// binFolder is a folder of binaries found once per test binary: the folder named by the
+// environment variable env if set, else the one the build script prints; check reports what
+// the folder lacks.
+type binFolder struct {
+	env, script string
+	check       func(dir string) error
+
+	once sync.Once
+	dir  string
+	err  error
+}
+
+// get returns the folder, finding it on the first call; it fails t if it cannot be had.
+func (b *binFolder) get(t testing.TB, what string) string {
+	t.Helper()
+	b.once.Do(func() { b.dir, b.err = b.find() })
+	if b.err != nil {
+		t.Fatalf("%s: %v", what, b.err)
 	}
+	return b.dir
+}
+
+func (b *binFolder) find() (string, error) {
+	if dir := os.Getenv(b.env); dir != "" {
+		return dir, b.check(dir)
+	}
+	dir, err := runBuildScript(b.script)
+	if err != nil {
+		return "", err
+	}
+	return dir, b.check(dir)
+}
+
+// runBuildScript runs script (relative to the repository root) there and returns the folder
+// it printed on its last line; an error carries the script's output.
+func runBuildScript(script string) (string, error) {
 	root, err := RepoRoot()
 	if err != nil {
 		return "", err
 	}
-	cmd := exec.Command(filepath.Join(root, buildScript))
+	cmd := exec.Command(filepath.Join(root, script))
 	cmd.Dir = root
 	var stdout, combined bytes.Buffer
 	cmd.Stdout = &stdout
@@ -62,13 +86,13 @@ func findBinDir() (string, error) {
 	err = cmd.Run()
 	combined.Write(stdout.Bytes())
 	if err != nil {
-		return "", fmt.Errorf("%s: %w\n%s", buildScript, err, combined.String())
+		return "", fmt.Errorf("%s: %w\n%s", script, err, combined.String())
 	}
 	dir := lastLine(stdout.String())
 	if dir == "" {
-		return "", fmt.Errorf("%s printed no folder\n%s", buildScript, combined.String())
+		return "", fmt.Errorf("%s printed no folder\n%s", script, combined.String())
 	}
-	return dir, checkBinDir(dir)
+	return dir, nil
 }
 
 // checkBinDir reports any binary or the stage folder missing from dir.

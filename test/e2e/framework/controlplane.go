@@ -20,8 +20,8 @@ import (
 const (
 	adminUser = "admin"
 
-	// KeepDirEnv names the environment variable that, when set, keeps a failed test's scratch
-	// folder (logs, kubeconfigs, etcd data) instead of removing it.
+	// KeepDirEnv names the environment variable that, when set, keeps every control plane's
+	// scratch folder (logs, kubeconfigs, etcd data) instead of removing it.
 	KeepDirEnv = "CPS_E2E_KEEP"
 
 	// startAttempts bounds the retries of a component that lost a race for its port.
@@ -115,10 +115,10 @@ func Start(t testing.TB, opts Options) *ControlPlane {
 		defer children.removeDir(dir)
 		if t.Failed() {
 			cp.DumpLogs(t)
-			if os.Getenv(KeepDirEnv) != "" {
-				t.Logf("kept scratch folder %s", dir)
-				return
-			}
+		}
+		if os.Getenv(KeepDirEnv) != "" {
+			t.Logf("kept scratch folder %s", dir)
+			return
 		}
 		if err := os.RemoveAll(dir); err != nil {
 			t.Errorf("remove scratch folder: %v", err)
