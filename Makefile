@@ -16,14 +16,16 @@ build: ## Build the cps-extender binary into bin/.
 
 IMAGE ?= cps-extender:dev
 .PHONY: image
-image: ## Build the container image (IMAGE=cps-extender:dev) with docker build; needs a Docker daemon; not in `test`.
-	docker build -f deploy/Dockerfile -t $(IMAGE) .
+image: ## The container image IMAGE (cps-extender:dev): docker build if a daemon answers, else bin/image/cps-extender.tar and bin/image/oci without one; PUSH=1 pushes.
+	IMAGE='$(IMAGE)' PUSH='$(PUSH)' GO='$(GO)' test/tools/build-image.sh
 
 .PHONY: lint
 lint: ## go vet (also the e2e-tagged code) and a gofmt check.
 	$(GO) vet ./...
 	$(GO) vet -tags e2e ./test/...
 	$(GO) vet -tags load ./test/load/...
+	cd test/tools/image && $(GO) vet ./...
+	cd test/tools/monitoring && $(GO) vet ./...
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 
 .PHONY: controlplane
@@ -49,6 +51,11 @@ fuzz: ## A short fuzz run ($(FUZZTIME) inputs) of every handler's fuzz target (s
 	    echo "fuzz $$pkg $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZETIME) $$pkg || exit 1; \
 	  done; \
 	done
+
+.PHONY: tools
+tools: ## Tests of the tool modules in test/tools: `make image` without a daemon, checked from the image; deploy/monitoring against the metrics served.
+	cd test/tools/image && $(GO) test -count=1 ./...
+	cd test/tools/monitoring && $(GO) test -count=1 ./...
 
 BENCH ?= .
 BENCHTIME ?= 300ms
@@ -76,7 +83,7 @@ e2e: controlplane volcano ## End-to-end tests on a real local control plane (etc
 	  $(GO) test -tags e2e -count=1 -timeout $(E2E_TIMEOUT) -v ./test/e2e/... ./test/eval/...
 
 .PHONY: test
-test: lint unit fuzz e2e ## Everything CI runs: lint, unit tests (-race), short fuzz runs and the end-to-end suite.
+test: lint unit tools fuzz e2e ## Everything CI runs: lint, unit tests (-race), the tool modules' tests, short fuzz runs and the end-to-end suite.
 
 .PHONY: demo
 demo: controlplane ## Local control plane + extender + kube-scheduler + a sample PS/worker workload; prints where each pod went.

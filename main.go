@@ -3,6 +3,7 @@
 //
 //	cps-extender --config=/etc/cps-extender/config.yaml [--kubeconfig=...] [--listen=:8888] [--url-prefix=/scheduler]
 //	cps-extender explain [--url=http://127.0.0.1:8888] [--json] [--ca-file=...]
+//	cps-extender version
 package main
 
 import (
@@ -14,6 +15,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime"
 	"slices"
 	"syscall"
 	"time"
@@ -38,12 +40,21 @@ import (
 	"github.com/cps-extender/cps-extender/extender/view"
 )
 
+// version and revision name the build; `make image` sets them (-ldflags -X).
+var version, revision = "dev", "unknown"
+
 func main() {
 	var err error
-	if args := os.Args[1:]; len(args) > 0 && args[0] == "explain" {
+	switch args := os.Args[1:]; {
+	case len(args) > 0 && args[0] == "explain":
 		err = runExplain(args[1:], os.Stdout, os.Stderr)
-	} else {
+	case len(args) == 1 && args[0] == "version":
+		fmt.Printf("cps-extender %s (revision %s, %s %s/%s)\n", version, revision, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	default:
 		err = run(args, os.Stderr)
+	}
+	if errors.Is(err, flag.ErrHelp) { // --help: the usage is printed, and asking is no failure
+		return
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "cps-extender:", err)
@@ -92,6 +103,7 @@ func run(args []string, stderr io.Writer) error {
 	cluster := view.NewCluster(view.ClusterOptions{Log: log, Client: client, Dynamic: dyn, Config: cfg, Metrics: meters,
 		Turns: podTurns, Holds: gangGate})
 	meters.WatchInformers(cluster)
+	meters.WatchReady(cluster)
 	verbs, err := scheduler.New(log, func() scheduler.Decisions { return cluster.Decisions() }, gangGate.For(cluster), podTurns)
 	if err != nil {
 		return err
@@ -108,7 +120,7 @@ func run(args []string, stderr io.Writer) error {
 		return err
 	}
 	handler, err := server.New(server.Options{
-		Log: log, MaxRequestBytes: cfg.MaxRequestBytes, Ready: cluster, Queue: cluster, Metrics: meters,
+		Log: log, MaxRequestBytes: cfg.MaxRequestBytes, Ready: cluster, Queue: cluster, Layout: cluster, Metrics: meters,
 		Routes: slices.Concat(verbs.Routes(cfg.URLPrefix), vc.Routes()),
 	})
 	if err != nil {
@@ -200,7 +212,7 @@ func loadConfig(args []string, stderr io.Writer) (config.Config, configSource, e
 		return config.Config{}, configSource{}, err
 	}
 	if fs.NArg() > 0 {
-		return config.Config{}, configSource{}, fmt.Errorf("unexpected arguments: %v (subcommands: explain)", fs.Args())
+		return config.Config{}, configSource{}, fmt.Errorf("unexpected arguments: %v (subcommands: explain, version)", fs.Args())
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })

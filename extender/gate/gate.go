@@ -262,6 +262,7 @@ func (g *Gate) hold(ctx context.Context, job *priority.Job, d *priority.Decision
 	g.notify() // held pods count as placed
 
 	if gathered {
+		g.metrics.GangGathered(now.Sub(gat.start))
 		g.log.Info("gang gathered: binding", zap.String("job", job.Key), zap.Int("pods", held), zap.Int("bound", d.Bound), zap.Int("min", gat.min))
 		go g.release(gat)
 	} else {
@@ -370,6 +371,7 @@ func (g *Gate) expire(gat *gathering) {
 		h.result <- err
 	}
 	g.mu.Unlock()
+	g.metrics.HoldTimeout(gat.min)
 	g.log.Warn("hold timeout", zap.String("job", gat.job), zap.Int("held", len(gat.holds)), zap.Int("min", gat.min), zap.Duration("coolDown", wait), zap.Int("failures", cs.failures))
 	g.notify()
 }

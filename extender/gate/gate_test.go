@@ -471,7 +471,7 @@ func TestGateGatesAJobCreatedAnew(t *testing.T) {
 }
 
 // TestGateCountsOutcomes: every way a bind ends is counted under its outcome, and failed
-// Bindings in bind failures.
+// Bindings in bind failures; a gathered gang's gather time, a timed-out one by its size.
 func TestGateCountsOutcomes(t *testing.T) {
 	running := priority.Job{Key: "ns/run", MinMember: 1, Created: time.Unix(1_600_000_000, 0), Pods: []priority.Pod{
 		fixture.GangPod("run-0", priority.RoleWorker, 0, priority.PodBound, "n1"),
@@ -495,12 +495,21 @@ func TestGateCountsOutcomes(t *testing.T) {
 		{"a gathered gang", func(g *testGate, clk *testingclock.FakeClock) {
 			bindConcurrently(context.Background(), g, "a-ps-0", "a-w-0", "a-w-1")
 		}, []string{`cps_extender_gate_decisions_total{outcome="gathered",verb="bind"} 3`, `cps_extender_bind_failures_total 0`}},
+		{"a gang that gathers over 3 s", func(g *testGate, clk *testingclock.FakeClock) {
+			first := startBinds(g, "a-ps-0")
+			waitHeld(t, g, 1)
+			clk.Step(3 * time.Second)
+			bindConcurrently(context.Background(), g, "a-w-0", "a-w-1")
+			first()
+		}, []string{`cps_extender_gang_gather_seconds_bucket{le="2"} 0`, `cps_extender_gang_gather_seconds_bucket{le="5"} 1`,
+			`cps_extender_gang_gather_seconds_sum 3`, `cps_extender_hold_timeouts_total{size="3-8"} 0`}},
 		{"a hold timeout", func(g *testGate, clk *testingclock.FakeClock) {
 			answers := startBinds(g, "a-ps-0", "a-w-0")
 			waitHeld(t, g, 2)
 			clk.Step(20 * time.Second)
 			answers()
-		}, []string{`cps_extender_gate_decisions_total{outcome="timeout",verb="bind"} 2`}},
+		}, []string{`cps_extender_gate_decisions_total{outcome="timeout",verb="bind"} 2`,
+			`cps_extender_hold_timeouts_total{size="3-8"} 1`, `cps_extender_hold_timeouts_total{size="1-2"} 0`, `cps_extender_gang_gather_seconds_count 0`}},
 		{"a hold that expires while the gang grows", func(g *testGate, clk *testingclock.FakeClock) {
 			first := startBinds(g, "a-ps-0")
 			waitHeld(t, g, 1)

@@ -4,6 +4,7 @@ package metrics
 
 import (
 	"net/http"
+	"slices"
 	"sort"
 	"strconv"
 	"sync/atomic"
@@ -31,6 +32,9 @@ type Metrics struct {
 	reloads       *prometheus.CounterVec
 	nudges        *prometheus.CounterVec
 	informers     *informerCollector
+	jobs          *jobMetrics
+	// names are the metric names served, a histogram's as its series (see Names).
+	names []string
 }
 
 // The results counted by cps_extender_turn_nudges_total.
@@ -56,63 +60,98 @@ const (
 	OutcomeFailed     = "failed"     // the Binding failed (or its PS did)
 )
 
-// NewMetrics creates the metrics and registers them with reg, which /metrics then serves
+// New creates the metrics and registers them with reg, which /metrics then serves
 // (a private registry: tests stay isolated).
 func New(reg *prometheus.Registry) *Metrics {
-	m := &Metrics{
-		gatherer: reg,
-		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "cps_extender_requests_total",
-			Help: "Scheduler extender requests by verb and HTTP status code.",
-		}, []string{"verb", "code"}),
-		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name: "cps_extender_request_duration_seconds",
-			Help: "Latency of scheduler extender requests by verb (bind includes the time a bind is held).",
-			// The hot path answers in well under a millisecond; held binds take seconds. 2 ms
-			// is the filter and prioritize budget the load test checks.
-			Buckets: []float64{.0001, .00025, .0005, .001, .002, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 20, 30},
-		}, []string{"verb"}),
-		decisions: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "cps_extender_gate_decisions_total",
-			Help: "Gate decisions: filter admitted/waiting; bind passed/gathered/refused/timeout/expired/cancelled/superseded/failed.",
-		}, []string{"verb", "outcome"}),
-		queueJobs: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "cps_extender_queue_jobs",
-			Help: "Jobs in the extender's view by state: waiting, admitted, running, unschedulable (cannot fit even with no other job's pods).",
-		}, []string{"state"}),
-		queueLength: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "cps_extender_queue_length",
-			Help: "Jobs in the admission queue (admitted or waiting: neither running nor unschedulable).",
-		}),
-		heldBinds: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "cps_extender_held_binds",
-			Help: "Bind requests held while their gang gathers.",
-		}),
-		bindFailures: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "cps_extender_bind_failures_total",
-			Help: "Binding calls to the API server that failed.",
-		}),
-		waitingEvents: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "cps_extender_waiting_events_total",
-			Help: "WaitingForTurn events on pods: sent, or suppressed by the per-pod rate limit.",
-		}, []string{"result"}),
-		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "cps_extender_config_reloads_total",
-			Help: "Config file changes seen: applied, or rejected as invalid.",
-		}, []string{"result"}),
-		nudges: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "cps_extender_turn_nudges_total",
-			Help: "Writes of the turn annotation on pods the filter had turned away, once their job's turn came: sent, skipped (not needed), failed.",
-		}, []string{"result"}),
-		informers: &informerCollector{desc: prometheus.NewDesc("cps_extender_informer_synced",
-			"1 when the informer's cache has synced, by informer.", []string{"informer"}, nil)},
+	m := &Metrics{gatherer: reg}
+	m.requests = m.counterVec(prometheus.CounterOpts{
+		Name: "cps_extender_requests_total",
+		Help: "Scheduler extender requests by verb and HTTP status code.",
+	}, "verb", "code")
+	m.duration = m.histogramVec(prometheus.HistogramOpts{
+		Name: "cps_extender_request_duration_seconds",
+		Help: "Latency of scheduler extender requests by verb (bind includes the time a bind is held).",
+		// The hot path answers in well under a millisecond; held binds take seconds. 2 ms
+		// is the filter and prioritize budget the load test checks.
+		Buckets: []float64{.0001, .00025, .0005, .001, .002, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 20, 30},
+	}, "verb")
+	m.decisions = m.counterVec(prometheus.CounterOpts{
+		Name: "cps_extender_gate_decisions_total",
+		Help: "Gate decisions: filter admitted/waiting; bind passed/gathered/refused/timeout/expired/cancelled/superseded/failed.",
+	}, "verb", "outcome")
+	m.queueJobs = m.gaugeVec(prometheus.GaugeOpts{
+		Name: "cps_extender_queue_jobs",
+		Help: "Jobs in the extender's view by state: waiting, admitted, running, unschedulable (cannot fit even with no other job's pods).",
+	}, "state")
+	m.queueLength = m.gauge(prometheus.GaugeOpts{
+		Name: "cps_extender_queue_length",
+		Help: "Jobs in the admission queue (admitted or waiting: neither running nor unschedulable).",
+	})
+	m.heldBinds = m.gauge(prometheus.GaugeOpts{
+		Name: "cps_extender_held_binds",
+		Help: "Bind requests held while their gang gathers.",
+	})
+	m.bindFailures = m.counter(prometheus.CounterOpts{
+		Name: "cps_extender_bind_failures_total",
+		Help: "Binding calls to the API server that failed.",
+	})
+	m.waitingEvents = m.counterVec(prometheus.CounterOpts{
+		Name: "cps_extender_waiting_events_total",
+		Help: "WaitingForTurn events on pods: sent, or suppressed by the per-pod rate limit.",
+	}, "result")
+	m.reloads = m.counterVec(prometheus.CounterOpts{
+		Name: "cps_extender_config_reloads_total",
+		Help: "Config file changes seen: applied, or rejected as invalid.",
+	}, "result")
+	m.nudges = m.counterVec(prometheus.CounterOpts{
+		Name: "cps_extender_turn_nudges_total",
+		Help: "Writes of the turn annotation on pods the filter had turned away, once their job's turn came: sent, skipped (not needed), failed.",
+	}, "result")
+	m.informers = &informerCollector{
+		syncedDesc: prometheus.NewDesc("cps_extender_informer_synced", "1 when the informer's cache has synced, by informer.", []string{"informer"}, nil),
+		readyDesc: prometheus.NewDesc("cps_extender_ready",
+			"1 when the extender is ready (as /readyz): its informers have synced and the first queue is computed.", nil, nil),
 	}
+	m.names = append(m.names, "cps_extender_informer_synced", "cps_extender_ready")
+	m.jobs = newJobMetrics(m)
 	reg.MustRegister(m.requests, m.duration, m.decisions, m.queueJobs, m.queueLength, m.heldBinds,
 		m.bindFailures, m.waitingEvents, m.reloads, m.nudges, m.informers)
+	m.jobs.register(reg)
 	for _, state := range []priority.JobPhase{priority.PhaseWaiting, priority.PhaseAdmitted, priority.PhaseRunning, priority.PhaseUnschedulable} {
 		m.queueJobs.WithLabelValues(phaseLabel(state))
 	}
+	slices.Sort(m.names)
 	return m
+}
+
+// Names lists the names of the series the extender's own metrics serve, sorted: a
+// histogram's _bucket, _sum and _count (the Go runtime and process collectors main adds are
+// not among them). The dashboard and alert rules in deploy/monitoring name only these.
+func (m *Metrics) Names() []string { return slices.Clone(m.names) }
+
+func (m *Metrics) counterVec(opts prometheus.CounterOpts, labels ...string) *prometheus.CounterVec {
+	m.names = append(m.names, opts.Name)
+	return prometheus.NewCounterVec(opts, labels)
+}
+
+func (m *Metrics) counter(opts prometheus.CounterOpts) prometheus.Counter {
+	m.names = append(m.names, opts.Name)
+	return prometheus.NewCounter(opts)
+}
+
+func (m *Metrics) gauge(opts prometheus.GaugeOpts) prometheus.Gauge {
+	m.names = append(m.names, opts.Name)
+	return prometheus.NewGauge(opts)
+}
+
+func (m *Metrics) gaugeVec(opts prometheus.GaugeOpts, labels ...string) *prometheus.GaugeVec {
+	m.names = append(m.names, opts.Name)
+	return prometheus.NewGaugeVec(opts, labels)
+}
+
+func (m *Metrics) histogramVec(opts prometheus.HistogramOpts, labels ...string) *prometheus.HistogramVec {
+	m.names = append(m.names, opts.Name+"_bucket", opts.Name+"_sum", opts.Name+"_count")
+	return prometheus.NewHistogramVec(opts, labels)
 }
 
 // Handler serves the registry in the Prometheus exposition format.
@@ -206,6 +245,19 @@ type InformerStatus interface {
 	InformersSynced() map[string]bool
 }
 
+// ReadyStatus reports whether the extender is ready (as /readyz).
+type ReadyStatus interface {
+	Ready() bool
+}
+
+// WatchReady reports src's readiness as cps_extender_ready, read at every scrape.
+func (m *Metrics) WatchReady(src ReadyStatus) {
+	if m == nil {
+		return
+	}
+	m.informers.ready.Store(&src)
+}
+
 // WatchInformers reports the sync state of src's informers as cps_extender_informer_synced,
 // read at every scrape.
 func (m *Metrics) WatchInformers(src InformerStatus) {
@@ -215,15 +267,26 @@ func (m *Metrics) WatchInformers(src InformerStatus) {
 	m.informers.src.Store(&src)
 }
 
-// informerCollector reads the informers' sync state when scraped.
+// informerCollector reads the informers' sync state and the readiness when scraped.
 type informerCollector struct {
-	desc *prometheus.Desc
-	src  atomic.Pointer[InformerStatus]
+	syncedDesc, readyDesc *prometheus.Desc
+	src                   atomic.Pointer[InformerStatus]
+	ready                 atomic.Pointer[ReadyStatus]
 }
 
-func (c *informerCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+func (c *informerCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.syncedDesc
+	ch <- c.readyDesc
+}
 
 func (c *informerCollector) Collect(ch chan<- prometheus.Metric) {
+	if ready := c.ready.Load(); ready != nil {
+		v := 0.0
+		if (*ready).Ready() {
+			v = 1
+		}
+		ch <- prometheus.MustNewConstMetric(c.readyDesc, prometheus.GaugeValue, v)
+	}
 	src := c.src.Load()
 	if src == nil {
 		return
@@ -239,6 +302,6 @@ func (c *informerCollector) Collect(ch chan<- prometheus.Metric) {
 		if synced[name] {
 			v = 1
 		}
-		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, v, name)
+		ch <- prometheus.MustNewConstMetric(c.syncedDesc, prometheus.GaugeValue, v, name)
 	}
 }

@@ -1,6 +1,7 @@
 // Package server is the extender's HTTP plumbing: routing, body limits, JSON errors, the
-// access log, request metrics, health and readiness, /debug/queue and TLS certificates. It
-// knows the verbs only as routes (wire.Route) and imports wire, metrics and the model.
+// access log, request metrics, health and readiness, /debug/queue, /debug/nodes, the queue
+// page /ui and TLS certificates. It knows the verbs only as routes (wire.Route) and imports
+// wire, metrics and the model.
 package server
 
 import (
@@ -28,6 +29,7 @@ type Server struct {
 	maxBytes int64
 	ready    ReadyChecker
 	queue    QueueSource
+	layout   LayoutSource
 	metrics  *metrics.Metrics
 	router   *httprouter.Router
 	// verbs lists the verbs served under each route prefix, for the 404 of an unknown verb.
@@ -43,6 +45,8 @@ type Options struct {
 	Routes []wire.Route
 	// Queue serves /debug/queue; nil leaves the endpoint out.
 	Queue QueueSource
+	// Layout serves /debug/nodes and, with Queue, the queue page /ui; nil leaves them out.
+	Layout LayoutSource
 	// Metrics counts requests and serves /metrics; nil leaves them out.
 	Metrics *metrics.Metrics
 }
@@ -62,7 +66,7 @@ func New(o Options) (*Server, error) {
 	if len(missing) > 0 {
 		return nil, fmt.Errorf("extender server: missing %s", strings.Join(missing, ", "))
 	}
-	s := &Server{log: o.Log, maxBytes: o.MaxRequestBytes, ready: o.Ready, queue: o.Queue, metrics: o.Metrics, verbs: map[string][]string{}}
+	s := &Server{log: o.Log, maxBytes: o.MaxRequestBytes, ready: o.Ready, queue: o.Queue, layout: o.Layout, metrics: o.Metrics, verbs: map[string][]string{}}
 	r := httprouter.New()
 	r.RedirectTrailingSlash = false
 	r.RedirectFixedPath = false
@@ -81,6 +85,14 @@ func New(o Options) (*Server, error) {
 	r.GET("/readyz", s.readyz)
 	if s.queue != nil {
 		r.GET("/debug/queue", s.debugQueue)
+	}
+	if s.layout != nil {
+		r.GET("/debug/nodes", s.debugNodes)
+		if s.queue != nil {
+			if err := routeUI(r); err != nil {
+				return nil, err
+			}
+		}
 	}
 	if s.metrics != nil {
 		r.Handler(http.MethodGet, "/metrics", s.metrics.Handler())

@@ -59,6 +59,7 @@ type Cluster struct {
 	// admitSpace pools *priority.Workspace: Admit's scratch space, reused recompute after
 	// recompute instead of allocated anew.
 	admitSpace sync.Pool
+	waits      jobWaits // for the job metrics (waits.go)
 }
 
 // viewConfig is the part of the configuration the view computes with; it can be swapped

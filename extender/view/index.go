@@ -566,7 +566,7 @@ func trimForCache(obj any) (any, error) {
 			}}
 		}
 		pod.Spec = corev1.PodSpec{
-			NodeName: spec.NodeName, SchedulerName: spec.SchedulerName, Priority: spec.Priority,
+			NodeName: spec.NodeName, SchedulerName: spec.SchedulerName, Priority: spec.Priority, PriorityClassName: spec.PriorityClassName,
 			SchedulingGates: spec.SchedulingGates, SchedulingGroup: spec.SchedulingGroup, Overhead: spec.Overhead, Resources: spec.Resources,
 			NodeSelector: spec.NodeSelector, Affinity: affinity, Tolerations: spec.Tolerations,
 			Containers: containerResources(spec.Containers), InitContainers: containerResources(spec.InitContainers),

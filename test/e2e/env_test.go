@@ -25,6 +25,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/watch"
 
+	"github.com/cps-extender/cps-extender/priority"
 	"github.com/cps-extender/cps-extender/test/e2e/framework"
 )
 
@@ -485,15 +486,20 @@ func (e *env) use(t *testing.T) func() {
 
 // queueJob is one job of the extender's /debug/queue.
 type queueJob struct {
-	Job      string  `json:"job"`
-	Phase    string  `json:"phase"`
-	Position int     `json:"position"`
-	P        float64 `json:"p"`
-	Starved  bool    `json:"starved"`
-	Reason   string  `json:"reason"`
-	Wait     string  `json:"wait"`
-	Blocker  string  `json:"blocker"`
-	Pods     int     `json:"pods"`
+	Job       string             `json:"job"`
+	Phase     string             `json:"phase"`
+	Position  int                `json:"position"`
+	P         float64            `json:"p"`
+	Terms     map[string]float64 `json:"terms"`
+	Starved   bool               `json:"starved"`
+	Reason    string             `json:"reason"`
+	Wait      string             `json:"wait"`
+	Blocker   string             `json:"blocker"`
+	Pods      int                `json:"pods"`
+	Bound     int                `json:"bound"`
+	Held      int                `json:"held"`
+	MinMember int                `json:"minMember"`
+	Placement priority.Placement `json:"placement"`
 }
 
 // queue reads the extender's admission queue, by job key.

@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -50,10 +51,14 @@ func lastBound(t *testing.T, rec *bindRecorder, j jobSpec) time.Time {
 	t.Helper()
 	var last time.Time
 	for _, p := range j.pods() {
-		at, ok := rec.BoundAt(p.name)
-		if !ok {
-			t.Fatalf("%s of %s was not seen bound", p.name, j.name)
-		}
+		// The caller saw the pod bound in a list; the watch event may still be on its way
+		// (seen late on a loaded machine, after waitJobBound had returned).
+		var at time.Time
+		framework.WaitFor(t, 10*time.Second, p.name+" of "+j.name+" seen bound by the watch", func() (bool, error) {
+			var ok bool
+			at, ok = rec.BoundAt(p.name)
+			return ok, errors.New("no bound event yet")
+		})
 		if at.After(last) {
 			last = at
 		}

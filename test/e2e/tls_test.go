@@ -29,17 +29,10 @@ func TestSchedulerOverHTTPS(t *testing.T) {
 	testcerts.WriteFile(t, caFile, ca.PEM)
 	ca.IssueFiles(t, 100, certFile, keyFile)
 	roots := ca.Pool()
-	e.extTLS = &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}
+	e.extTLS = newTLSClientConfig(ca)
 
 	e.startExtender(fmt.Sprintf("tls:\n  certFile: %s\n  keyFile: %s\nreload:\n  interval: 1s\n", certFile, keyFile))
-	e.startScheduler(true, func(cfg string) string {
-		plain := "urlPrefix: http://" + e.extAddr + "/scheduler"
-		if !strings.Contains(cfg, plain) || !strings.Contains(cfg, "enableHTTPS: false") {
-			t.Fatalf("the scheduler config has no %q or no enableHTTPS: false", plain)
-		}
-		cfg = strings.Replace(cfg, plain, "urlPrefix: https://"+e.extAddr+"/scheduler", 1)
-		return strings.Replace(cfg, "enableHTTPS: false", "enableHTTPS: true\n  tlsConfig:\n    caFile: "+caFile, 1)
-	})
+	e.startScheduler(true, schedulerOverHTTPS(t, e, caFile))
 	if resp, err := http.Get("http://" + e.extAddr + "/readyz"); err == nil {
 		resp.Body.Close()
 		if resp.StatusCode == http.StatusOK {
@@ -72,6 +65,25 @@ func TestSchedulerOverHTTPS(t *testing.T) {
 	second := jobSpec{name: "tls-b", ps: 1, workers: 3}
 	e.createJobs(second)
 	e.waitJobBound(second, 90*time.Second)
+}
+
+// newTLSClientConfig trusts the certificates ca issues, for the helpers that talk to the
+// extender.
+func newTLSClientConfig(ca *testcerts.CA) *tls.Config {
+	return &tls.Config{RootCAs: ca.Pool(), MinVersion: tls.VersionTLS12}
+}
+
+// schedulerOverHTTPS edits the shipped scheduler config to call the extender over HTTPS,
+// trusting caFile (enableHTTPS with tlsConfig.caFile, as an operator would configure it).
+func schedulerOverHTTPS(t *testing.T, e *env, caFile string) func(string) string {
+	return func(cfg string) string {
+		plain := "urlPrefix: http://" + e.extAddr + "/scheduler"
+		if !strings.Contains(cfg, plain) || !strings.Contains(cfg, "enableHTTPS: false") {
+			t.Fatalf("the scheduler config has no %q or no enableHTTPS: false", plain)
+		}
+		cfg = strings.Replace(cfg, plain, "urlPrefix: https://"+e.extAddr+"/scheduler", 1)
+		return strings.Replace(cfg, "enableHTTPS: false", "enableHTTPS: true\n  tlsConfig:\n    caFile: "+caFile, 1)
+	}
 }
 
 // servedSerial handshakes with the extender (verifying its certificate against roots) and
