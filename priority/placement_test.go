@@ -436,6 +436,14 @@ func TestSpreadAfter(t *testing.T) {
 			}
 		})
 	}
+	t.Run("strict: spread at once, a waiting head would stop every job behind it", func(t *testing.T) {
+		strict := m
+		strict.Policy = priority.PolicyStrict
+		d, _ := strict.Admit(topoState(nodes, big(time.Minute)), t0).Lookup("ns/big")
+		if d.Phase != priority.PhaseAdmitted || d.Placement.Level != zoneKey {
+			t.Errorf("phase %s, placement %s; want admitted over both racks", d.Phase, d.Placement)
+		}
+	})
 }
 
 // TestPSDoesNotTakeItsWorkersRoom replays a state seen in the medium evaluation: cpu is short

@@ -581,9 +581,12 @@ func place(c *capacity, v *jobView, patience func(v *jobView, span int) int) str
 // patience is the level of the nearest-level domain a job should wait for rather than be
 // spread up to span (see Model.SpreadAfter): the lowest topology level below span one of
 // whose domains could hold the job were the other jobs gone (reach: the table of the nodes'
-// Capacity), while the job is younger than SpreadAfter and not starved; 0 otherwise.
+// Capacity), while the job is younger than SpreadAfter and not starved, and the policy is
+// not strict; 0 otherwise.
 func (m Model) patience(reach func() *capacity, v *jobView, span int) int {
-	if m.SpreadAfter <= 0 || v.wait >= m.SpreadAfter || v.d.Starved {
+	// Under strict a job that waits stops every job behind it: its locality is not worth
+	// that.
+	if m.SpreadAfter <= 0 || v.wait >= m.SpreadAfter || v.d.Starved || m.Policy == PolicyStrict {
 		return 0
 	}
 	r := reach()

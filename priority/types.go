@@ -215,7 +215,8 @@ type Model struct {
 	// SpreadAfter is how long after its creation a job whose gang one domain of the
 	// nearest topology level (a rack) could hold, were it empty, waits for one with room
 	// rather than being spread over several: a gang spread over racks runs slower for as
-	// long as it runs. The wait ends earlier when a domain frees. 0 spreads at once.
+	// long as it runs. The wait ends earlier when a domain frees. 0 spreads at once; so
+	// does the strict policy, where a job that waits stops every job behind it.
 	SpreadAfter time.Duration
 }
 
