@@ -249,8 +249,9 @@ type capacity struct {
 	lay  *layout
 	sums [][]int64
 	// placer is place's gang placer, reset job after job; kept is keepPlan's scratch.
-	placer gangPlacer
-	kept   []keptNode
+	placer    gangPlacer
+	kept      []keptNode
+	keptNeeds []dimNeed
 
 	// unknown[p] counts the nodes before position p+1 whose Capacity is not known (nil),
 	// in a table built from Capacity; nil when there are none.
@@ -467,6 +468,12 @@ func (c *capacity) usable(n int, d demand) bool {
 
 // nodeIndex finds a node by name (-1 when absent).
 func (c *capacity) nodeIndex(name string) int {
+	if c.lay != nil { // the table is in the layout's order
+		if p, ok := c.lay.pos[name]; ok {
+			return int(p)
+		}
+		return -1
+	}
 	if c.byName == nil {
 		c.byName = make(map[string]int, len(c.nodes))
 		for i, n := range c.nodes {

@@ -346,9 +346,8 @@ func TestTurnsKeepTheirPlan(t *testing.T) {
 	first := m.Admit(topoState(nodes, a), t0)
 	da, _ := first.Lookup("ns/a")
 	rackOfA := where(nodes, a, da.Plan)[0]
-	turns := priority.TurnsOf(first)
-	if turns["ns/a"].Since != t0 {
-		t.Fatalf("turns %v, want ns/a since %v", turns, t0)
+	if da.TurnSince != t0 {
+		t.Fatalf("a's turn since %v, want %v", da.TurnSince, t0)
 	}
 
 	for _, tc := range []struct {
@@ -361,14 +360,15 @@ func TestTurnsKeepTheirPlan(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := topoState(nodes, a, b)
-			s.Turns = turns
+			s.Previous = first
 			q := m.Admit(s, t0.Add(tc.after))
 			da, _ := q.Lookup("ns/a")
 			db, _ := q.Lookup("ns/b")
 			if da.Phase != priority.PhaseAdmitted || db.Phase != priority.PhaseAdmitted {
 				t.Fatalf("phases a %s, b %s; want both admitted, a rack each", da.Phase, db.Phase)
 			}
-			kept := cmp.Equal(da.Plan, turns["ns/a"].Plan)
+			prev, _ := first.Lookup("ns/a")
+			kept := cmp.Equal(da.Plan, prev.Plan)
 			if kept != tc.aKeeps {
 				t.Errorf("a's plan kept = %v, want %v: %v (was %v)", kept, tc.aKeeps, where(nodes, a, da.Plan), rackOfA)
 			}

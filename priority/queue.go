@@ -81,8 +81,9 @@ type jobView struct {
 	// patient: the job waits for one domain of its required level, which it set for the
 	// time being, instead of spreading (Model.SpreadAfter).
 	patient bool
-	// turn is the job's Turn in State.Turns, when it keeps it.
-	turn *Turn
+	// turn is the job's Turn from State.Previous, when it keeps it (hasTurn).
+	turn    Turn
+	hasTurn bool
 	// placed is the job's bound and held pods and placedDemands what they take; the
 	// check for a job that can never fit counts them where they are.
 	placed        []*Pod
@@ -167,8 +168,8 @@ func (m Model) AdmitIn(s State, now time.Time, w *Workspace) *Queue {
 	for i := range s.Jobs {
 		v := &views[i]
 		v.job, v.d = &s.Jobs[i], &decisions[i]
-		if t, ok := s.Turns[v.job.Key]; ok && m.TurnHold > 0 && now.Sub(t.Since) < m.TurnHold {
-			v.turn = &t
+		if t, ok := s.Previous.turn(v.job.Key); ok && m.TurnHold > 0 && now.Sub(t.Since) < m.TurnHold {
+			v.turn, v.hasTurn = t, true
 		}
 		if m.viewJob(v, s.CoolDown, now, &pendingBuf) {
 			q.Running = append(q.Running, v.d)
@@ -272,7 +273,7 @@ func (m Model) AdmitIn(s State, now time.Time, w *Workspace) *Queue {
 				c.commit()
 				d.Phase = PhaseAdmitted
 				d.TurnSince = now
-				if v.turn != nil {
+				if v.hasTurn {
 					d.TurnSince = v.turn.Since
 				}
 				d.Plan = make(map[string]string, len(v.plan))
@@ -401,7 +402,7 @@ func (m Model) viewJob(v *jobView, coolDown map[string]time.Time, now time.Time,
 		v.class = classRepair
 	case d.Held > 0:
 		v.class = classGathering
-	case v.turn != nil:
+	case v.hasTurn:
 		v.class = classTurn
 	case d.Starved:
 		v.class = classStarved
@@ -536,7 +537,7 @@ func namespaceOf(key string) string {
 func place(c *capacity, v *jobView, patience func(v *jobView, span int) int) string {
 	v.plan = v.plan[:0]
 	start := c.mark()
-	if v.turn != nil && keepPlan(c, v) {
+	if v.hasTurn && keepPlan(c, v) {
 		return ""
 	}
 	c.rollbackTo(start)
@@ -669,7 +670,8 @@ func keepPlan(c *capacity, v *jobView) bool {
 		}
 		v.plan = append(v.plan, plannedPod{uid: p.UID, node: at, role: p.Role})
 	}
-	var needs []dimNeed
+	needs := c.keptNeeds[:0]
+	defer func() { c.keptNeeds = needs[:0] }()
 	for _, n := range kept {
 		needs = needs[:0]
 		for dim, amount := range n.sum {
@@ -692,19 +694,13 @@ type keptNode struct {
 	sum []int64
 }
 
-// TurnsOf is the turns q gives for the next queue's State.Turns: its admitted jobs, since
-// when each has had the turn, and its plan.
-func TurnsOf(q *Queue) map[string]Turn {
-	if q == nil {
-		return nil
+// turn is the turn q gave a job: when it had the turn and where its pods were planned.
+func (q *Queue) turn(key string) (Turn, bool) {
+	d, ok := q.Lookup(key)
+	if !ok || d.Phase != PhaseAdmitted {
+		return Turn{}, false
 	}
-	out := map[string]Turn{}
-	for _, d := range q.Order {
-		if d.Phase == PhaseAdmitted {
-			out[d.Key] = Turn{Since: d.TurnSince, Plan: d.Plan}
-		}
-	}
-	return out
+	return Turn{Since: d.TurnSince, Plan: d.Plan}, true
 }
 
 // plannedPod is where the fit put one pending pod (a node index of the capacity table).

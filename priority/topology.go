@@ -18,6 +18,9 @@ type layout struct {
 	names []string // node names, by input index
 	order []int32  // input index of the node at each position
 	at    []int32  // position of each input index
+	// pos is each node's position by name, so that a capacity table built in this order
+	// looks nodes up without a map of its own each time.
+	pos map[string]int32
 	// dom[l][p] is the domain number of position p at topology level l (0: the nearest
 	// level listed, e.g. rack); span[l][d] is domain d's [start, end) positions.
 	dom  [][]int32
@@ -65,8 +68,12 @@ func newLayout(nodes []Node, topology []string, labelsOf func(node string) map[s
 		}
 		return strings.Compare(lay.names[a], lay.names[b])
 	})
+	lay.pos = make(map[string]int32, n)
 	for p, i := range lay.order {
 		lay.at[i] = int32(p)
+		if _, dup := lay.pos[lay.names[i]]; !dup {
+			lay.pos[lay.names[i]] = int32(p)
+		}
 	}
 	lay.dom = make([][]int32, levels)
 	lay.span = make([][][2]int32, levels)

@@ -206,7 +206,7 @@ type Model struct {
 	// StarvationBound sends a job that has waited longer than it to the front of the queue.
 	StarvationBound time.Duration
 	Policy          Policy
-	// TurnHold is how long a job that has the turn (State.Turns) keeps it: it is walked
+	// TurnHold is how long a job that has the turn (State.Previous) keeps it: it is walked
 	// right after the jobs gathering at bind, ahead of newcomers of higher P, and its pods
 	// keep their planned nodes while those fit. kube-scheduler places an admitted job's
 	// pods over a second or so; a plan that moved under them meanwhile would send them
@@ -220,7 +220,7 @@ type Model struct {
 	SpreadAfter time.Duration
 }
 
-// Turn is a job's turn as the previous queue gave it (see TurnsOf).
+// Turn is a job's turn as the previous queue gave it (State.Previous).
 type Turn struct {
 	// Since is when the job got the turn.
 	Since time.Time
@@ -241,9 +241,9 @@ type State struct {
 	// CoolDown holds, by job key, the time until which a job may not take the turn
 	// (the gate's circuit breaker after a hold timeout).
 	CoolDown map[string]time.Time
-	// Turns holds, by job key, the jobs that had the turn in the previous queue (TurnsOf
-	// of it): they keep it for Model.TurnHold. Nil: none (a first queue, or a restart).
-	Turns map[string]Turn
+	// Previous is the queue computed before this one: the jobs it admitted keep their turn
+	// for Model.TurnHold. Nil: none (a first queue, or a restart).
+	Previous *Queue
 }
 
 // JobPhase is a job's place in the admission queue.
@@ -304,8 +304,8 @@ type Decision struct {
 	// (pod UID -> node). Affinity scores treat planned pods as placed, so that the pods of
 	// a gang agree on where to go before any of their binds has reached the extender.
 	Plan map[string]string `json:"plan,omitempty"`
-	// TurnSince is, for an admitted job, when it got the turn: now, or the Since of its
-	// Turn in State.Turns.
+	// TurnSince is, for an admitted job, when it got the turn: now, or its TurnSince in
+	// State.Previous when it was admitted there.
 	TurnSince time.Time `json:"turnSince,omitzero"`
 	// Placement says where the plan puts an admitted job. For a job that reserves, its
 	// Level and Domains name the domain of the reservation ("cluster" when it is not kept

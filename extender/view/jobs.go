@@ -29,9 +29,10 @@ type membership struct {
 	// hardPSAntiAffinity is set by a Volcano PodGroup whose task-topology anti-affinity
 	// names the PS task: its PS must sit on distinct nodes.
 	hardPSAntiAffinity bool
-	// topology is what the pod's annotations ask of its job's placement; the PodGroup's
-	// required key is taken when the pod names none.
-	topology priority.TopologyRequest
+	// topology is what the pod's annotations ask of its job's placement, the PodGroup's
+	// required key taken when the pod names none; nil when neither asks anything (most
+	// pods: a pointer keeps the record small, and the recompute reads 10k of them).
+	topology *priority.TopologyRequest
 }
 
 // membershipOf tells which job a pod belongs to, checking the sources in order: Volcano
@@ -82,7 +83,9 @@ func podMembership(g config.GangConfig, pod *corev1.Pod) (membership, bool) {
 	}
 	m.user = labels[g.UserLabel]
 	m.urgent = gang.IsTrue(labels[g.UrgentLabel]) || gang.IsTrue(annotations[g.UrgentLabel])
-	m.topology = priority.TopologyRequest{Required: annotations[g.RequiredTopologyAnnotation], Preferred: annotations[g.PreferredTopologyAnnotation]}
+	if req, pref := annotations[g.RequiredTopologyAnnotation], annotations[g.PreferredTopologyAnnotation]; req != "" || pref != "" {
+		m.topology = &priority.TopologyRequest{Required: req, Preferred: pref}
+	}
 	return m, true
 }
 
@@ -122,8 +125,12 @@ func (m membership) lookupGroup(groups gang.PodGroupLookup, namespace string) gr
 
 func (m membership) withGroupPart(g groupPart) membership {
 	m.minMember, m.created, m.hardPSAntiAffinity = g.minMember, g.created, g.hardPSAntiAffinity
-	if m.topology.Required == "" {
-		m.topology.Required = g.requiredTopology
+	if g.requiredTopology != "" && (m.topology == nil || m.topology.Required == "") {
+		t := priority.TopologyRequest{Required: g.requiredTopology}
+		if m.topology != nil {
+			t.Preferred = m.topology.Preferred
+		}
+		m.topology = &t
 	}
 	if m.minMember == 0 {
 		m.minMember = m.labelMinMember

@@ -75,7 +75,7 @@ func TestMembershipOf(t *testing.T) {
 			group:  "wg",
 			labels: map[string]string{g.RoleLabel: "worker", g.IndexLabel: "2"},
 			want: membership{jobKey: "ns/wg", source: gang.SourceWorkload, role: priority.RoleWorker, index: 2, minMember: 6, created: created,
-				topology: priority.TopologyRequest{Required: "example.com/rack"}},
+				topology: &priority.TopologyRequest{Required: "example.com/rack"}},
 			inJob: true,
 		},
 		{
@@ -83,7 +83,7 @@ func TestMembershipOf(t *testing.T) {
 			group:  "wg",
 			annots: map[string]string{g.RequiredTopologyAnnotation: "topology.kubernetes.io/zone", g.PreferredTopologyAnnotation: "example.com/rack"},
 			want: membership{jobKey: "ns/wg", source: gang.SourceWorkload, role: priority.RoleOther, index: -1, minMember: 6, created: created,
-				topology: priority.TopologyRequest{Required: "topology.kubernetes.io/zone", Preferred: "example.com/rack"}},
+				topology: &priority.TopologyRequest{Required: "topology.kubernetes.io/zone", Preferred: "example.com/rack"}},
 			inJob: true,
 		},
 		{

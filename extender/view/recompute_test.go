@@ -80,7 +80,7 @@ func TestRecomputeWhenOnlyTimeMoved(t *testing.T) {
 			}
 			fresh := recomputeCluster(t, &fixedHolds{held: holds.held, coolDowns: step.coolDowns}, t0)
 			// The turns the previous queue gave are part of what a queue is computed from.
-			fresh.snapshot.Store(&Snapshot{turns: prev.turns})
+			fresh.snapshot.Store(&Snapshot{Queue: prev.Queue})
 			fresh.recompute(t0.Add(step.at))
 			if diff := cmp.Diff(fresh.Snapshot().Queue.Order, got.Queue.Order); diff != "" {
 				t.Errorf("queue (-from scratch +time only):\n%s", diff)

@@ -59,9 +59,7 @@ type Snapshot struct {
 
 	// What the jobs were built from, so that a recompute that only moves the clock (see
 	// onlyTimeMoved) admits the same jobs again instead of rebuilding them.
-	state priority.State
-	// turns are this snapshot's admitted jobs, which the next recompute lets keep the turn.
-	turns   map[string]priority.Turn
+	state   priority.State
 	cfg     *viewConfig
 	held    map[types.UID]string
 	sources uint64
@@ -133,7 +131,7 @@ func (c *Cluster) recompute(now time.Time) {
 		snap := *prev
 		snap.Computed = now
 		snap.state.CoolDown = coolDowns
-		snap.state.Turns = prev.turns
+		snap.state.Previous = prev.Queue
 		c.admit(&snap, cfg, now, start, len(held))
 		return
 	}
@@ -144,7 +142,7 @@ func (c *Cluster) recompute(now time.Time) {
 	}
 	state := priority.State{Nodes: freeCapacity(idx, held), CoolDown: coolDowns, Topology: idx.topology}
 	if prev := c.Snapshot(); prev != nil {
-		state.Turns = prev.turns
+		state.Previous = prev.Queue
 	}
 	hardPS := cfg.affinity.PSAntiAffinity == priority.AntiAffinityHard
 	snap := &Snapshot{
@@ -215,7 +213,6 @@ func (c *Cluster) admit(snap *Snapshot, cfg *viewConfig, now, start time.Time, h
 	}
 	snap.Queue = cfg.model.AdmitIn(snap.state, now, w)
 	c.admitSpace.Put(w)
-	snap.turns = priority.TurnsOf(snap.Queue)
 	c.snapshot.Store(snap)
 	if c.turns != nil {
 		c.turns.Published(snap)
@@ -271,11 +268,13 @@ func addMember(job *priority.Job, pod *podRecord, m membership, held map[types.U
 		job.Priority = *pod.priority
 	}
 	job.Urgent = job.Urgent || m.urgent
-	if job.Topology.Required == "" {
-		job.Topology.Required = m.topology.Required
-	}
-	if job.Topology.Preferred == "" {
-		job.Topology.Preferred = m.topology.Preferred
+	if t := m.topology; t != nil {
+		if job.Topology.Required == "" {
+			job.Topology.Required = t.Required
+		}
+		if job.Topology.Preferred == "" {
+			job.Topology.Preferred = t.Preferred
+		}
 	}
 	if m.created.IsZero() && (job.Created.IsZero() || pod.created.Before(job.Created)) {
 		job.Created = pod.created
