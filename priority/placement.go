@@ -863,14 +863,22 @@ func samePlace(lay *layout, l, a, b int) bool {
 	return lay.domainOf(l, a) == lay.domainOf(l, b)
 }
 
-// String renders a placement for tables: "rack: rack-a, rack-b; 5/6 workers near a PS".
+// String renders a placement for tables: "one example.com/rack: r1; 6/6 workers near a PS",
+// "one node in r2; ...", "across r1, r3; 5/6 workers near a PS".
 func (p Placement) String() string {
 	if p.Level == "" {
 		return ""
 	}
-	s := p.Level
+	var s string
+	switch p.Level {
+	case "node":
+		s = "one node in "
+	case "cluster":
+		s = "across "
+	default:
+		s = "one " + p.Level + ": "
+	}
 	if len(p.Domains) > 0 {
-		s += ": "
 		for i, d := range p.Domains {
 			if i > 0 {
 				s += ", "

@@ -143,7 +143,7 @@ func TestDebugQueueTable(t *testing.T) {
 		t.Errorf("waiting row %q: want its gang progress and what it waits for", lines[3])
 	}
 	// The admitted job's plan: the one node that holds its PS and both workers.
-	if !strings.Contains(lines[2], "0/3 bound  node: n1; 2/2 workers near a PS") {
+	if !strings.Contains(lines[2], "0/3 bound  one node in n1; 2/2 workers near a PS") {
 		t.Errorf("admitted row %q: want where its plan puts it", lines[2])
 	}
 	if !strings.Contains(lines[4], "0/1 bound") || !strings.Contains(lines[4], "never fits: worker ns/big-0 needs cpu 90000m") {
