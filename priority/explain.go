@@ -98,6 +98,40 @@ func (m Model) queuedReason(v *jobView) string {
 		return b.String()
 	}
 
+	if d.Phase == PhasePreempting {
+		b.WriteString(" preempts for its turn (")
+		b.WriteString(Ordinal(d.Position))
+		b.WriteString(" of ")
+		b.WriteString(strconv.Itoa(d.QueueLen))
+		b.WriteString(", P=")
+		writeFixed2(&b, d.P)
+		b.WriteString("): ")
+		if len(d.Victims) == 0 {
+			b.WriteString("the room it needs frees as the pods being deleted leave")
+		} else {
+			b.WriteString("it does not fit, and evicting ")
+			for i, vc := range d.Victims {
+				if i > 0 {
+					b.WriteString(", ")
+				}
+				b.WriteString(vc.Key)
+				b.WriteString(" (P=")
+				writeFixed2(&b, vc.P)
+				b.WriteString(", ")
+				b.WriteString(strconv.Itoa(vc.Pods))
+				b.WriteString(plural(vc.Pods, " pod", " pods"))
+				b.WriteString(")")
+			}
+			b.WriteString(plural(len(d.Victims), " whole makes", " whole make"))
+			b.WriteString(" room for it")
+		}
+		if pl := d.Placement.String(); pl != "" {
+			b.WriteString("; it runs in ")
+			b.WriteString(pl)
+		}
+		return b.String()
+	}
+
 	b.WriteString(" waits for its turn: ")
 	b.WriteString(Ordinal(d.Position))
 	b.WriteString(" of ")
@@ -157,6 +191,10 @@ func waitSentence(v *jobView) string {
 		return b.String()
 	case waitNone:
 		return ""
+	}
+	if v.kind == waitPreempting {
+		b.WriteString(" waits while the jobs evicted for it leave")
+		return b.String()
 	}
 	b.WriteString(" waits for its turn: ")
 	switch v.kind {

@@ -273,6 +273,7 @@ type capacity struct {
 type taken struct {
 	node  int
 	needs []dimNeed
+	given bool // given back (give), not taken: undone by taking it again
 }
 
 // capacityArrays are the arrays of one capacity table, kept for the next call to reuse.
@@ -571,7 +572,7 @@ func (c *capacity) find(v, lo, hi, from int, needs []dimNeed) int {
 func (c *capacity) take(node int, needs []dimNeed) {
 	c.add(node, needs, -1)
 	if c.trial {
-		c.undo = append(c.undo, taken{node, needs})
+		c.undo = append(c.undo, taken{node: node, needs: needs})
 	}
 }
 
@@ -592,6 +593,24 @@ func (c *capacity) totalShape(needs []dimNeed) int {
 	c.totals[string(c.key)] = s
 	c.cursor = append(c.cursor, 0)
 	return s
+}
+
+// give adds needs back to a node (room a preemption's victims would leave), logged like
+// take so that a trial takes it back out on rollback.
+func (c *capacity) give(node int, needs []dimNeed) {
+	c.add(node, needs, +1)
+	if c.trial {
+		c.undo = append(c.undo, taken{node: node, needs: needs, given: true})
+	}
+}
+
+// undoOne reverses one logged take or give.
+func (c *capacity) undoOne(t taken) {
+	if t.given {
+		c.add(t.node, t.needs, -1)
+		return
+	}
+	c.add(t.node, t.needs, +1)
 }
 
 // takeCopy is take of needs that the caller goes on to reuse: the undo log keeps a copy.
@@ -641,7 +660,7 @@ func (c *capacity) mark() mark { return mark{len(c.undo), len(c.undoCursor)} }
 // rollbackTo gives back what the open trial took since m, and keeps the trial open.
 func (c *capacity) rollbackTo(m mark) {
 	for i := len(c.undo) - 1; i >= m.undo; i-- {
-		c.add(c.undo[i].node, c.undo[i].needs, +1)
+		c.undoOne(c.undo[i])
 	}
 	for i := len(c.undoCursor) - 1; i >= m.cursor; i-- {
 		c.cursor[c.undoCursor[i][0]] = c.undoCursor[i][1]
@@ -682,7 +701,7 @@ func (c *capacity) commit() {
 
 func (c *capacity) rollback() {
 	for i := len(c.undo) - 1; i >= 0; i-- {
-		c.add(c.undo[i].node, c.undo[i].needs, +1)
+		c.undoOne(c.undo[i])
 	}
 	for i := len(c.undoCursor) - 1; i >= 0; i-- {
 		c.cursor[c.undoCursor[i][0]] = c.undoCursor[i][1]

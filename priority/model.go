@@ -22,6 +22,13 @@ const (
 	// DefaultSpreadAfter is how long a job may wait for a domain to hold it whole: a few
 	// minutes against a run time of hours.
 	DefaultSpreadAfter = 5 * time.Minute
+	// Preemption defaults: urgent jobs only; a victim's P at least 0.1 below; a victim has
+	// run 10 minutes; at most 4 victims in 10 minutes.
+	DefaultPreemption       = PreemptUrgent
+	DefaultPreemptionMargin = 0.1
+	DefaultMinRunTime       = 10 * time.Minute
+	DefaultMaxPreemptions   = 4
+	DefaultPreemptionWindow = 10 * time.Minute
 )
 
 // weightTolerance is how far the weights' sum may stray from 1, for decimal input such as
@@ -46,7 +53,22 @@ func DefaultModel() Model {
 		Policy:          DefaultPolicy,
 		TurnHold:        DefaultTurnHold,
 		SpreadAfter:     DefaultSpreadAfter,
+
+		Preemption:       DefaultPreemption,
+		PreemptionMargin: DefaultPreemptionMargin,
+		MinRunTime:       DefaultMinRunTime,
+		MaxPreemptions:   DefaultMaxPreemptions,
+		PreemptionWindow: DefaultPreemptionWindow,
 	}
+}
+
+// ValidPreemption reports whether p is one of the preemption modes.
+func ValidPreemption(p PreemptionMode) bool {
+	switch p {
+	case PreemptOff, PreemptUrgent, PreemptPriority:
+		return true
+	}
+	return false
 }
 
 // ValidPolicy reports whether p is one of the admission policies.
@@ -109,6 +131,21 @@ func (m Model) Validate() []error {
 	}
 	if m.SpreadAfter < 0 {
 		bad("model.spreadAfter: %v, want a duration >= 0", m.SpreadAfter)
+	}
+	if !ValidPreemption(m.Preemption) {
+		bad("model.preemption: %q, want one of %s, %s, %s", m.Preemption, PreemptOff, PreemptUrgent, PreemptPriority)
+	}
+	if !(m.PreemptionMargin >= 0 && m.PreemptionMargin <= 1) {
+		bad("model.preemptionMargin: %v, want a number in [0,1]", m.PreemptionMargin)
+	}
+	if m.MinRunTime < 0 {
+		bad("model.minRunTime: %v, want a duration >= 0", m.MinRunTime)
+	}
+	if m.MaxPreemptions < 0 {
+		bad("model.maxPreemptions: %d, want >= 0", m.MaxPreemptions)
+	}
+	if m.PreemptionWindow <= 0 {
+		bad("model.preemptionWindow: %v, want a duration > 0", m.PreemptionWindow)
 	}
 	if !ValidPolicy(m.Policy) {
 		bad("model.policy: %q, want one of %s, %s, %s", m.Policy, PolicyStrict, PolicyReserve, PolicyBestEffort)

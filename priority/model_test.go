@@ -25,6 +25,12 @@ func TestDefaultModel(t *testing.T) {
 		Policy:          priority.PolicyReserve,
 		TurnHold:        10 * time.Second,
 		SpreadAfter:     5 * time.Minute,
+
+		Preemption:       priority.PreemptUrgent,
+		PreemptionMargin: 0.1,
+		MinRunTime:       10 * time.Minute,
+		MaxPreemptions:   4,
+		PreemptionWindow: 10 * time.Minute,
 	}
 	if diff := cmp.Diff(want, m); diff != "" {
 		t.Errorf("DefaultModel() (-want +got):\n%s", diff)
@@ -141,6 +147,8 @@ func TestValidate(t *testing.T) {
 				"model.tau: 0s, want a duration > 0",
 				"model.maxGang: 0, want >= 1",
 				"model.starvationBound: 0s, want a duration > 0",
+				`model.preemption: "", want one of off, urgent, priority`,
+				"model.preemptionWindow: 0s, want a duration > 0",
 				`model.policy: "", want one of strict, reserve, besteffort`,
 			},
 		},

@@ -61,6 +61,7 @@ const (
 	waitStrictBehind           // behind a job that does not fit (strict)
 	waitBesideReserve          // does not fit in what the reservation leaves (reserve)
 	waitNeverFits              // does not fit even on the nodes' Capacity: unschedulable
+	waitPreempting             // waits while the running jobs evicted for it leave
 )
 
 // jobView is Admit's working record of one job.
@@ -81,6 +82,8 @@ type jobView struct {
 	// patient: the job waits for one domain of its required level, which it set for the
 	// time being, instead of spreading (Model.SpreadAfter).
 	patient bool
+	// preemptNote says why a job that may preempt does not: "; it may not preempt: ...".
+	preemptNote string
 	// turn is the job's Turn from State.Previous, when it keeps it (hasTurn).
 	turn    Turn
 	hasTurn bool
@@ -164,7 +167,8 @@ func (m Model) AdmitIn(s State, now time.Time, w *Workspace) *Queue {
 	if cap(pendingBuf) < total {
 		pendingBuf = make([]*Pod, 0, total)
 	}
-	var placedPods []*Pod // the bound and held pods of jobs in the queue
+	var placedPods []*Pod  // the bound and held pods of jobs in the queue
+	var running []*jobView // the running jobs: preemption's candidate victims
 	for i := range s.Jobs {
 		v := &views[i]
 		v.job, v.d = &s.Jobs[i], &decisions[i]
@@ -173,6 +177,7 @@ func (m Model) AdmitIn(s State, now time.Time, w *Workspace) *Queue {
 		}
 		if m.viewJob(v, s.CoolDown, now, &pendingBuf) {
 			q.Running = append(q.Running, v.d)
+			running = append(running, v)
 			continue
 		}
 		queue = append(queue, v)
@@ -247,6 +252,33 @@ func (m Model) AdmitIn(s State, now time.Time, w *Workspace) *Queue {
 		policy = DefaultPolicy
 	}
 	var strictHead, reserving *jobView
+	// failed: a job walked so far did not fit (the one after it is no head that preempts);
+	// preempting: a job preempts in this queue already (one at a time: the next may count
+	// on the room its victims leave once they are gone).
+	var failed, preempting bool
+	tryPreempt := func(v *jobView, blocker string) bool {
+		c.rollback()
+		p, why := m.preempt(c, v, running, &dims, s.Nodes, now, m.MaxPreemptions-s.Preempted)
+		if p == nil {
+			if why != "" && len(running) > 0 {
+				v.preemptNote = "; it may not preempt: " + why
+			}
+			return false
+		}
+		d := v.d
+		c.begin()
+		reserveFor(c, v, p.plan)
+		c.commit()
+		d.Phase, v.kind = PhasePreempting, waitPreempting
+		d.Placement = summarize(c, v.placed, p.plan)
+		for _, r := range p.victims {
+			d.Victims = append(d.Victims, Victim{Key: r.job.Key, P: m.runningP(r), Pods: r.d.Bound,
+				RunMinutes: max(now.Sub(r.job.RunningSince).Minutes(), 0)})
+		}
+		d.Blocker = preemptBlocker(d.Victims)
+		v.need = blocker
+		return true
+	}
 	for _, v := range queue {
 		d := v.d
 		d.Phase = PhaseWaiting
@@ -285,6 +317,13 @@ func (m Model) AdmitIn(s State, now time.Time, w *Workspace) *Queue {
 				c.rollback()
 				v.kind, d.Phase = waitNeverFits, PhaseUnschedulable
 				d.Blocker = "never fits: " + v.never
+			case !preempting && m.mayPreempt(v, !failed) && tryPreempt(v, blocker):
+				preempting, failed = true, true
+				if policy == PolicyStrict {
+					strictHead = v
+				} else if reserving == nil {
+					reserving = v
+				}
 			case policy == PolicyReserve && reserving == nil:
 				c.rollback()
 				c.begin()
@@ -292,11 +331,13 @@ func (m Model) AdmitIn(s State, now time.Time, w *Workspace) *Queue {
 				c.commit()
 				v.plan = v.plan[:0]
 				v.kind, reserving = waitReserving, v
-				d.Blocker = blocker
+				d.Blocker = blocker + v.preemptNote
+				failed = true
 			default:
 				c.rollback()
 				v.kind = waitNoFit
-				d.Blocker = blocker
+				d.Blocker = blocker + v.preemptNote
+				failed = true
 				if policy == PolicyStrict {
 					strictHead = v
 				} else if reserving != nil {

@@ -109,6 +109,13 @@ type Job struct {
 	// PSApart is set when the job's PS must sit on distinct nodes (hard PS anti-affinity):
 	// the placement never plans two of them on one node, since the filter would refuse it.
 	PSApart bool
+	// RunningSince is when the job last had its minimum bound (the latest bind of the pods
+	// that make it run); zero when not known. A job is a preemption victim only after
+	// running Model.MinRunTime.
+	RunningSince time.Time
+	// Protected jobs are never preemption victims: an eviction of one of their pods was
+	// refused lately (a PodDisruptionBudget), and a gang half evicted is worse than none.
+	Protected bool
 }
 
 // TopologyRequest names topology levels, by node label key: one of State.Topology's keys,
@@ -155,6 +162,9 @@ type Node struct {
 	// lack of room on such a node.
 	Capacity Resources
 	Labels   map[string]string
+	// Leaving is what the node's pods being deleted (evicted victims, finished jobs) ask
+	// for: room that frees soon. A preemption counts it as free when it chooses victims.
+	Leaving Resources
 }
 
 // Terms are the four normalised terms of a job's combined priority, each in [0,1].
@@ -218,7 +228,33 @@ type Model struct {
 	// long as it runs. The wait ends earlier when a domain frees. 0 spreads at once; so
 	// does the strict policy, where a job that waits stops every job behind it.
 	SpreadAfter time.Duration
+
+	// Preemption says which waiting jobs may have running jobs evicted for them.
+	Preemption PreemptionMode
+	// PreemptionMargin: a victim's P plus it is at most the preemptor's P, so two jobs of
+	// about the same P never evict each other.
+	PreemptionMargin float64
+	// MinRunTime is how long a job runs before it may be a victim.
+	MinRunTime time.Duration
+	// MaxPreemptions bounds the victim jobs evicted within PreemptionWindow, all
+	// preemptors together (State.Preempted counts them).
+	MaxPreemptions   int
+	PreemptionWindow time.Duration
 }
+
+// PreemptionMode says which waiting jobs may have running jobs evicted for them, whole
+// gangs of lower combined priority.
+type PreemptionMode string
+
+// The preemption modes.
+const (
+	// PreemptOff: no job preempts; a job waits until running jobs end.
+	PreemptOff PreemptionMode = "off"
+	// PreemptUrgent: urgent jobs, and jobs waiting past the starvation bound, preempt.
+	PreemptUrgent PreemptionMode = "urgent"
+	// PreemptPriority: besides those, the first job in queue order that does not fit.
+	PreemptPriority PreemptionMode = "priority"
+)
 
 // Turn is a job's turn as the previous queue gave it (State.Previous).
 type Turn struct {
@@ -244,6 +280,8 @@ type State struct {
 	// Previous is the queue computed before this one: the jobs it admitted keep their turn
 	// for Model.TurnHold. Nil: none (a first queue, or a restart).
 	Previous *Queue
+	// Preempted is how many victim jobs were evicted within Model.PreemptionWindow.
+	Preempted int
 }
 
 // JobPhase is a job's place in the admission queue.
@@ -262,7 +300,21 @@ const (
 	// They take no turn and set nothing aside, under every policy, until the nodes or the
 	// pods in no job change.
 	PhaseUnschedulable JobPhase = "Unschedulable"
+	// PhasePreempting jobs wait while running jobs of lower P, their Victims, are evicted
+	// whole to make room for them; that room is set aside for them meanwhile.
+	PhasePreempting JobPhase = "Preempting"
 )
+
+// Victim is a running job a preempting job has evicted for it.
+type Victim struct {
+	Key string `json:"job"`
+	// P is its combined priority when it started to run (the waiting term stops there).
+	P float64 `json:"p"`
+	// Pods are its bound pods, all evicted.
+	Pods int `json:"pods"`
+	// RunMinutes is how long it had run: what its eviction loses, per pod.
+	RunMinutes float64 `json:"runMinutes"`
+}
 
 // Decision is the admission decision for one job, with every part needed to explain it.
 type Decision struct {
@@ -307,6 +359,8 @@ type Decision struct {
 	// TurnSince is, for an admitted job, when it got the turn: now, or its TurnSince in
 	// State.Previous when it was admitted there.
 	TurnSince time.Time `json:"turnSince,omitzero"`
+	// Victims are, for a Preempting job, the running jobs evicted for it.
+	Victims []Victim `json:"victims,omitempty"`
 	// Placement says where the plan puts an admitted job. For a job that reserves, its
 	// Level and Domains name the domain of the reservation ("cluster" when it is not kept
 	// to one) and its counts what fits of the job now. Zero otherwise.

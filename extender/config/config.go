@@ -173,6 +173,12 @@ type ModelConfig struct {
 	Policy          priority.Policy    `json:"policy"`
 	TurnHold        metav1.Duration    `json:"turnHold"`
 	SpreadAfter     metav1.Duration    `json:"spreadAfter"`
+	// Preemption: off, urgent (default) or priority; see priority/README.md.
+	Preemption       priority.PreemptionMode `json:"preemption"`
+	PreemptionMargin float64                 `json:"preemptionMargin"`
+	MinRunTime       metav1.Duration         `json:"minRunTime"`
+	MaxPreemptions   int                     `json:"maxPreemptions"`
+	PreemptionWindow metav1.Duration         `json:"preemptionWindow"`
 }
 
 // PriorityModel converts the config block to the model.
@@ -182,6 +188,8 @@ func (m ModelConfig) PriorityModel() priority.Model {
 		PriorityFloor: m.PriorityFloor, PriorityCeiling: m.PriorityCeiling, Tau: m.Tau.Duration,
 		MaxGang: m.MaxGang, StarvationBound: m.StarvationBound.Duration, Policy: m.Policy,
 		TurnHold: m.TurnHold.Duration, SpreadAfter: m.SpreadAfter.Duration,
+		Preemption: m.Preemption, PreemptionMargin: m.PreemptionMargin, MinRunTime: m.MinRunTime.Duration,
+		MaxPreemptions: m.MaxPreemptions, PreemptionWindow: m.PreemptionWindow.Duration,
 	}
 }
 
@@ -191,6 +199,8 @@ func modelConfigOf(m priority.Model) ModelConfig {
 		PriorityFloor: m.PriorityFloor, PriorityCeiling: m.PriorityCeiling, Tau: metav1.Duration{Duration: m.Tau},
 		MaxGang: m.MaxGang, StarvationBound: metav1.Duration{Duration: m.StarvationBound}, Policy: m.Policy,
 		TurnHold: metav1.Duration{Duration: m.TurnHold}, SpreadAfter: metav1.Duration{Duration: m.SpreadAfter},
+		Preemption: m.Preemption, PreemptionMargin: m.PreemptionMargin, MinRunTime: metav1.Duration{Duration: m.MinRunTime},
+		MaxPreemptions: m.MaxPreemptions, PreemptionWindow: metav1.Duration{Duration: m.PreemptionWindow},
 	}
 }
 

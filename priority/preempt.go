@@ -1,0 +1,357 @@
+package priority
+
+import (
+	"cmp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// preemption is a preemptor's choice: the running jobs to evict, whole, and where the
+// preemptor goes once they have left.
+type preemption struct {
+	victims []*jobView
+	plan    []plannedPod
+	level   int
+}
+
+// candidateVictim is a running job a preemptor may evict, with its bound pods as the
+// capacity table takes them.
+type candidateVictim struct {
+	v    *jobView
+	pods []taken // position and needs of each bound pod on a node of the table
+	cost float64 // what its eviction loses: pod-minutes run
+	free float64 // what it frees of the preemptor's scarcest resource inside a domain
+}
+
+// mayPreempt says whether job v, which does not fit, may have running jobs evicted for it
+// under the model's mode; head is true when no job walked before it failed to fit.
+func (m Model) mayPreempt(v *jobView, head bool) bool {
+	switch m.Preemption {
+	case PreemptUrgent:
+		return v.job.Urgent || v.d.Starved
+	case PreemptPriority:
+		return v.job.Urgent || v.d.Starved || head
+	}
+	return false
+}
+
+// preempt chooses the running jobs to evict for v so that v fits, or says why none can.
+// Victims are whole running jobs whose P (when they started to run) is at least
+// PreemptionMargin below v's, that have run MinRunTime and are not protected. Among the domains of each level at which v could
+// run (as its requested level allows), each domain's victims are added greedily, the one
+// freeing the most of v's scarcest resource there first, until v fits there, then pruned of
+// every victim it fits without; the choice is the fewest victims, then the least work lost
+// (pod-minutes run), then the lowest level. Room of pods being deleted (Node.Leaving) counts
+// as free. c must not be in a trial; it is left as it was.
+func (m Model) preempt(c *capacity, v *jobView, running []*jobView, dims *dimSet, nodes []Node, now time.Time, budget int) (*preemption, string) {
+	var cands []*candidateVictim
+	var protected []string
+	for _, r := range running {
+		switch {
+		case m.runningP(r)+m.PreemptionMargin > v.d.P:
+		case r.job.RunningSince.IsZero() || now.Sub(r.job.RunningSince) < m.MinRunTime:
+		case r.job.Protected:
+			protected = append(protected, r.job.Key)
+		default:
+			cands = append(cands, victimOf(c, dims, r, now))
+		}
+	}
+	slices.Sort(protected)
+	why := func(s string) string {
+		if len(protected) > 0 {
+			s += "; " + strings.Join(protected, ", ") + " may not be evicted: an eviction of its pods was refused (a PodDisruptionBudget)"
+		}
+		return s
+	}
+
+	c.begin()
+	defer c.rollback()
+	for i := range nodes {
+		if len(nodes[i].Leaving) == 0 {
+			continue
+		}
+		if at := c.nodeIndex(nodes[i].Name); at >= 0 {
+			if needs := dims.needsOf(nodes[i].Leaving, false); len(needs) > 0 {
+				c.give(at, needs)
+			}
+		}
+	}
+	start := c.mark()
+	g := &gangPlacer{}
+	fitsIn := func(lo, hi, l int) ([]plannedPod, bool) {
+		m := c.mark()
+		defer c.rollbackTo(m)
+		g.reset(c, v, v.required, v.preferred)
+		var ok bool
+		switch {
+		case l > c.lay.levels():
+			ok = g.run()
+		default:
+			ok = g.placeUnit(g.groups, lo, hi, l, nodeLevel, l)
+		}
+		if !ok {
+			c.rollbackTo(m)
+			g.reset(c, v, v.required, v.preferred)
+			ok = g.flatIn(g.groups, lo, hi)
+		}
+		if !ok {
+			return nil, false
+		}
+		return slices.Clone(g.plan), true
+	}
+	// With the leaving room alone: no victim needed, the job waits for it.
+	if plan, ok := fitsIn(0, len(c.nodes), c.lay.levels()+1); ok && v.required > c.lay.levels() {
+		return &preemption{plan: plan, level: c.lay.levels() + 1}, ""
+	}
+	if len(cands) == 0 {
+		return nil, why("no running job may be evicted for it (P at least " + fixed2(m.PreemptionMargin) + " lower, running " + m.MinRunTime.String() + " or more)")
+	}
+	if budget <= 0 {
+		return nil, "preemption is paused: " + strconv.Itoa(m.MaxPreemptions) + " jobs were evicted in the last " + m.PreemptionWindow.String() + " (model.maxPreemptions)"
+	}
+
+	// The scarcest of v's resources, counted over the whole table: what a victim frees of
+	// it orders the greedy choice.
+	need := g.totalOf(c, v)
+	scarce := need[0].dim
+	worst := -1.0
+	for _, n := range need {
+		if n.dim == c.r-1 && len(need) > 1 {
+			continue
+		}
+		have := float64(0)
+		for at := range c.nodes {
+			have += float64(max(c.tree[(c.size+at)*c.r+n.dim], 0))
+		}
+		if r := float64(n.amount) / (have + 1); r > worst {
+			worst, scarce = r, n.dim
+		}
+	}
+
+	var best *preemption
+	bestCost := 0.0
+	consider := func(lo, hi, l int) {
+		var in []*candidateVictim
+		for _, cv := range cands {
+			cv.free = 0
+			for _, p := range cv.pods {
+				if p.node >= lo && p.node < hi {
+					for _, n := range p.needs {
+						if n.dim == scarce {
+							cv.free += float64(n.amount)
+						}
+					}
+				}
+			}
+			if cv.free > 0 || (l > c.lay.levels() && len(cv.pods) > 0) {
+				in = append(in, cv)
+			}
+		}
+		if len(in) == 0 {
+			return
+		}
+		slices.SortFunc(in, func(a, b *candidateVictim) int {
+			if c := cmp.Compare(b.free, a.free); c != 0 {
+				return c
+			}
+			if c := cmp.Compare(a.cost, b.cost); c != 0 {
+				return c
+			}
+			return strings.Compare(a.v.job.Key, b.v.job.Key)
+		})
+		free := func(set []*candidateVictim) {
+			for _, cv := range set {
+				for _, p := range cv.pods {
+					c.give(p.node, p.needs)
+				}
+			}
+		}
+		var chosen []*candidateVictim
+		found := false
+		mark := c.mark()
+		for _, cv := range in {
+			if len(chosen) >= budget {
+				break
+			}
+			chosen = append(chosen, cv)
+			free([]*candidateVictim{cv})
+			if _, ok := fitsIn(lo, hi, l); ok {
+				found = true
+				break
+			}
+		}
+		c.rollbackTo(mark)
+		if !found {
+			return
+		}
+		// Drop every victim the job fits without, the costliest first.
+		slices.SortFunc(chosen, func(a, b *candidateVictim) int { return cmp.Compare(b.cost, a.cost) })
+		for i := 0; i < len(chosen); {
+			without := slices.Concat(chosen[:i], chosen[i+1:])
+			free(without)
+			_, ok := fitsIn(lo, hi, l)
+			c.rollbackTo(mark)
+			if ok {
+				chosen = without
+				continue
+			}
+			i++
+		}
+		free(chosen)
+		plan, _ := fitsIn(lo, hi, l)
+		c.rollbackTo(mark)
+		cost := 0.0
+		for _, cv := range chosen {
+			cost += cv.cost
+		}
+		if best == nil || len(chosen) < len(best.victims) || len(chosen) == len(best.victims) && cost < bestCost {
+			p := &preemption{plan: plan, level: l}
+			for _, cv := range chosen {
+				p.victims = append(p.victims, cv.v)
+			}
+			best, bestCost = p, cost
+		}
+	}
+	c.rollbackTo(start)
+	top := c.lay.levels() + 1
+	first := nodeLevel
+	if g.psIn(g.groups) > 1 {
+		first = 1
+	}
+	for l := first; l <= min(v.required, top); l++ {
+		switch {
+		case l == nodeLevel:
+			for at := range c.nodes {
+				if hosts(cands, at) {
+					consider(at, at+1, l)
+				}
+			}
+		case l == top:
+			consider(0, len(c.nodes), l)
+		default:
+			for d := 0; d < len(c.lay.span[l-1]); d++ {
+				lo, hi := c.lay.spanOf(l, d)
+				consider(lo, hi, l)
+			}
+		}
+	}
+	if best == nil {
+		return nil, why("evicting the jobs it may evict would not make room for it")
+	}
+	slices.SortFunc(best.victims, func(a, b *jobView) int { return strings.Compare(a.job.Key, b.job.Key) })
+	return best, ""
+}
+
+// runningP is a running job's P as it was when it started to run: its waiting term stops
+// growing then, or every job that ran long enough would outrank every waiting one.
+func (m Model) runningP(r *jobView) float64 {
+	if r.job.RunningSince.IsZero() {
+		return r.d.P
+	}
+	return m.Combined(m.Terms(r.job, r.job.RunningSince))
+}
+
+// hosts reports whether a candidate victim has a pod on position at.
+func hosts(cands []*candidateVictim, at int) bool {
+	for _, cv := range cands {
+		for _, p := range cv.pods {
+			if p.node == at {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// victimOf is a running job as a candidate victim: its bound pods' positions and needs
+// over the table's resources, and what evicting it loses.
+func victimOf(c *capacity, dims *dimSet, r *jobView, now time.Time) *candidateVictim {
+	cv := &candidateVictim{v: r}
+	for i := range r.job.Pods {
+		p := &r.job.Pods[i]
+		if p.State != PodBound {
+			continue
+		}
+		at := c.nodeIndex(p.Node)
+		if at < 0 {
+			continue
+		}
+		cv.pods = append(cv.pods, taken{node: at, needs: dims.needsOf(p.Request, true)})
+	}
+	cv.cost = float64(len(cv.pods)) * max(now.Sub(r.job.RunningSince).Minutes(), 0)
+	return cv
+}
+
+// needsOf is a request over the dimensions of ds (resources no pod of the computation asks
+// for are left out), plus one pod slot when slot is set.
+func (ds *dimSet) needsOf(r Resources, slot bool) []dimNeed {
+	var out []dimNeed
+	for d, name := range ds.names {
+		if v := r[name]; v > 0 && (name != resourcePods || !slot) {
+			out = append(out, dimNeed{d, v})
+		}
+	}
+	if slot {
+		out = append(out, dimNeed{len(ds.names) - 1, 1})
+	}
+	return out
+}
+
+// totalOf is what v's pods to fit need together.
+func (g *gangPlacer) totalOf(c *capacity, v *jobView) []dimNeed {
+	g.reset(c, v, v.required, v.preferred)
+	return slices.Clone(g.total(g.groups))
+}
+
+// reserveFor sets aside, on each node the plan names, what is free there up to what the
+// planned pods need: as the victims leave, the room they free is the preemptor's.
+func reserveFor(c *capacity, v *jobView, plan []plannedPod) {
+	byUID := make(map[string]int, len(v.toFit))
+	for i, p := range v.toFit {
+		byUID[p.UID] = i
+	}
+	for _, pp := range plan {
+		i, ok := byUID[pp.uid]
+		if !ok {
+			continue
+		}
+		var take []dimNeed
+		for _, n := range v.demands[i].needs {
+			if have := c.tree[(c.size+pp.node)*c.r+n.dim]; have > 0 {
+				take = append(take, dimNeed{n.dim, min(have, n.amount)})
+			}
+		}
+		if len(take) > 0 {
+			c.take(pp.node, take)
+		}
+	}
+}
+
+// fixed2 is x with two decimals.
+func fixed2(x float64) string {
+	var b strings.Builder
+	writeFixed2(&b, x)
+	return b.String()
+}
+
+// preemptBlocker names what a preempting job waits for: "preempting ns/b (P=0.30), ns/c
+// (P=0.28)", or the pods already on their way out.
+func preemptBlocker(victims []Victim) string {
+	if len(victims) == 0 {
+		return "waiting for the pods being deleted to leave"
+	}
+	var b strings.Builder
+	b.WriteString("preempting ")
+	for i, v := range victims {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(v.Key)
+		b.WriteString(" (P=")
+		writeFixed2(&b, v.P)
+		b.WriteString(")")
+	}
+	return b.String()
+}

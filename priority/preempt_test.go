@@ -1,0 +1,223 @@
+package priority_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/cps-extender/cps-extender/priority"
+)
+
+// fullCluster is nodes nodes of 8000m in racks of two, each running one bronze job of two
+// 4000m pods that started runFor ago: job ns/run-<i> on n0<i>. The nodes are full.
+func fullCluster(nodes int, runFor time.Duration) ([]priority.Node, []priority.Job) {
+	var ns []priority.Node
+	var jobs []priority.Job
+	for i := range nodes {
+		name := fmt.Sprintf("n%02d", i)
+		n := node(name, res(0, 0))
+		n.Capacity = res(8000, 64*gi)
+		n.Labels = map[string]string{rackKey: fmt.Sprintf("r%d", i/2)}
+		ns = append(ns, n)
+		j := mkJob(fmt.Sprintf("ns/run-%d", i)).prio(100000).created(t0.Add(-2*time.Hour)).pods(
+			mkPod(fmt.Sprintf("run-%d-w-0", i), priority.RoleWorker, 0).req(res(4000, 0)).bound(name),
+			mkPod(fmt.Sprintf("run-%d-w-1", i), priority.RoleWorker, 1).req(res(4000, 0)).bound(name),
+		).obj()
+		j.RunningSince = t0.Add(-runFor)
+		jobs = append(jobs, j)
+	}
+	return ns, jobs
+}
+
+// urgentJob is an urgent gold job of n 4000m workers and no PS.
+func urgentJob(n int) priority.Job {
+	return mkJob("ns/urgent").user("alice").urgent().gang(0, nil, n, res(4000, 0)).obj()
+}
+
+func TestPreemption(t *testing.T) {
+	m := priority.DefaultModel()
+	m.UserTiers = map[string]string{"alice": "gold"}
+	tests := []struct {
+		name    string
+		modify  func(m *priority.Model, s *priority.State)
+		job     priority.Job
+		phase   priority.JobPhase
+		victims []string
+		blocker string // a part of it
+	}{
+		{
+			name:    "an urgent gang of two pods evicts one whole gang: the fewest jobs",
+			job:     urgentJob(2),
+			phase:   priority.PhasePreempting,
+			victims: []string{"ns/run-0"},
+		},
+		{
+			name:    "four pods: two gangs, in one rack",
+			job:     urgentJob(4),
+			phase:   priority.PhasePreempting,
+			victims: []string{"ns/run-0", "ns/run-1"},
+		},
+		{
+			name: "the gang that lost the least work goes first",
+			modify: func(_ *priority.Model, s *priority.State) {
+				s.Jobs[2].RunningSince = t0.Add(-20 * time.Minute) // run-2 ran 20m, the others 1h
+			},
+			job:     urgentJob(2),
+			phase:   priority.PhasePreempting,
+			victims: []string{"ns/run-2"},
+		},
+		{
+			name:    "preemption off: the urgent job waits",
+			modify:  func(m *priority.Model, _ *priority.State) { m.Preemption = priority.PreemptOff },
+			job:     urgentJob(2),
+			phase:   priority.PhaseWaiting,
+			blocker: "the most free on any node is 0m",
+		},
+		{
+			name:    "a job that is not urgent does not preempt under urgent",
+			job:     mkJob("ns/gold").user("alice").prio(900000).gang(0, nil, 2, res(4000, 0)).obj(),
+			phase:   priority.PhaseWaiting,
+			blocker: "the most free on any node is 0m",
+		},
+		{
+			name:    "under priority, the head preempts",
+			modify:  func(m *priority.Model, _ *priority.State) { m.Preemption = priority.PreemptPriority },
+			job:     mkJob("ns/gold").user("alice").prio(900000).gang(0, nil, 2, res(4000, 0)).obj(),
+			phase:   priority.PhasePreempting,
+			victims: []string{"ns/run-0"},
+		},
+		{
+			name:    "never a job of about the same P",
+			modify:  func(m *priority.Model, _ *priority.State) { m.Preemption = priority.PreemptPriority },
+			job:     mkJob("ns/peer").prio(100000).created(t0.Add(-2*time.Hour)).gang(0, nil, 2, res(4000, 0)).obj(),
+			phase:   priority.PhaseWaiting,
+			blocker: "it may not preempt: no running job may be evicted for it (P at least 0.10 lower, running 10m0s or more)",
+		},
+		{
+			name: "never a job inside its minimum run time",
+			modify: func(_ *priority.Model, s *priority.State) {
+				for i := range s.Jobs {
+					s.Jobs[i].RunningSince = t0.Add(-5 * time.Minute)
+				}
+			},
+			job:     urgentJob(2),
+			phase:   priority.PhaseWaiting,
+			blocker: "it may not preempt: no running job may be evicted for it",
+		},
+		{
+			name: "never a protected job, and the sentence says so",
+			modify: func(_ *priority.Model, s *priority.State) {
+				for i := range s.Jobs {
+					s.Jobs[i].Protected = true
+				}
+			},
+			job:     urgentJob(2),
+			phase:   priority.PhaseWaiting,
+			blocker: "ns/run-0, ns/run-1, ns/run-2, ns/run-3 may not be evicted: an eviction of its pods was refused (a PodDisruptionBudget)",
+		},
+		{
+			name:    "the budget spent: no preemption",
+			modify:  func(m *priority.Model, s *priority.State) { s.Preempted = m.MaxPreemptions },
+			job:     urgentJob(2),
+			phase:   priority.PhaseWaiting,
+			blocker: "preemption is paused: 4 jobs were evicted in the last 10m0s",
+		},
+		{
+			name:    "the budget left bounds the victims",
+			modify:  func(m *priority.Model, s *priority.State) { s.Preempted = m.MaxPreemptions - 1 },
+			job:     urgentJob(4),
+			phase:   priority.PhaseWaiting,
+			blocker: "evicting the jobs it may evict would not make room for it",
+		},
+		{
+			name: "victims on their way out: no more victims, it waits for them",
+			modify: func(_ *priority.Model, s *priority.State) {
+				s.Nodes[0].Leaving = res(8000, 0, "pods", 2)
+				s.Jobs = s.Jobs[1:] // run-0's pods are being deleted: no longer in the job
+			},
+			job:   urgentJob(2),
+			phase: priority.PhasePreempting,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			nodes, running := fullCluster(4, time.Hour)
+			m := m
+			s := priority.State{Nodes: nodes, Jobs: running, Topology: priority.NewNodeIndex(nodes, []string{rackKey}, nil)}
+			if tt.modify != nil {
+				tt.modify(&m, &s)
+			}
+			s.Jobs = append(s.Jobs, tt.job)
+			s.Topology = priority.NewNodeIndex(s.Nodes, []string{rackKey}, nil)
+			q := m.Admit(s, t0)
+			d, _ := q.Lookup(tt.job.Key)
+			if d.Phase != tt.phase || !strings.Contains(d.Blocker, tt.blocker) {
+				t.Fatalf("phase %s, blocker %q; want %s with %q", d.Phase, d.Blocker, tt.phase, tt.blocker)
+			}
+			var got []string
+			for _, v := range d.Victims {
+				got = append(got, v.Key)
+				if v.Pods != 2 || v.P >= d.P-m.PreemptionMargin {
+					t.Errorf("victim %+v of a job with P %.2f", v, d.P)
+				}
+			}
+			if diff := cmp.Diff(tt.victims, got); diff != "" {
+				t.Errorf("victims (-want +got):\n%s", diff)
+			}
+			if d.Phase == priority.PhasePreempting && d.Wait != "job "+tt.job.Key+" waits while the jobs evicted for it leave" {
+				t.Errorf("wait sentence %q", d.Wait)
+			}
+		})
+	}
+}
+
+// TestPreemptionReservesTheRoom: the room the victims leave is the preemptor's: a job behind
+// it is not placed there, and once the victims are gone the preemptor is admitted on it.
+func TestPreemptionReservesTheRoom(t *testing.T) {
+	nodes, running := fullCluster(4, time.Hour)
+	m := priority.DefaultModel()
+	m.UserTiers = map[string]string{"alice": "gold"}
+	urgent := urgentJob(2)
+	q := m.Admit(priority.State{Nodes: nodes, Jobs: append(running, urgent), Topology: priority.NewNodeIndex(nodes, []string{rackKey}, nil)}, t0)
+	d, _ := q.Lookup("ns/urgent")
+	if d.Phase != priority.PhasePreempting || len(d.Victims) != 1 {
+		t.Fatalf("phase %s, victims %v", d.Phase, d.Victims)
+	}
+	victim := d.Victims[0].Key
+	// The victim's pods are gone; a small job arrives too.
+	var left []priority.Job
+	for _, j := range running {
+		if j.Key != victim {
+			left = append(left, j)
+		}
+	}
+	freed := strings.TrimPrefix(victim, "ns/run-")
+	nodes[mustAtoi(t, freed)].Free = res(8000, 64*gi)
+	small := mkJob("ns/small").prio(800000).gang(0, nil, 1, res(4000, 0)).obj()
+	s := priority.State{Nodes: nodes, Jobs: append(left, urgent, small), Topology: priority.NewNodeIndex(nodes, []string{rackKey}, nil), Previous: q}
+	q = m.Admit(s, t0.Add(time.Second))
+	d, _ = q.Lookup("ns/urgent")
+	if d.Phase != priority.PhaseAdmitted {
+		t.Fatalf("urgent after its victim left: %s (%s)", d.Phase, d.Blocker)
+	}
+	for _, n := range d.Plan {
+		if n != nodes[mustAtoi(t, freed)].Name {
+			t.Errorf("urgent planned on %s, want the freed %s", n, nodes[mustAtoi(t, freed)].Name)
+		}
+	}
+	if ds, _ := q.Lookup("ns/small"); ds.Phase == priority.PhaseAdmitted {
+		t.Errorf("the small job took room the urgent one needed: %v", ds.Plan)
+	}
+}
+
+func mustAtoi(t *testing.T, s string) int {
+	t.Helper()
+	var n int
+	if _, err := fmt.Sscan(s, &n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
