@@ -35,6 +35,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/cps-extender/cps-extender/extender/metrics"
+	"github.com/cps-extender/cps-extender/extender/preempt"
 	"github.com/cps-extender/cps-extender/extender/scheduler"
 	"github.com/cps-extender/cps-extender/extender/turns"
 	"github.com/cps-extender/cps-extender/extender/view"
@@ -100,8 +101,15 @@ func run(args []string, stderr io.Writer) error {
 	gangGate := gate.New(gate.Options{
 		Log: log, Binder: gate.NewAPIBinder(client, cfg.BindTimeout.Duration), Config: cfg.Gate, Metrics: meters,
 	})
+	recorder, stopEvents := scheduler.NewAPIEventRecorder(client, "cps-extender")
+	defer stopEvents()
+	preemptor, err := preempt.New(ctx, preempt.Options{Log: log, Evictor: preempt.NewAPIEvictor(client, cfg.BindTimeout.Duration),
+		Events: recorder, Metrics: meters})
+	if err != nil {
+		return err
+	}
 	cluster := view.NewCluster(view.ClusterOptions{Log: log, Client: client, Dynamic: dyn, Config: cfg, Metrics: meters,
-		Turns: podTurns, Holds: gangGate})
+		Turns: podTurns, Holds: gangGate, Preemptor: preemptor})
 	meters.WatchInformers(cluster)
 	meters.WatchReady(cluster)
 	verbs, err := scheduler.New(log, func() scheduler.Decisions { return cluster.Decisions() }, gangGate.For(cluster), podTurns)
@@ -110,8 +118,6 @@ func run(args []string, stderr io.Writer) error {
 	}
 	var waiting scheduler.WaitingNotifier
 	if interval := cfg.Events.WaitingInterval.Duration; interval > 0 {
-		recorder, stopEvents := scheduler.NewAPIEventRecorder(client, "cps-extender")
-		defer stopEvents()
 		waiting = scheduler.NewWaitingEvents(recorder, interval, meters, nil)
 	}
 	verbs.Observe(meters, waiting)

@@ -45,14 +45,15 @@ func (m Model) mayPreempt(v *jobView, head bool) bool {
 // every victim it fits without; the choice is the fewest victims, then the least work lost
 // (pod-minutes run), then the lowest level. Room of pods being deleted (Node.Leaving) counts
 // as free. c must not be in a trial; it is left as it was.
-func (m Model) preempt(c *capacity, v *jobView, running []*jobView, dims *dimSet, nodes []Node, now time.Time, budget int) (*preemption, string) {
+func (m Model) preempt(c *capacity, v *jobView, running []*jobView, dims *dimSet, s *State, now time.Time, budget int) (*preemption, string) {
+	nodes := s.Nodes
 	var cands []*candidateVictim
 	var protected []string
 	for _, r := range running {
 		switch {
 		case m.runningP(r)+m.PreemptionMargin > v.d.P:
 		case r.job.RunningSince.IsZero() || now.Sub(r.job.RunningSince) < m.MinRunTime:
-		case r.job.Protected:
+		case s.Protected[r.job.Key].After(now):
 			protected = append(protected, r.job.Key)
 		default:
 			cands = append(cands, victimOf(c, dims, r, now))

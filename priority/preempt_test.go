@@ -110,8 +110,9 @@ func TestPreemption(t *testing.T) {
 		{
 			name: "never a protected job, and the sentence says so",
 			modify: func(_ *priority.Model, s *priority.State) {
-				for i := range s.Jobs {
-					s.Jobs[i].Protected = true
+				s.Protected = map[string]time.Time{}
+				for _, j := range s.Jobs {
+					s.Protected[j.Key] = t0.Add(time.Minute)
 				}
 			},
 			job:     urgentJob(2),

@@ -258,7 +258,7 @@ func (m Model) AdmitIn(s State, now time.Time, w *Workspace) *Queue {
 	var failed, preempting bool
 	tryPreempt := func(v *jobView, blocker string) bool {
 		c.rollback()
-		p, why := m.preempt(c, v, running, &dims, s.Nodes, now, m.MaxPreemptions-s.Preempted)
+		p, why := m.preempt(c, v, running, &dims, &s, now, m.MaxPreemptions-s.Preempted)
 		if p == nil {
 			if why != "" && len(running) > 0 {
 				v.preemptNote = "; it may not preempt: " + why

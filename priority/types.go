@@ -113,9 +113,6 @@ type Job struct {
 	// that make it run); zero when not known. A job is a preemption victim only after
 	// running Model.MinRunTime.
 	RunningSince time.Time
-	// Protected jobs are never preemption victims: an eviction of one of their pods was
-	// refused lately (a PodDisruptionBudget), and a gang half evicted is worse than none.
-	Protected bool
 }
 
 // TopologyRequest names topology levels, by node label key: one of State.Topology's keys,
@@ -282,6 +279,10 @@ type State struct {
 	Previous *Queue
 	// Preempted is how many victim jobs were evicted within Model.PreemptionWindow.
 	Preempted int
+	// Protected holds, by job key, the time until which a job is no preemption victim: an
+	// eviction of one of its pods was refused (a PodDisruptionBudget), and a gang half
+	// evicted is worse than none.
+	Protected map[string]time.Time
 }
 
 // JobPhase is a job's place in the admission queue.

@@ -37,6 +37,8 @@ func TestNamesAreWhatIsServed(t *testing.T) {
 	m.PendingJobs(map[Pending]int{{Phase: priority.PhaseWaiting, Tier: "gold"}: 1}, 1)
 	m.GangGathered(time.Second)
 	m.HoldTimeout(4)
+	m.Preemption(PreemptionEvicted)
+	m.PodsEvicted("preempted", 2)
 	families, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)

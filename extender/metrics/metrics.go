@@ -31,6 +31,8 @@ type Metrics struct {
 	waitingEvents *prometheus.CounterVec
 	reloads       *prometheus.CounterVec
 	nudges        *prometheus.CounterVec
+	preemptions   *prometheus.CounterVec
+	evictedPods   *prometheus.CounterVec
 	informers     *informerCollector
 	jobs          *jobMetrics
 	// names are the metric names served, a histogram's as its series (see Names).
@@ -107,6 +109,14 @@ func New(reg *prometheus.Registry) *Metrics {
 		Name: "cps_extender_turn_nudges_total",
 		Help: "Writes of the turn annotation on pods the filter had turned away, once their job's turn came: sent, skipped (not needed), failed.",
 	}, "result")
+	m.preemptions = m.counterVec(prometheus.CounterOpts{
+		Name: "cps_extender_preemptions_total",
+		Help: "Victim jobs of preemptions by result: evicted (every pod), refused (a PodDisruptionBudget refused it: nothing evicted, the job is protected), partial (refused after some pods: reported, retried), failed (an API error).",
+	}, "result")
+	m.evictedPods = m.counterVec(prometheus.CounterOpts{
+		Name: "cps_extender_evicted_pods_total",
+		Help: "Pods evicted through the Eviction API, by reason (preempted: a whole gang evicted for a job of higher combined priority).",
+	}, "reason")
 	m.informers = &informerCollector{
 		syncedDesc: prometheus.NewDesc("cps_extender_informer_synced", "1 when the informer's cache has synced, by informer.", []string{"informer"}, nil),
 		readyDesc: prometheus.NewDesc("cps_extender_ready",
@@ -115,9 +125,9 @@ func New(reg *prometheus.Registry) *Metrics {
 	m.names = append(m.names, "cps_extender_informer_synced", "cps_extender_ready")
 	m.jobs = newJobMetrics(m)
 	reg.MustRegister(m.requests, m.duration, m.decisions, m.queueJobs, m.queueLength, m.heldBinds,
-		m.bindFailures, m.waitingEvents, m.reloads, m.nudges, m.informers)
+		m.bindFailures, m.waitingEvents, m.reloads, m.nudges, m.preemptions, m.evictedPods, m.informers)
 	m.jobs.register(reg)
-	for _, state := range []priority.JobPhase{priority.PhaseWaiting, priority.PhaseAdmitted, priority.PhaseRunning, priority.PhaseUnschedulable} {
+	for _, state := range []priority.JobPhase{priority.PhaseWaiting, priority.PhaseAdmitted, priority.PhaseRunning, priority.PhaseUnschedulable, priority.PhasePreempting} {
 		m.queueJobs.WithLabelValues(phaseLabel(state))
 	}
 	slices.Sort(m.names)
@@ -199,6 +209,30 @@ func (m *Metrics) TurnNudge(result string) {
 	m.nudges.WithLabelValues(result).Inc()
 }
 
+// The results counted by cps_extender_preemptions_total.
+const (
+	PreemptionEvicted = "evicted"
+	PreemptionRefused = "refused"
+	PreemptionPartial = "partial"
+	PreemptionFailed  = "failed"
+)
+
+// Preemption counts one victim job's eviction by result.
+func (m *Metrics) Preemption(result string) {
+	if m == nil {
+		return
+	}
+	m.preemptions.WithLabelValues(result).Inc()
+}
+
+// PodsEvicted counts evicted pods by reason.
+func (m *Metrics) PodsEvicted(reason string, n int) {
+	if m == nil {
+		return
+	}
+	m.evictedPods.WithLabelValues(reason).Add(float64(n))
+}
+
 func (m *Metrics) ConfigReload(applied bool) {
 	if m == nil {
 		return
@@ -216,7 +250,7 @@ func (m *Metrics) ObserveQueue(q *priority.Queue, held int) {
 		return
 	}
 	counts := map[priority.JobPhase]int{priority.PhaseWaiting: 0, priority.PhaseAdmitted: 0, priority.PhaseRunning: len(q.Running),
-		priority.PhaseUnschedulable: len(q.Unschedulable)}
+		priority.PhaseUnschedulable: len(q.Unschedulable), priority.PhasePreempting: 0}
 	for _, d := range q.Order {
 		counts[d.Phase]++
 	}
@@ -235,6 +269,8 @@ func phaseLabel(p priority.JobPhase) string {
 		return "admitted"
 	case priority.PhaseUnschedulable:
 		return "unschedulable"
+	case priority.PhasePreempting:
+		return "preempting"
 	default:
 		return "running"
 	}

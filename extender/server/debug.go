@@ -79,13 +79,13 @@ func writeQueueTable(w io.Writer, report queueReport) {
 		switch {
 		case d.Phase == priority.PhaseAdmitted && d.Held > 0:
 			blocker = "its gang gathering at bind"
-		case d.Phase != priority.PhaseWaiting && d.Phase != priority.PhaseUnschedulable:
+		case d.Phase == priority.PhaseAdmitted || d.Phase == priority.PhaseRunning:
 			blocker = ""
 		}
 		placement := d.Placement.String()
 		if placement == "" {
 			placement = "-"
-		} else if d.Phase == priority.PhaseWaiting {
+		} else if d.Phase == priority.PhaseWaiting || d.Phase == priority.PhasePreempting {
 			placement = "reserved: " + placement
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%s\t%s\t%s\n", pos, d.Key, d.Phase, d.P,

@@ -43,6 +43,7 @@ type Cluster struct {
 	synced     []cache.InformerSynced
 	holds      HoldSource
 	turns      Publisher
+	preemptor  Preemptor
 	metrics    *metrics.Metrics
 	now        func() time.Time
 	interval   time.Duration
@@ -83,6 +84,9 @@ type ClusterOptions struct {
 	Turns Publisher
 	// Holds are the gate's held binds and cool-downs; nil means none.
 	Holds HoldSource
+	// Preemptor evicts preemption victims and reports what it did; nil means none (the
+	// model's preemption decisions are then only shown).
+	Preemptor Preemptor
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }
@@ -103,6 +107,7 @@ func NewCluster(o ClusterOptions) *Cluster {
 		metrics:    o.Metrics,
 		turns:      o.Turns,
 		holds:      o.Holds,
+		preemptor:  o.Preemptor,
 		now:        o.Now,
 		interval:   o.Config.Gate.RecomputeInterval.Duration,
 		kick:       make(chan struct{}, 1),

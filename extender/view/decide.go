@@ -88,7 +88,7 @@ func (ds *Decisions) Admit(pod *corev1.Pod) Admission {
 	if !ok {
 		return Admission{Reason: fmt.Sprintf("job %s is not in the extender's view yet; it is retried shortly", m.jobKey), Job: m.jobKey, Retry: true}
 	}
-	if d.Phase == priority.PhaseWaiting || d.Phase == priority.PhaseUnschedulable {
+	if d.Phase != priority.PhaseAdmitted && d.Phase != priority.PhaseRunning { // waiting, preempting, unschedulable
 		_, seen := snap.JobOf(pod.UID, pod.Namespace, pod.Name)
 		return Admission{Reason: d.Wait, Explain: d.Reason, Job: m.jobKey, Queued: true,
 			Unschedulable: d.Phase == priority.PhaseUnschedulable, Retry: !seen}

@@ -38,10 +38,13 @@ type podRecord struct {
 	// turnedAway: kube-scheduler has tried the pod and failed (PodScheduled False). Not
 	// part of what the queue depends on.
 	turnedAway bool
-	priority   *int32
-	created    time.Time
-	inJob      bool
-	m          membership // the pod-only part (podMembership); valid when inJob
+	// scheduledAt is when the pod was bound (its PodScheduled condition turned True); zero
+	// when not known. A job runs since its latest pod's.
+	scheduledAt time.Time
+	priority    *int32
+	created     time.Time
+	inJob       bool
+	m           membership // the pod-only part (podMembership); valid when inJob
 	// constraints limit the nodes the pod may use; nil when it has none.
 	constraints *podConstraints
 	// counted: in a job, not terminated, not being deleted, not in an exempt namespace;
@@ -113,7 +116,7 @@ func newPodRecord(pod *corev1.Pod, gangCfg config.GangConfig) *podRecord {
 	r := &podRecord{
 		uid: pod.UID, namespace: pod.Namespace, nsName: pod.Namespace + "/" + pod.Name, node: pod.Spec.NodeName,
 		terminated: gang.PodTerminated(pod), deleting: pod.DeletionTimestamp != nil, gated: len(pod.Spec.SchedulingGates) > 0,
-		priority: pod.Spec.Priority, created: pod.CreationTimestamp.Time, turnedAway: scheduledFalse(pod),
+		priority: pod.Spec.Priority, created: pod.CreationTimestamp.Time, turnedAway: scheduledFalse(pod), scheduledAt: scheduledAt(pod),
 	}
 	if !r.terminated {
 		r.request = gang.PodRequest(pod)
@@ -228,6 +231,16 @@ func (x *viewIndex) intern(req priority.Resources) priority.Resources {
 	}
 	x.requests[string(key)] = req
 	return req
+}
+
+// scheduledAt is when the pod's PodScheduled condition turned True (zero when it is not).
+func scheduledAt(pod *corev1.Pod) time.Time {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionTrue {
+			return c.LastTransitionTime.Time
+		}
+	}
+	return time.Time{}
 }
 
 // scheduledFalse reports whether the pod's PodScheduled condition is False.
@@ -554,7 +567,7 @@ func trimForCache(obj any) (any, error) {
 			ContainerStatuses: containerStatusResources(pod.Status.ContainerStatuses), InitContainerStatuses: containerStatusResources(pod.Status.InitContainerStatuses)}
 		for _, c := range pod.Status.Conditions {
 			if c.Type == corev1.PodScheduled || c.Type == corev1.PodResizePending {
-				status.Conditions = append(status.Conditions, corev1.PodCondition{Type: c.Type, Status: c.Status, Reason: c.Reason})
+				status.Conditions = append(status.Conditions, corev1.PodCondition{Type: c.Type, Status: c.Status, Reason: c.Reason, LastTransitionTime: c.LastTransitionTime})
 			}
 		}
 		pod.Status = status

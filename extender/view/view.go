@@ -34,6 +34,15 @@ type Publisher interface {
 	Published(snap *Snapshot)
 }
 
+// Preemptor evicts the victims the published snapshots name, and tells the view which jobs
+// it may not evict (an eviction was refused) and how many victim jobs it evicted since a time.
+type Preemptor interface {
+	Protected() map[string]time.Time
+	Evicted(since time.Time) int
+	// Published is called with every snapshot once it is current; it must not block.
+	Published(snap *Snapshot)
+}
+
 // TurnedAway is a pending pod of a job that kube-scheduler has turned away.
 type TurnedAway struct {
 	Pod gang.PodRef
@@ -132,6 +141,7 @@ func (c *Cluster) recompute(now time.Time) {
 		snap.Computed = now
 		snap.state.CoolDown = coolDowns
 		snap.state.Previous = prev.Queue
+		c.preemptionState(&snap.state, cfg, now)
 		c.admit(&snap, cfg, now, start, len(held))
 		return
 	}
@@ -144,6 +154,7 @@ func (c *Cluster) recompute(now time.Time) {
 	if prev := c.Snapshot(); prev != nil {
 		state.Previous = prev.Queue
 	}
+	c.preemptionState(&state, cfg, now)
 	hardPS := cfg.affinity.PSAntiAffinity == priority.AntiAffinityHard
 	snap := &Snapshot{
 		Computed:   now,
@@ -197,6 +208,16 @@ func (c *Cluster) recompute(now time.Time) {
 	c.admit(snap, cfg, now, start, len(held))
 }
 
+// preemptionState sets what the preemptor reports in s: the jobs it may not evict and how
+// many victims it evicted within the model's window.
+func (c *Cluster) preemptionState(s *priority.State, cfg *viewConfig, now time.Time) {
+	if c.preemptor == nil {
+		return
+	}
+	s.Protected = c.preemptor.Protected()
+	s.Preempted = c.preemptor.Evicted(now.Add(-cfg.model.PreemptionWindow))
+}
+
 // onlyTimeMoved says whether a recompute now would build the same jobs and nodes as s:
 // nothing the index, the namespaces and PodGroups, the held binds or the config hold has
 // changed since. Then only the clock (waiting times, starvation) and the cool-downs can
@@ -216,6 +237,9 @@ func (c *Cluster) admit(snap *Snapshot, cfg *viewConfig, now, start time.Time, h
 	c.snapshot.Store(snap)
 	if c.turns != nil {
 		c.turns.Published(snap)
+	}
+	if c.preemptor != nil {
+		c.preemptor.Published(snap)
 	}
 	c.metrics.ObserveQueue(snap.Queue, held)
 	c.observeJobs(snap, cfg.model, now)
@@ -263,6 +287,9 @@ func addMember(job *priority.Job, pod *podRecord, m membership, held map[types.U
 	job.Pods = append(job.Pods, p)
 	if m.minMember > job.MinMember {
 		job.MinMember = m.minMember
+	}
+	if pod.node != "" && pod.scheduledAt.After(job.RunningSince) {
+		job.RunningSince = pod.scheduledAt
 	}
 	if pod.priority != nil && (len(job.Pods) == 1 || *pod.priority > job.Priority) {
 		job.Priority = *pod.priority
@@ -335,12 +362,26 @@ func freeCapacity(idx indexed, held map[types.UID]string) []priority.Node {
 			continue
 		}
 		subtract(&out[i].Free, &ownFree[i], pod.request)
+		if pod.deleting { // on its way out: room a preemption may count on
+			add(&out[i].Leaving, pod.request)
+		}
 		// A pod being deleted is on its way out; a job's pods end with their job.
 		if !pod.counted && !pod.deleting {
 			subtract(&out[i].Capacity, &ownCapacity[i], pod.request)
 		}
 	}
 	return out
+}
+
+// add adds one pod's request, and its pod slot, to *r (allocated on first use).
+func add(r *priority.Resources, request priority.Resources) {
+	if *r == nil {
+		*r = priority.Resources{}
+	}
+	for k, v := range request {
+		(*r)[k] += v
+	}
+	(*r)["pods"]++
 }
 
 // subtract takes one pod's request, and its pod slot, out of *free, copying the map first

@@ -78,6 +78,7 @@ func TestRBACExtenderRole(t *testing.T) {
 			{attr{Verb: "list", Resource: "nodes"}, true},
 			{attr{Verb: "watch", Resource: "namespaces"}, true},
 			{attr{Verb: "create", Resource: "pods", Subresource: "binding", Namespace: "default"}, true},
+			{attr{Verb: "create", Resource: "pods", Subresource: "eviction", Namespace: "default"}, true},
 			{attr{Verb: "patch", Resource: "pods", Namespace: "default"}, true},
 			{attr{Verb: "create", Resource: "events", Namespace: "default"}, true},
 			{attr{Verb: "patch", Resource: "events", Namespace: "default"}, true},
@@ -89,7 +90,7 @@ func TestRBACExtenderRole(t *testing.T) {
 			{attr{Verb: "create", Resource: "pods", Namespace: "default"}, false},
 			{attr{Verb: "update", Resource: "pods", Namespace: "default"}, false},
 			{attr{Verb: "patch", Resource: "pods", Subresource: "status", Namespace: "default"}, false},
-			{attr{Verb: "create", Resource: "pods", Subresource: "eviction", Namespace: "default"}, false},
+
 			{attr{Verb: "update", Resource: "nodes"}, false},
 			{attr{Verb: "delete", Resource: "namespaces"}, false},
 			{attr{Verb: "list", Resource: "secrets"}, false},

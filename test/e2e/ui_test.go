@@ -323,7 +323,7 @@ func placementShown(d queueJob) string {
 	if len(p.Domains) > 0 {
 		where += ": " + strings.Join(p.Domains, ", ")
 	}
-	if d.Phase == "Waiting" {
+	if d.Phase == "Waiting" || d.Phase == "Preempting" {
 		where = "reserved: " + where
 	}
 	return where

@@ -67,7 +67,7 @@ function phase(d) {
 function waitsFor(d) {
   let text = d.blocker || "";
   if (d.phase === "Admitted") text = d.held > 0 ? "its gang gathering at bind" : "";
-  else if (d.phase !== "Waiting" && d.phase !== "Unschedulable") text = "";
+  else if (d.phase === "Running") text = "";
   return el("td", { class: "waits", title: d.reason || "" },
     d.starved ? el("span", { class: "badge" }, "starved") : null,
     d.repair ? el("span", { class: "badge" }, "repair") : null,
@@ -81,7 +81,7 @@ function placementText(d) {
   const p = d.placement;
   if (!p || !p.level) return "";
   const where = p.level + (p.domains && p.domains.length ? ": " + p.domains.join(", ") : "");
-  return (d.phase === "Waiting" ? "reserved: " : "") + where;
+  return (d.phase === "Waiting" || d.phase === "Preempting" ? "reserved: " : "") + where;
 }
 
 // localityText is how many of the job's workers the plan puts near a PS.

@@ -1,0 +1,294 @@
+// Package preempt evicts the victims of preemptions: the running jobs a Preempting job's
+// decision names (priority.Decision.Victims), whole gangs through the Eviction API, so that
+// PodDisruptionBudgets are respected. It tells the view which jobs it may not evict (an
+// eviction was refused) and how many victim jobs it evicted lately, and puts an Event on
+// every evicted pod naming the job it made room for. It imports view, gang and metrics.
+package preempt
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/clock"
+
+	"github.com/cps-extender/cps-extender/extender/gang"
+	"github.com/cps-extender/cps-extender/extender/metrics"
+	"github.com/cps-extender/cps-extender/extender/view"
+	"github.com/cps-extender/cps-extender/priority"
+)
+
+// ReasonPreempted is the reason of the Event an evicted pod gets.
+const ReasonPreempted = "Preempted"
+
+// Evictor evicts one pod through the Eviction API; with dryRun nothing is evicted, but a
+// PodDisruptionBudget that would refuse it does.
+type Evictor interface {
+	Evict(ctx context.Context, pod gang.PodRef, dryRun bool) error
+}
+
+// EventRecorder is the part of client-go's record.EventRecorder the preemptor uses.
+type EventRecorder interface {
+	Eventf(object runtime.Object, eventtype, reason, messageFmt string, args ...any)
+}
+
+// APIEvictor evicts through the API server (pods/eviction create).
+type APIEvictor struct {
+	client  kubernetes.Interface
+	timeout time.Duration
+}
+
+// NewAPIEvictor returns an evictor of client; each call is bounded by timeout.
+func NewAPIEvictor(client kubernetes.Interface, timeout time.Duration) *APIEvictor {
+	return &APIEvictor{client: client, timeout: timeout}
+}
+
+// Evict posts an Eviction for pod, with its UID as a precondition: a pod recreated under
+// the same name is not the victim.
+func (e *APIEvictor) Evict(ctx context.Context, pod gang.PodRef, dryRun bool) error {
+	ctx, cancel := context.WithTimeout(ctx, e.timeout)
+	defer cancel()
+	opts := &metav1.DeleteOptions{}
+	if pod.UID != "" {
+		uid := pod.UID
+		opts.Preconditions = &metav1.Preconditions{UID: &uid}
+	}
+	if dryRun {
+		opts.DryRun = []string{metav1.DryRunAll}
+	}
+	return e.client.PolicyV1().Evictions(pod.Namespace).Evict(ctx, &policyv1.Eviction{
+		ObjectMeta:    metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace},
+		DeleteOptions: opts,
+	})
+}
+
+// Options are the dependencies and settings of a Preemptor.
+type Options struct {
+	Log     *zap.Logger
+	Evictor Evictor
+	// Events records the Preempted Event on each evicted pod; nil records none.
+	Events EventRecorder
+	// Metrics counts preemptions and evicted pods; nil counts none.
+	Metrics *metrics.Metrics
+	// Clock is the clock; nil means the real one.
+	Clock clock.PassiveClock
+	// ProtectFor is how long a job whose eviction was refused is no victim (default 5m).
+	ProtectFor time.Duration
+}
+
+// Preemptor evicts the victims of the published snapshots' preempting jobs, each victim job
+// once, all its bound pods at once after a dry run of each: a PodDisruptionBudget that
+// refuses any of them (the dry run fails) leaves the whole gang running and protects the
+// job for ProtectFor. What it keeps is soft state: after a restart a victim still running
+// is chosen, and evicted, again.
+type Preemptor struct {
+	log        *zap.Logger
+	evictor    Evictor
+	events     EventRecorder
+	metrics    *metrics.Metrics
+	clock      clock.PassiveClock
+	protectFor time.Duration
+
+	mu        sync.Mutex
+	evicted   map[string]time.Time // victim job -> when its eviction began
+	protected map[string]time.Time // job -> until
+	wg        sync.WaitGroup
+	ctx       context.Context
+}
+
+// New builds a Preemptor; ctx bounds its evictions.
+func New(ctx context.Context, o Options) (*Preemptor, error) {
+	var errs []error
+	if o.Log == nil {
+		errs = append(errs, errors.New("log is required"))
+	}
+	if o.Evictor == nil {
+		errs = append(errs, errors.New("evictor is required"))
+	}
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("preemptor: %w", errors.Join(errs...))
+	}
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
+	}
+	if o.ProtectFor <= 0 {
+		o.ProtectFor = 5 * time.Minute
+	}
+	return &Preemptor{log: o.Log, evictor: o.Evictor, events: o.Events, metrics: o.Metrics, clock: o.Clock,
+		protectFor: o.ProtectFor, evicted: map[string]time.Time{}, protected: map[string]time.Time{}, ctx: ctx}, nil
+}
+
+// Protected maps the jobs that may not be victims to when that ends.
+func (p *Preemptor) Protected() map[string]time.Time {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	now := p.clock.Now()
+	out := make(map[string]time.Time, len(p.protected))
+	for k, until := range p.protected {
+		if until.After(now) {
+			out[k] = until
+		} else {
+			delete(p.protected, k)
+		}
+	}
+	return out
+}
+
+// Evicted counts the victim jobs whose eviction began after since. Older records are
+// dropped, beyond an hour.
+func (p *Preemptor) Evicted(since time.Time) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := 0
+	for k, at := range p.evicted {
+		switch {
+		case at.After(since):
+			n++
+		case p.clock.Since(at) > time.Hour:
+			delete(p.evicted, k)
+		}
+	}
+	return n
+}
+
+// Published starts the eviction of every victim of snap's preempting jobs not evicted yet.
+// It does not block.
+func (p *Preemptor) Published(snap *view.Snapshot) {
+	if snap == nil || snap.Queue == nil {
+		return
+	}
+	for _, d := range snap.Queue.Order {
+		if d.Phase != priority.PhasePreempting {
+			continue
+		}
+		for _, victim := range d.Victims {
+			job, _, ok := snap.Job(victim.Key)
+			if !ok || !p.claim(victim.Key) {
+				continue
+			}
+			pods := boundPods(job)
+			p.wg.Add(1)
+			go func() {
+				defer p.wg.Done()
+				p.evict(d.Key, d.P, victim, pods)
+			}()
+		}
+	}
+}
+
+// Wait waits for the evictions under way (tests, shutdown).
+func (p *Preemptor) Wait() { p.wg.Wait() }
+
+// claim marks a victim job as being evicted, unless it already is (an earlier snapshot
+// named it) or its eviction was refused.
+func (p *Preemptor) claim(job string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	now := p.clock.Now()
+	if until, ok := p.protected[job]; ok && until.After(now) {
+		return false
+	}
+	if at, ok := p.evicted[job]; ok && now.Sub(at) < p.protectFor {
+		return false
+	}
+	p.evicted[job] = now
+	return true
+}
+
+// evict evicts a victim job's pods: a dry run of each first, then all of them.
+func (p *Preemptor) evict(preemptor string, preemptorP float64, victim priority.Victim, pods []gang.PodRef) {
+	log := p.log.With(zap.String("preemptor", preemptor), zap.String("victim", victim.Key), zap.Int("pods", len(pods)))
+	for _, pod := range pods {
+		if err := p.evictor.Evict(p.ctx, pod, true); err != nil && !apierrors.IsNotFound(err) {
+			p.protect(victim.Key)
+			if apierrors.IsTooManyRequests(err) {
+				p.metrics.Preemption(metrics.PreemptionRefused)
+			} else {
+				p.metrics.Preemption(metrics.PreemptionFailed)
+			}
+			log.Warn("preemption victim kept: an eviction would be refused", zap.String("pod", pod.String()), zap.Error(err))
+			return
+		}
+	}
+	var mu sync.Mutex
+	var failed []error
+	evicted := 0
+	var wg sync.WaitGroup
+	for _, pod := range pods {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := p.evictor.Evict(p.ctx, pod, false)
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil:
+				evicted++
+				p.event(pod, preemptor, preemptorP, victim)
+			case apierrors.IsNotFound(err):
+			default:
+				failed = append(failed, fmt.Errorf("%s: %w", pod, err))
+			}
+		}()
+	}
+	wg.Wait()
+	p.metrics.PodsEvicted("preempted", evicted)
+	switch {
+	case len(failed) == 0:
+		p.metrics.Preemption(metrics.PreemptionEvicted)
+		log.Info("preemption: victim evicted whole")
+	case evicted > 0:
+		// A budget refused part of the gang after the dry run passed: what is left is
+		// reported, and the job is not chosen again meanwhile.
+		p.protect(victim.Key)
+		p.metrics.Preemption(metrics.PreemptionPartial)
+		log.Error("preemption: victim evicted in part", zap.Int("evicted", evicted), zap.Error(errors.Join(failed...)))
+	default:
+		p.protect(victim.Key)
+		p.metrics.Preemption(metrics.PreemptionFailed)
+		log.Warn("preemption: victim not evicted", zap.Error(errors.Join(failed...)))
+	}
+}
+
+// protect keeps a job whose eviction was refused or failed from being a victim for a while;
+// it no longer counts as evicted.
+func (p *Preemptor) protect(job string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.protected[job] = p.clock.Now().Add(p.protectFor)
+	delete(p.evicted, job)
+}
+
+// event records the Preempted Event on an evicted pod.
+func (p *Preemptor) event(pod gang.PodRef, preemptor string, preemptorP float64, victim priority.Victim) {
+	if p.events == nil {
+		return
+	}
+	obj := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace, UID: pod.UID}}
+	p.events.Eventf(obj, corev1.EventTypeWarning, ReasonPreempted,
+		"evicted with its whole gang %s (P=%.2f) to make room for job %s (P=%.2f), which has priority over it",
+		victim.Key, victim.P, preemptor, preemptorP)
+}
+
+// boundPods are a job's pods bound to a node.
+func boundPods(job *priority.Job) []gang.PodRef {
+	var out []gang.PodRef
+	for _, p := range job.Pods {
+		if p.State == priority.PodBound {
+			ns, name, _ := strings.Cut(p.Name, "/") // the view names pods namespace/name
+			out = append(out, gang.PodRef{Namespace: ns, Name: name, UID: types.UID(p.UID)})
+		}
+	}
+	return out
+}

@@ -1,0 +1,183 @@
+package preempt
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"go.uber.org/zap"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/cps-extender/cps-extender/extender/gang"
+	"github.com/cps-extender/cps-extender/extender/view"
+	"github.com/cps-extender/cps-extender/priority"
+)
+
+var t0 = time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+
+// fakeEvictor records evictions and answers them with refuse's error for a pod name.
+type fakeEvictor struct {
+	mu      sync.Mutex
+	dry     []string
+	evicted []string
+	refuse  map[string]error // pod name -> error of its real eviction
+	dryErr  map[string]error // pod name -> error of its dry run
+}
+
+func (f *fakeEvictor) Evict(_ context.Context, pod gang.PodRef, dryRun bool) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if dryRun {
+		f.dry = append(f.dry, pod.String())
+		return f.dryErr[pod.Name]
+	}
+	if err := f.refuse[pod.Name]; err != nil {
+		return err
+	}
+	f.evicted = append(f.evicted, pod.String())
+	return nil
+}
+
+type recordedEvents struct {
+	mu   sync.Mutex
+	msgs []string
+}
+
+func (r *recordedEvents) Eventf(_ runtime.Object, eventtype, reason, format string, args ...any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.msgs = append(r.msgs, eventtype+" "+reason+": "+fmt.Sprintf(format, args...))
+}
+
+// preemptingSnapshot is two nodes of 8 cpu, each full with a bronze job of two pods that
+// has run an hour, and an urgent gold job of two pods: it preempts one of them.
+func preemptingSnapshot(t *testing.T) *view.Snapshot {
+	t.Helper()
+	var nodes []priority.Node
+	var jobs []priority.Job
+	for i := range 2 {
+		n := fmt.Sprintf("n%d", i)
+		nodes = append(nodes, priority.Node{Name: n, Free: priority.Resources{}, Capacity: priority.Resources{"cpu": 8000}})
+		job := priority.Job{Key: fmt.Sprintf("ns/run-%d", i), User: "bob", Created: t0.Add(-2 * time.Hour), RunningSince: t0.Add(-time.Hour)}
+		for k := range 2 {
+			name := fmt.Sprintf("run-%d-%d", i, k)
+			job.Pods = append(job.Pods, priority.Pod{UID: "uid-" + name, Name: "ns/" + name, Role: priority.RoleWorker, Index: k,
+				Request: priority.Resources{"cpu": 4000}, State: priority.PodBound, Node: n})
+		}
+		jobs = append(jobs, job)
+	}
+	urgent := priority.Job{Key: "ns/urgent", User: "alice", Urgent: true, Created: t0}
+	for k := range 2 {
+		name := fmt.Sprintf("urgent-%d", k)
+		urgent.Pods = append(urgent.Pods, priority.Pod{UID: "uid-" + name, Name: "ns/" + name, Role: priority.RoleWorker, Index: k,
+			Request: priority.Resources{"cpu": 4000}})
+	}
+	m := priority.DefaultModel()
+	m.UserTiers = map[string]string{"alice": "gold"}
+	snap := view.SnapshotOf(append(jobs, urgent), nodes, m, t0)
+	d, ok := snap.Queue.Lookup("ns/urgent")
+	if !ok || d.Phase != priority.PhasePreempting || len(d.Victims) != 1 {
+		t.Fatalf("urgent: %+v", d)
+	}
+	return snap
+}
+
+func newPreemptor(t *testing.T, ev Evictor, events EventRecorder) (*Preemptor, *clocktesting.FakeClock) {
+	t.Helper()
+	clk := clocktesting.NewFakeClock(t0)
+	p, err := New(context.Background(), Options{Log: zap.NewNop(), Evictor: ev, Events: events, Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, clk
+}
+
+func TestPreemptorEvictsTheWholeGangOnce(t *testing.T) {
+	ev := &fakeEvictor{}
+	events := &recordedEvents{}
+	p, clk := newPreemptor(t, ev, events)
+	snap := preemptingSnapshot(t)
+	p.Published(snap)
+	p.Published(snap) // a second snapshot naming the same victim evicts nothing more
+	p.Wait()
+	victim, _ := snap.Queue.Lookup("ns/urgent")
+	key := victim.Victims[0].Key
+	var want []string
+	for k := range 2 {
+		want = append(want, fmt.Sprintf("%s-%d", key, k))
+	}
+	slices.Sort(ev.evicted)
+	if diff := cmp.Diff(want, ev.evicted); diff != "" {
+		t.Errorf("evicted (-want +got):\n%s", diff)
+	}
+	if len(ev.dry) != 2 {
+		t.Errorf("dry runs %v, want one a pod before any eviction", ev.dry)
+	}
+	if len(events.msgs) != 2 || !strings.Contains(events.msgs[0], "Warning Preempted: evicted with its whole gang "+key) ||
+		!strings.Contains(events.msgs[0], "to make room for job ns/urgent") {
+		t.Errorf("events %q", events.msgs)
+	}
+	if n := p.Evicted(t0.Add(-time.Minute)); n != 1 {
+		t.Errorf("Evicted = %d, want 1", n)
+	}
+	clk.Step(11 * time.Minute)
+	if n := p.Evicted(clk.Now().Add(-10 * time.Minute)); n != 0 {
+		t.Errorf("Evicted within the last 10m, 11m later = %d, want 0", n)
+	}
+}
+
+func TestPreemptorRespectsDisruptionBudgets(t *testing.T) {
+	snap := preemptingSnapshot(t)
+	d, _ := snap.Queue.Lookup("ns/urgent")
+	victim := strings.TrimPrefix(d.Victims[0].Key, "ns/")
+	refused := apierrors.NewTooManyRequests("Cannot evict pod as it would violate the pod's disruption budget.", 0)
+	tests := []struct {
+		name      string
+		ev        *fakeEvictor
+		evicted   int
+		protected bool
+	}{
+		{"a dry run refused: nothing evicted, the job protected",
+			&fakeEvictor{dryErr: map[string]error{victim + "-1": refused}}, 0, true},
+		{"refused after the dry run passed: half evicted, reported, protected",
+			&fakeEvictor{refuse: map[string]error{victim + "-1": refused}}, 1, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, clk := newPreemptor(t, tt.ev, nil)
+			p.Published(snap)
+			p.Wait()
+			if len(tt.ev.evicted) != tt.evicted {
+				t.Errorf("evicted %v, want %d pods", tt.ev.evicted, tt.evicted)
+			}
+			if _, ok := p.Protected()[d.Victims[0].Key]; ok != tt.protected {
+				t.Errorf("protected %v, want %v", p.Protected(), tt.protected)
+			}
+			if n := p.Evicted(t0.Add(-time.Minute)); n != 0 {
+				t.Errorf("a refused victim counts as evicted (%d)", n)
+			}
+			p.Published(snap) // protected: not tried again
+			p.Wait()
+			if len(tt.ev.evicted) != tt.evicted {
+				t.Errorf("evicted again: %v", tt.ev.evicted)
+			}
+			clk.Step(6 * time.Minute)
+			if len(p.Protected()) != 0 {
+				t.Errorf("still protected after ProtectFor: %v", p.Protected())
+			}
+		})
+	}
+}
+
+func TestNewRequiresDependencies(t *testing.T) {
+	if _, err := New(context.Background(), Options{}); err == nil || !strings.Contains(err.Error(), "log is required") || !strings.Contains(err.Error(), "evictor is required") {
+		t.Errorf("err = %v, want both missing dependencies named", err)
+	}
+}
