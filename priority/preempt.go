@@ -51,6 +51,7 @@ func (m Model) preempt(c *capacity, v *jobView, running []*jobView, dims *dimSet
 	var protected []string
 	for _, r := range running {
 		switch {
+		case r.job.Leaving > 0: // on its way out already: its room is counted below
 		case m.runningP(r)+m.PreemptionMargin > v.d.P:
 		case r.job.RunningSince.IsZero() || now.Sub(r.job.RunningSince) < m.MinRunTime:
 		case s.Protected[r.job.Key].After(now):
@@ -69,6 +70,7 @@ func (m Model) preempt(c *capacity, v *jobView, running []*jobView, dims *dimSet
 
 	c.begin()
 	defer c.rollback()
+	leaving := make([]bool, len(c.nodes)) // positions where room is on its way
 	for i := range nodes {
 		if len(nodes[i].Leaving) == 0 {
 			continue
@@ -76,6 +78,23 @@ func (m Model) preempt(c *capacity, v *jobView, running []*jobView, dims *dimSet
 		if at := c.nodeIndex(nodes[i].Name); at >= 0 {
 			if needs := dims.needsOf(nodes[i].Leaving, false); len(needs) > 0 {
 				c.give(at, needs)
+				leaving[at] = true
+			}
+		}
+	}
+	// A job losing pods loses them all: a victim's evictions go out one by one, and until
+	// the last, the part still bound is no room to choose another victim for.
+	for i := range s.Jobs {
+		j := &s.Jobs[i]
+		if j.Leaving == 0 {
+			continue
+		}
+		for k := range j.Pods {
+			if p := &j.Pods[k]; p.State == PodBound {
+				if at := c.nodeIndex(p.Node); at >= 0 {
+					c.give(at, dims.needsOf(p.Request, true))
+					leaving[at] = true
+				}
 			}
 		}
 	}
@@ -102,9 +121,46 @@ func (m Model) preempt(c *capacity, v *jobView, running []*jobView, dims *dimSet
 		}
 		return slices.Clone(g.plan), true
 	}
+	top := c.lay.levels() + 1
+	first := nodeLevel
+	if g.psIn(g.groups) > 1 {
+		first = 1
+	}
+	// eachDomain calls f for every domain of each level v may run at, lowest level first,
+	// that has a node where at is true.
+	eachDomain := func(at []bool, f func(lo, hi, l int) bool) {
+		for l := first; l <= min(v.required, top); l++ {
+			domains := 1
+			switch {
+			case l == nodeLevel:
+				domains = len(c.nodes)
+			case l < top:
+				domains = len(c.lay.span[l-1])
+			}
+			for d := range domains {
+				lo, hi := 0, len(c.nodes)
+				switch {
+				case l == nodeLevel:
+					lo, hi = d, d+1
+				case l < top:
+					lo, hi = c.lay.spanOf(l, d)
+				}
+				if slices.Contains(at[lo:hi], true) && !f(lo, hi, l) {
+					return
+				}
+			}
+		}
+	}
 	// With the leaving room alone: no victim needed, the job waits for it.
-	if plan, ok := fitsIn(0, len(c.nodes), c.lay.levels()+1); ok && v.required > c.lay.levels() {
-		return &preemption{plan: plan, level: c.lay.levels() + 1}, ""
+	var waitFor *preemption
+	eachDomain(leaving, func(lo, hi, l int) bool {
+		if plan, ok := fitsIn(lo, hi, l); ok {
+			waitFor = &preemption{plan: plan, level: l}
+		}
+		return waitFor == nil
+	})
+	if waitFor != nil {
+		return waitFor, ""
 	}
 	if len(cands) == 0 {
 		return nil, why("no running job may be evicted for it (P at least " + fixed2(m.PreemptionMargin) + " lower, running " + m.MinRunTime.String() + " or more)")
@@ -216,28 +272,16 @@ func (m Model) preempt(c *capacity, v *jobView, running []*jobView, dims *dimSet
 		}
 	}
 	c.rollbackTo(start)
-	top := c.lay.levels() + 1
-	first := nodeLevel
-	if g.psIn(g.groups) > 1 {
-		first = 1
-	}
-	for l := first; l <= min(v.required, top); l++ {
-		switch {
-		case l == nodeLevel:
-			for at := range c.nodes {
-				if hosts(cands, at) {
-					consider(at, at+1, l)
-				}
-			}
-		case l == top:
-			consider(0, len(c.nodes), l)
-		default:
-			for d := 0; d < len(c.lay.span[l-1]); d++ {
-				lo, hi := c.lay.spanOf(l, d)
-				consider(lo, hi, l)
-			}
+	hosting := make([]bool, len(c.nodes)) // positions where a candidate has a pod
+	for _, cv := range cands {
+		for _, p := range cv.pods {
+			hosting[p.node] = true
 		}
 	}
+	eachDomain(hosting, func(lo, hi, l int) bool {
+		consider(lo, hi, l)
+		return true
+	})
 	if best == nil {
 		return nil, why("evicting the jobs it may evict would not make room for it")
 	}
@@ -252,18 +296,6 @@ func (m Model) runningP(r *jobView) float64 {
 		return r.d.P
 	}
 	return m.Combined(m.Terms(r.job, r.job.RunningSince))
-}
-
-// hosts reports whether a candidate victim has a pod on position at.
-func hosts(cands []*candidateVictim, at int) bool {
-	for _, cv := range cands {
-		for _, p := range cv.pods {
-			if p.node == at {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // victimOf is a running job as a candidate victim: its bound pods' positions and needs

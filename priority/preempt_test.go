@@ -142,6 +142,38 @@ func TestPreemption(t *testing.T) {
 			job:   urgentJob(2),
 			phase: priority.PhasePreempting,
 		},
+		{
+			name: "a victim half evicted: its other pod's room is on its way, no second victim",
+			modify: func(_ *priority.Model, s *priority.State) {
+				s.Nodes[0].Leaving = res(4000, 0, "pods", 1)
+				s.Jobs[0].Pods, s.Jobs[0].Leaving, s.Jobs[0].MinMember = s.Jobs[0].Pods[:1], 1, 2
+			},
+			job:   urgentJob(2),
+			phase: priority.PhasePreempting,
+		},
+		{
+			name: "a running job losing a pod is no victim: its room is on its way",
+			modify: func(_ *priority.Model, s *priority.State) {
+				s.Nodes[0].Leaving = res(4000, 0, "pods", 1)
+				s.Jobs[0].Pods, s.Jobs[0].Leaving = s.Jobs[0].Pods[:1], 1 // every pod left is its minimum
+			},
+			job:   urgentJob(2),
+			phase: priority.PhasePreempting,
+		},
+		{
+			name: "a job that needs one rack waits for the rack its victims leave",
+			modify: func(_ *priority.Model, s *priority.State) {
+				s.Nodes[0].Leaving = res(8000, 0, "pods", 2)
+				s.Nodes[1].Leaving = res(8000, 0, "pods", 2)
+				s.Jobs = s.Jobs[2:]
+			},
+			job: func() priority.Job {
+				j := urgentJob(4)
+				j.Topology.Required = rackKey
+				return j
+			}(),
+			phase: priority.PhasePreempting,
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

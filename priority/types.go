@@ -113,6 +113,10 @@ type Job struct {
 	// that make it run); zero when not known. A job is a preemption victim only after
 	// running Model.MinRunTime.
 	RunningSince time.Time
+	// Leaving is how many of the job's bound pods are being deleted (they are not in Pods).
+	// A job losing pods, a preemption victim most often, is taken to be on its way out:
+	// its other bound pods' room counts as leaving for a preemptor, and it is no victim.
+	Leaving int
 }
 
 // TopologyRequest names topology levels, by node label key: one of State.Topology's keys,

@@ -67,10 +67,16 @@ func (e *APIEvictor) Evict(ctx context.Context, pod gang.PodRef, dryRun bool) er
 	if dryRun {
 		opts.DryRun = []string{metav1.DryRunAll}
 	}
-	return e.client.PolicyV1().Evictions(pod.Namespace).Evict(ctx, &policyv1.Eviction{
+	eviction := &policyv1.Eviction{
 		ObjectMeta:    metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace},
 		DeleteOptions: opts,
-	})
+	}
+	// The typed Evict would retry a 429 after its Retry-After (10 s) up to ten times: a
+	// budget that refuses must come back as a refusal now, so the request is built here
+	// with retries off (the same POST the typed client makes).
+	return e.client.PolicyV1().RESTClient().Post().AbsPath("/api/v1").
+		Namespace(pod.Namespace).Resource("pods").Name(pod.Name).SubResource("eviction").
+		Body(eviction).MaxRetries(0).Do(ctx).Error()
 }
 
 // Options are the dependencies and settings of a Preemptor.

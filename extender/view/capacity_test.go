@@ -68,3 +68,36 @@ func TestFreeAndCapacity(t *testing.T) {
 		t.Errorf("[Free, Capacity] by node (-want +got):\n%s", diff)
 	}
 }
+
+// TestJobLosingPods: a job's pods being deleted are out of its view but counted in its
+// Leaving (bound ones only), and their room is the node's Leaving: what a preemption may
+// count on while a victim goes.
+func TestJobLosingPods(t *testing.T) {
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}, Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{
+		corev1.ResourceCPU: resource.MustParse("8"), corev1.ResourcePods: resource.MustParse("110"),
+	}}}
+	gone := &metav1.Time{Time: time.Unix(1_700_000_000, 0)}
+	leaving := capacityPod("default", "victim-w-0", "victim", "n1", 2000)
+	leaving.DeletionTimestamp = gone
+	unbound := capacityPod("default", "victim-w-2", "victim", "", 2000)
+	unbound.DeletionTimestamp = gone
+	pods := []*corev1.Pod{leaving, capacityPod("default", "victim-w-1", "victim", "n1", 2000), unbound,
+		capacityPod("default", "other-w-0", "other", "n1", 1000)}
+	holds := &fixedHolds{held: map[types.UID]string{}, coolDowns: map[string]time.Time{}}
+	c := NewCluster(ClusterOptions{Log: zap.NewNop(), Client: fake.NewClientset(), Config: config.DefaultConfig(), Holds: holds})
+	fillStores(t, c, []*corev1.Node{node}, pods)
+	c.recompute(time.Unix(1_700_000_000, 0))
+	snap := c.Snapshot()
+	for key, want := range map[string][2]int{"default/victim": {1, 1}, "default/other": {1, 0}} {
+		job, _, ok := snap.Job(key)
+		if !ok {
+			t.Fatalf("no job %s", key)
+		}
+		if got := [2]int{len(job.Pods), job.Leaving}; got != want {
+			t.Errorf("%s: [pods in view, leaving] = %v, want %v", key, got, want)
+		}
+	}
+	if got, want := snap.nodes[0].Leaving, (priority.Resources{"cpu": 2000, "pods": 1}); !cmp.Equal(got, want) {
+		t.Errorf("n1 leaving %v, want %v", got, want)
+	}
+}

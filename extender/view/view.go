@@ -204,6 +204,13 @@ func (c *Cluster) recompute(now time.Time) {
 			}
 		}
 	}
+	for _, pod := range idx.pods {
+		if pod.deleting && pod.inJob && pod.node != "" && !pod.terminated {
+			if job := snap.jobs[pod.m.jobKey]; job != nil {
+				job.Leaving++
+			}
+		}
+	}
 	snap.state = state
 	c.admit(snap, cfg, now, start, len(held))
 }
