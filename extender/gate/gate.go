@@ -367,11 +367,12 @@ func (g *Gate) expire(gat *gathering) {
 	g.failures.SetDefault(gat.job, cs)
 	err := &gateError{metrics.OutcomeTimeout, fmt.Errorf("job %s did not gather its gang within %v of its last new member (%d of %d reached bind): nothing of it was bound; it loses the turn for %v",
 		gat.job, g.holdTimeout, len(gat.holds), gat.min, wait)}
+	// Counted before the answers go: whoever reads the metrics after an answer sees it.
+	g.metrics.HoldTimeout(gat.min)
 	for _, h := range gat.holds {
 		h.result <- err
 	}
 	g.mu.Unlock()
-	g.metrics.HoldTimeout(gat.min)
 	g.log.Warn("hold timeout", zap.String("job", gat.job), zap.Int("held", len(gat.holds)), zap.Int("min", gat.min), zap.Duration("coolDown", wait), zap.Int("failures", cs.failures))
 	g.notify()
 }
