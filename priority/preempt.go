@@ -25,6 +25,46 @@ type candidateVictim struct {
 	free float64 // what it frees of the preemptor's scarcest resource inside a domain
 }
 
+// VictimBar says why running job j may not be evicted for a preemptor of combined priority
+// p at now, or "" when it may be: its P when it started to run must be PreemptionMargin or
+// more below p, and it must have run MinRunTime (a job whose start is not known has not).
+// The queue's preemption and Volcano's preemptable and reclaimable both ask it; a refused
+// eviction's protection is the caller's to add.
+func (m Model) VictimBar(j *Job, p float64, now time.Time) string {
+	switch {
+	case j.Leaving > 0:
+		return "it is leaving already"
+	case m.RunningP(j, now)+m.PreemptionMargin > p:
+		return "its P is not " + fixed2(m.PreemptionMargin) + " or more below"
+	case j.RunningSince.IsZero() || now.Sub(j.RunningSince) < m.MinRunTime:
+		return "it has not run " + m.MinRunTime.String()
+	}
+	return ""
+}
+
+// RunningP is a running job's P as it was when it started to run (now when that is not
+// known): its waiting term stops growing then, or every job that ran long enough would
+// outrank every waiting one.
+func (m Model) RunningP(j *Job, now time.Time) float64 {
+	if !j.RunningSince.IsZero() {
+		now = j.RunningSince
+	}
+	return m.Combined(m.Terms(j, now))
+}
+
+// MayPreemptAlone says whether job j may have running jobs evicted for it under the model's
+// mode, where there is no queue to name a head (Volcano): urgent or starved jobs under
+// urgent, any job under priority.
+func (m Model) MayPreemptAlone(j *Job, now time.Time) bool {
+	switch m.Preemption {
+	case PreemptUrgent:
+		return j.Urgent || m.StarvationBound > 0 && j.Waited(now) > m.StarvationBound
+	case PreemptPriority:
+		return true
+	}
+	return false
+}
+
 // mayPreempt says whether job v, which does not fit, may have running jobs evicted for it
 // under the model's mode; head is true when no job walked before it failed to fit.
 func (m Model) mayPreempt(v *jobView, head bool) bool {
@@ -51,9 +91,7 @@ func (m Model) preempt(c *capacity, v *jobView, running []*jobView, dims *dimSet
 	var protected []string
 	for _, r := range running {
 		switch {
-		case r.job.Leaving > 0: // on its way out already: its room is counted below
-		case m.runningP(r)+m.PreemptionMargin > v.d.P:
-		case r.job.RunningSince.IsZero() || now.Sub(r.job.RunningSince) < m.MinRunTime:
+		case m.VictimBar(r.job, v.d.P, now) != "": // a job leaving already: its room is counted below
 		case s.Protected[r.job.Key].After(now):
 			protected = append(protected, r.job.Key)
 		default:
@@ -287,15 +325,6 @@ func (m Model) preempt(c *capacity, v *jobView, running []*jobView, dims *dimSet
 	}
 	slices.SortFunc(best.victims, func(a, b *jobView) int { return strings.Compare(a.job.Key, b.job.Key) })
 	return best, ""
-}
-
-// runningP is a running job's P as it was when it started to run: its waiting term stops
-// growing then, or every job that ran long enough would outrank every waiting one.
-func (m Model) runningP(r *jobView) float64 {
-	if r.job.RunningSince.IsZero() {
-		return r.d.P
-	}
-	return m.Combined(m.Terms(r.job, r.job.RunningSince))
 }
 
 // victimOf is a running job as a candidate victim: its bound pods' positions and needs

@@ -254,3 +254,56 @@ func mustAtoi(t *testing.T, s string) int {
 	}
 	return n
 }
+
+// TestVictimBarAndMayPreemptAlone: the rule Volcano's preemptable and reclaimable share with
+// the queue.
+func TestVictimBarAndMayPreemptAlone(t *testing.T) {
+	m := priority.DefaultModel()
+	m.UserTiers = map[string]string{"alice": "gold"}
+	ran := func(d time.Duration) priority.Job {
+		j := mkJob("ns/run").created(t0.Add(-2*time.Hour)).gang(0, nil, 2, res(1000, 0)).obj()
+		j.RunningSince = t0.Add(-d)
+		return j
+	}
+	gold := mkJob("ns/gold").user("alice").prio(900000).gang(0, nil, 2, res(1000, 0)).obj()
+	goldP := m.Combined(m.Terms(&gold, t0))
+	leaving, hour, unknown := ran(time.Hour), ran(time.Hour), ran(0)
+	leaving.Leaving, unknown.RunningSince = 1, time.Time{}
+	tests := []struct {
+		name   string
+		victim priority.Job
+		p      float64
+		want   string // a part of the bar; "" may go
+	}{
+		{"ran an hour, far below", ran(time.Hour), goldP, ""},
+		{"inside the minimum run time", ran(5 * time.Minute), goldP, "has not run 10m0s"},
+		{"start not known", unknown, goldP, "has not run"},
+		{"about the same P", hour, m.RunningP(&hour, t0) + 0.05, "not 0.10 or more below"},
+		{"leaving already", leaving, goldP, "leaving already"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := m.VictimBar(&tt.victim, tt.p, t0)
+			if (tt.want == "") != (got == "") || !strings.Contains(got, tt.want) {
+				t.Errorf("VictimBar = %q, want %q", got, tt.want)
+			}
+		})
+	}
+	starved := mkJob("ns/old").created(t0.Add(-time.Hour)).gang(0, nil, 2, res(1000, 0)).obj()
+	for _, c := range []struct {
+		mode priority.PreemptionMode
+		job  priority.Job
+		want bool
+	}{
+		{priority.PreemptUrgent, gold, false},
+		{priority.PreemptUrgent, urgentJob(2), true},
+		{priority.PreemptUrgent, starved, true},
+		{priority.PreemptPriority, gold, true},
+		{priority.PreemptOff, urgentJob(2), false},
+	} {
+		m.Preemption = c.mode
+		if got := m.MayPreemptAlone(&c.job, t0); got != c.want {
+			t.Errorf("%s: MayPreemptAlone(%s) = %v, want %v", c.mode, c.job.Key, got, c.want)
+		}
+	}
+}

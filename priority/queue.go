@@ -272,7 +272,7 @@ func (m Model) AdmitIn(s State, now time.Time, w *Workspace) *Queue {
 		d.Phase, v.kind = PhasePreempting, waitPreempting
 		d.Placement = summarize(c, v.placed, p.plan)
 		for _, r := range p.victims {
-			d.Victims = append(d.Victims, Victim{Key: r.job.Key, P: m.runningP(r), Pods: r.d.Bound,
+			d.Victims = append(d.Victims, Victim{Key: r.job.Key, P: m.RunningP(r.job, now), Pods: r.d.Bound,
 				RunMinutes: max(now.Sub(r.job.RunningSince).Minutes(), 0)})
 		}
 		d.Blocker = preemptBlocker(d.Victims)

@@ -123,6 +123,17 @@ func ResourcesOf(list corev1.ResourceList) priority.Resources {
 	return out
 }
 
+// ScheduledAt is when the pod's PodScheduled condition turned True (zero when it is not):
+// when it was bound.
+func ScheduledAt(pod *corev1.Pod) time.Time {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionTrue {
+			return c.LastTransitionTime.Time
+		}
+	}
+	return time.Time{}
+}
+
 // PodTerminated reports whether a pod no longer holds resources.
 func PodTerminated(pod *corev1.Pod) bool {
 	return pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed

@@ -116,7 +116,7 @@ func newPodRecord(pod *corev1.Pod, gangCfg config.GangConfig) *podRecord {
 	r := &podRecord{
 		uid: pod.UID, namespace: pod.Namespace, nsName: pod.Namespace + "/" + pod.Name, node: pod.Spec.NodeName,
 		terminated: gang.PodTerminated(pod), deleting: pod.DeletionTimestamp != nil, gated: len(pod.Spec.SchedulingGates) > 0,
-		priority: pod.Spec.Priority, created: pod.CreationTimestamp.Time, turnedAway: scheduledFalse(pod), scheduledAt: scheduledAt(pod),
+		priority: pod.Spec.Priority, created: pod.CreationTimestamp.Time, turnedAway: scheduledFalse(pod), scheduledAt: gang.ScheduledAt(pod),
 	}
 	if !r.terminated {
 		r.request = gang.PodRequest(pod)
@@ -231,16 +231,6 @@ func (x *viewIndex) intern(req priority.Resources) priority.Resources {
 	}
 	x.requests[string(key)] = req
 	return req
-}
-
-// scheduledAt is when the pod's PodScheduled condition turned True (zero when it is not).
-func scheduledAt(pod *corev1.Pod) time.Time {
-	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionTrue {
-			return c.LastTransitionTime.Time
-		}
-	}
-	return time.Time{}
 }
 
 // scheduledFalse reports whether the pod's PodScheduled condition is False.

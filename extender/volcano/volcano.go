@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -514,60 +515,87 @@ func (r *volcanoEvictRequest) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// rankedJob is a job's key and combined priority.
-type rankedJob struct {
-	key string
-	p   float64
-}
-
-// rankTask returns the combined priority of task's job at now: from the session snapshot's
-// JobInfo when it has the job, else from the task alone (volcanoTaskJob).
-func (v *Verbs) rankTask(s *volcanoSession, t *TaskInfo, now time.Time, seen map[string]rankedJob) rankedJob {
-	if r, ok := seen[t.Job]; ok && t.Job != "" {
-		return r
+// evictJob is the job of a task in an evict request, as the model sees a running job.
+func (v *Verbs) evictJob(s *volcanoSession, t *TaskInfo, seen map[string]*priority.Job) *priority.Job {
+	if job, ok := seen[t.Job]; ok && t.Job != "" {
+		return job
 	}
 	var job priority.Job
+	tasks := []*TaskInfo{t}
 	if j := s.job(t.Job); j != nil {
-		job = volcanoJobHeader(v.gang, j, sortedTasks(j.Tasks))
+		tasks = sortedTasks(j.Tasks)
+		job = volcanoJobHeader(v.gang, j, tasks)
 	} else {
 		job = volcanoTaskJob(v.gang, t)
 	}
-	model := v.tuned().model
-	r := rankedJob{key: job.Key, p: model.Combined(model.Terms(&job, now))}
-	if t.Job != "" {
-		seen[t.Job] = r
-	}
-	return r
-}
-
-// decideEvict answers preemptable and reclaimable. Evicting a task of a job whose combined
-// priority is higher than the evictor's job's is never allowed: then the vote is -1 (reject)
-// with no victims. Otherwise the extender abstains (0) and echoes every evictee, whole, as a
-// victim. Null evictees, or none, abstain with no victims; so does a request without an
-// evictor (every evictee echoed). Tasks of the evictor's own job are not compared.
-func (v *Verbs) decideEvict(req *volcanoEvictRequest) volcanoAnswer {
-	res := EvictResult{Status: Abstain, Victims: make([]json.RawMessage, 0, len(req.evictees))}
-	a := volcanoAnswer{subject: volcanoTaskKey(req.Evictor)}
-	if req.Evictor != nil && len(req.evictees) > 0 {
-		s, now := v.session(), v.clock.Now()
-		seen := map[string]rankedJob{}
-		evictor := v.rankTask(s, req.Evictor, now, seen)
-		for _, e := range req.evictees {
-			victim := v.rankTask(s, e.task, now, seen)
-			if victim.key != evictor.key && victim.p > evictor.p {
-				res.Status = Reject
-				a.body = res
-				a.decision = fmt.Sprintf("reject: %s of job %s (P=%.2f) ranks above the evictor's job %s (P=%.2f)",
-					volcanoTaskKey(e.task), victim.key, victim.p, evictor.key, evictor.p)
-				return a
+	for _, task := range tasks {
+		if task.NodeName != "" && task.Pod != nil {
+			if at := gang.ScheduledAt(task.Pod); at.After(job.RunningSince) {
+				job.RunningSince = at
 			}
 		}
 	}
+	if t.Job != "" {
+		seen[t.Job] = &job
+	}
+	return &job
+}
+
+// decideEvict answers preemptable and reclaimable by the rule the queue's preemption
+// follows (model.preemption, preemptionMargin, minRunTime: priority.Model.MayPreemptAlone
+// and VictimBar). An evictor's job that may not preempt gets -1 (reject) with no victims.
+// Otherwise the vote is 1 (permit) with the evictees that may go, echoed whole: those of
+// the evictor's own job (Volcano's task order is its own business) and those of jobs whose
+// P when they started to run is at least the margin below the evictor's and that have run
+// the minimum run time; never a task in no job or in an exempt namespace. None that may go
+// is -1. Null evictees, or none, abstain with no victims; a request without an evictor
+// abstains and echoes every evictee.
+func (v *Verbs) decideEvict(req *volcanoEvictRequest) volcanoAnswer {
+	res := EvictResult{Status: Abstain, Victims: make([]json.RawMessage, 0, len(req.evictees))}
+	a := volcanoAnswer{subject: volcanoTaskKey(req.Evictor), body: &res}
+	if req.Evictor == nil || len(req.evictees) == 0 {
+		for _, e := range req.evictees {
+			res.Victims = append(res.Victims, e.raw)
+		}
+		a.decision = "abstain: " + strconv.Itoa(len(res.Victims)) + " victims echoed"
+		return a
+	}
+	s, now, model := v.session(), v.clock.Now(), v.tuned().model
+	seen := map[string]*priority.Job{}
+	evictor := v.evictJob(s, req.Evictor, seen)
+	p := model.Combined(model.Terms(evictor, now))
+	if !model.MayPreemptAlone(evictor, now) {
+		res.Status = Reject
+		a.decision = fmt.Sprintf("reject: job %s (P=%.2f) may not preempt under model.preemption %s", evictor.Key, p, model.Preemption)
+		return a
+	}
+	var kept []string
 	for _, e := range req.evictees {
+		job := v.evictJob(s, e.task, seen)
+		why := ""
+		switch {
+		case job.Key == evictor.Key:
+		case e.task.Job == "":
+			why = "it is in no job"
+		case slices.Contains(v.gang.ExemptNamespaces, e.task.Namespace):
+			why = "its namespace is exempt"
+		default:
+			why = model.VictimBar(job, p, now)
+		}
+		if why != "" {
+			kept = append(kept, fmt.Sprintf("%s of job %s (P=%.2f): %s", volcanoTaskKey(e.task), job.Key, model.RunningP(job, now), why))
+			continue
+		}
 		res.Victims = append(res.Victims, e.raw)
 	}
-	a.body = res
-	a.decision = "abstain: " + strconv.Itoa(len(res.Victims)) + " victims echoed"
+	res.Status = Permit
+	if len(res.Victims) == 0 {
+		res.Status = Reject
+	}
+	a.decision = fmt.Sprintf("%d of %d evictees may go for job %s (P=%.2f)", len(res.Victims), len(req.evictees), evictor.Key, p)
+	if len(kept) > 0 {
+		a.decision += "; kept " + strings.Join(kept, "; ")
+	}
 	return a
 }
 

@@ -208,10 +208,12 @@ func TestVolcanoContract(t *testing.T) {
 			EnqueueResult{Status: Permit}, nil},
 		{"jobReady: 1 of minimum 1 running", true, VerbJobReady, "jobReady.json", JobReadyResult{Status: true}, nil},
 		{"jobReady: 2 of minimum 4 running", true, VerbJobReady, "jobReady-not-ready.json", JobReadyResult{Status: false}, nil},
-		{"preemptable: the victim's job ranks below, abstain and echo it", true, VerbPreemptable, "preemptable.json",
-			EvictResult{Status: Abstain, Victims: preemptVictims}, nil},
+		{"preemptable: the victim's job ran 30m and ranks well below, permit and echo it", true, VerbPreemptable, "preemptable.json",
+			EvictResult{Status: Permit, Victims: preemptVictims}, nil},
 		{"preemptable without a session", false, VerbPreemptable, "preemptable.json",
-			EvictResult{Status: Abstain, Victims: preemptVictims}, nil},
+			EvictResult{Status: Permit, Victims: preemptVictims}, nil},
+		{"default config (preemption: urgent): not urgent, but waiting 1h, past the starvation bound: permit", true, VerbPreemptable, "preemptable.json",
+			EvictResult{Status: Permit, Victims: preemptVictims}, defaults},
 		{"preemptable with null evictees", true, VerbPreemptable, "preemptable-null.json",
 			EvictResult{Status: Abstain, Victims: []json.RawMessage{}}, nil},
 		{"reclaimable: the victim's job ranks above, reject", true, VerbReclaimable, "reclaimable.json",
@@ -542,6 +544,15 @@ func (b taskB) user(u string) taskB              { b.t.Pod.Labels["cps-extender.
 func (b taskB) job(uid string) taskB {
 	ns, _, _ := strings.Cut(uid, "/")
 	b.t.Job, b.t.Namespace, b.t.Pod.Namespace = uid, ns, ns
+	return b
+}
+func (b taskB) urgent() taskB { b.t.Pod.Labels["cps-extender.io/urgent"] = "true"; return b }
+
+// ran places the task on n1, bound d before volcanoNow.
+func (b taskB) ran(d time.Duration) taskB {
+	b.t.NodeName, b.t.Status = "n1", TaskRunning
+	b.t.Pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionTrue,
+		LastTransitionTime: metav1.NewTime(volcanoNow.Add(-d))}}
 	return b
 }
 func (b taskB) obj() *TaskInfo { return b.t }
@@ -917,15 +928,14 @@ func TestVolcanoPredicate(t *testing.T) {
 	}
 }
 
-// TestVolcanoEvict covers preemptable and reclaimable: never a victim from a job that ranks
-// above the evictor's, otherwise abstain and echo every evictee whole.
+// TestVolcanoEvict covers preemptable and reclaimable: the queue's preemption rule decides
+// which evictees may go (echoed whole, with a permit), and an evictor's job that may not
+// preempt, or evictees none of which may go, get a reject.
 func TestVolcanoEvict(t *testing.T) {
-	alice := func(name string) *TaskInfo {
-		return newTask(name, "worker").job("ml/a").user("alice").on("n1", TaskRunning).obj()
-	}
-	carol := func(name string) *TaskInfo {
-		return newTask(name, "worker").job("lab/c").user("carol").on("n1", TaskRunning).obj()
-	}
+	alice := func(name string) taskB { return newTask(name, "worker").job("ml/a").user("alice") }
+	carol := func(name, job string) taskB { return newTask(name, "worker").job(job).user("carol") }
+	urgentAlice := alice("a-1").urgent().obj()
+	ranHour := carol("c-1", "lab/c").ran(time.Hour).obj()
 	raw := func(t *testing.T, ts ...*TaskInfo) []json.RawMessage {
 		out := []json.RawMessage{}
 		for _, x := range ts {
@@ -933,46 +943,79 @@ func TestVolcanoEvict(t *testing.T) {
 		}
 		return out
 	}
+	mode := func(m string) func(*config.Config) {
+		return func(c *config.Config) { c.Model.Preemption = priority.PreemptionMode(m) }
+	}
+	none := []json.RawMessage{}
 	tests := []struct {
-		name     string
-		evictor  *TaskInfo
-		evictees string // JSON; built per test
-		build    func(t *testing.T) (string, EvictResult)
+		name  string
+		edit  func(*config.Config)
+		build func(t *testing.T) (string, EvictResult)
 	}{
-		{name: "evictee of a higher job: reject", build: func(t *testing.T) (string, EvictResult) {
-			return mustJSON(t, map[string]any{"evictor": carol("c-1"), "evictees": []any{carol("c-2"), alice("a-1")}}),
-				EvictResult{Status: Reject, Victims: []json.RawMessage{}}
+		{name: "an urgent evictor: the lower jobs that ran the minimum run time go", build: func(t *testing.T) (string, EvictResult) {
+			young := carol("d-1", "lab/d").ran(5 * time.Minute).obj()
+			return mustJSON(t, map[string]any{"evictor": urgentAlice, "evictees": []any{ranHour, young}}),
+				EvictResult{Status: Permit, Victims: raw(t, ranHour)}
 		}},
-		{name: "evictees of lower jobs: abstain, echoed", build: func(t *testing.T) (string, EvictResult) {
-			return mustJSON(t, map[string]any{"evictor": alice("a-1"), "evictees": []any{carol("c-1"), carol("c-2")}}),
-				EvictResult{Status: Abstain, Victims: raw(t, carol("c-1"), carol("c-2"))}
+		{name: "under urgent, a job that is not urgent preempts nobody", build: func(t *testing.T) (string, EvictResult) {
+			return mustJSON(t, map[string]any{"evictor": alice("a-1").obj(), "evictees": []any{ranHour}}),
+				EvictResult{Status: Reject, Victims: none}
 		}},
-		{name: "evictees of the evictor's own job: abstain", build: func(t *testing.T) (string, EvictResult) {
-			return mustJSON(t, map[string]any{"evictor": carol("c-1"), "evictees": []any{carol("c-2")}}),
-				EvictResult{Status: Abstain, Victims: raw(t, carol("c-2"))}
+		{name: "preemption off", edit: mode("off"), build: func(t *testing.T) (string, EvictResult) {
+			return mustJSON(t, map[string]any{"evictor": urgentAlice, "evictees": []any{ranHour}}),
+				EvictResult{Status: Reject, Victims: none}
+		}},
+		{name: "under priority, any job, but never over a higher job", edit: mode("priority"), build: func(t *testing.T) (string, EvictResult) {
+			return mustJSON(t, map[string]any{"evictor": carol("c-9", "lab/e").obj(), "evictees": []any{alice("a-2").ran(time.Hour).obj()}}),
+				EvictResult{Status: Reject, Victims: none}
+		}},
+		{name: "under priority, never a job of about the same P", edit: mode("priority"), build: func(t *testing.T) (string, EvictResult) {
+			return mustJSON(t, map[string]any{"evictor": carol("c-9", "lab/e").obj(), "evictees": []any{ranHour}}),
+				EvictResult{Status: Reject, Victims: none}
+		}},
+		{name: "under priority, a gold job over a bronze one", edit: mode("priority"), build: func(t *testing.T) (string, EvictResult) {
+			return mustJSON(t, map[string]any{"evictor": alice("a-1").obj(), "evictees": []any{ranHour}}),
+				EvictResult{Status: Permit, Victims: raw(t, ranHour)}
+		}},
+		{name: "never a task in an exempt namespace", build: func(t *testing.T) (string, EvictResult) {
+			sys := newTask("s-1", "worker").job("kube-system/s").ran(time.Hour).obj()
+			return mustJSON(t, map[string]any{"evictor": urgentAlice, "evictees": []any{sys}}),
+				EvictResult{Status: Reject, Victims: none}
+		}},
+		{name: "the evictor's own job's tasks go", build: func(t *testing.T) (string, EvictResult) {
+			own := alice("a-2").obj()
+			return mustJSON(t, map[string]any{"evictor": urgentAlice, "evictees": []any{own}}),
+				EvictResult{Status: Permit, Victims: raw(t, own)}
 		}},
 		{name: "null elements are dropped", build: func(t *testing.T) (string, EvictResult) {
-			return mustJSON(t, map[string]any{"evictor": alice("a-1"), "evictees": []any{nil, carol("c-1"), nil}}),
-				EvictResult{Status: Abstain, Victims: raw(t, carol("c-1"))}
+			return mustJSON(t, map[string]any{"evictor": urgentAlice, "evictees": []any{nil, ranHour, nil}}),
+				EvictResult{Status: Permit, Victims: raw(t, ranHour)}
 		}},
 		{name: "no evictor: abstain, echoed", build: func(t *testing.T) (string, EvictResult) {
-			return mustJSON(t, map[string]any{"evictees": []any{alice("a-1")}}),
-				EvictResult{Status: Abstain, Victims: raw(t, alice("a-1"))}
+			return mustJSON(t, map[string]any{"evictees": []any{alice("a-1").obj()}}),
+				EvictResult{Status: Abstain, Victims: raw(t, alice("a-1").obj())}
 		}},
 		{name: "null evictees", build: func(t *testing.T) (string, EvictResult) {
-			return mustJSON(t, map[string]any{"evictor": alice("a-1"), "evictees": nil}),
-				EvictResult{Status: Abstain, Victims: []json.RawMessage{}}
+			return mustJSON(t, map[string]any{"evictor": urgentAlice, "evictees": nil}),
+				EvictResult{Status: Abstain, Victims: none}
 		}},
 		{name: "unknown fields of an evictee are echoed too", build: func(t *testing.T) (string, EvictResult) {
-			e := `{"UID":"x-1","Job":"lab/c","Name":"x-1","Namespace":"lab","Status":32,"NumaInfo":{"Policies":{"cpu":"none"}},"Custom":[1,2]}`
-			return `{"evictor":` + mustJSON(t, alice("a-1")) + `,"evictees":[` + e + `]}`,
-				EvictResult{Status: Abstain, Victims: []json.RawMessage{json.RawMessage(e)}}
+			e := `{"UID":"x-1","Job":"lab/c","Name":"x-1","Namespace":"lab","NodeName":"n1","Status":32,` +
+				`"Pod":{"metadata":{"name":"x-1","namespace":"lab"},"status":{"conditions":[` +
+				`{"type":"PodScheduled","status":"True","lastTransitionTime":"2025-03-01T10:00:00Z"}]}},` +
+				`"NumaInfo":{"Policies":{"cpu":"none"}},"Custom":[1,2]}`
+			return `{"evictor":` + mustJSON(t, urgentAlice) + `,"evictees":[` + e + `]}`,
+				EvictResult{Status: Permit, Victims: []json.RawMessage{json.RawMessage(e)}}
 		}},
 	}
 	for _, verb := range []string{VerbPreemptable, VerbReclaimable} {
 		for _, tt := range tests {
 			t.Run(verb+" "+tt.name, func(t *testing.T) {
-				vs := newVolcanoServer(t, 1<<20, nil)
+				edit := tt.edit
+				if edit == nil {
+					edit = mode("urgent") // the default; the fixtures' config.yaml says priority
+				}
+				vs := newVolcanoServer(t, 1<<20, edit)
 				body, want := tt.build(t)
 				got := decodeAs(t, want, vs.mustPost(t, verb, body))
 				if diff := cmp.Diff(want, got, sameJSON); diff != "" {
@@ -981,17 +1024,18 @@ func TestVolcanoEvict(t *testing.T) {
 			})
 		}
 	}
-	t.Run("the snapshot's JobInfo decides the rank", func(t *testing.T) {
-		// Without a session both tasks rank by their pods alone (same user, same priority);
-		// the snapshot says the evictee's job has a high PriorityClass value.
-		vs := newVolcanoServer(t, 1<<20, nil)
-		victim := newTask("v-1", "worker").job("lab/v").user("carol").on("n1", TaskRunning).obj()
-		evictor := newTask("e-1", "worker").job("lab/e").user("carol").obj()
+	t.Run("the snapshot's JobInfo decides", func(t *testing.T) {
+		// Without a session the victim's job is what its task says: bronze, not urgent. The
+		// snapshot says its job is urgent too: about the evictor's P, so no victim.
+		vs := newVolcanoServer(t, 1<<20, mode("urgent"))
+		victim := carol("v-1", "lab/v").ran(time.Hour).obj()
+		evictor := carol("e-1", "lab/e").urgent().obj()
 		body := mustJSON(t, map[string]any{"evictor": evictor, "evictees": []any{victim}})
-		if got := decodeAs(t, EvictResult{}, vs.mustPost(t, VerbPreemptable, body)).(EvictResult); got.Status != Abstain {
-			t.Fatalf("without a session: status %d, want abstain", got.Status)
+		if got := decodeAs(t, EvictResult{}, vs.mustPost(t, VerbPreemptable, body)).(EvictResult); got.Status != Permit {
+			t.Fatalf("without a session: status %d, want permit", got.Status)
 		}
-		vj := newJob("lab", "v").user("carol").priority(1000000).min(1).phase("Running").tasks(victim).obj()
+		vj := newJob("lab", "v").user("carol").min(1).phase("Running").tasks(victim).obj()
+		vj.PodGroup.Metadata.Labels["cps-extender.io/urgent"] = "true"
 		vs.openSession(t, sessionBody(t, []*JobInfo{vj}, nil))
 		if got := decodeAs(t, EvictResult{}, vs.mustPost(t, VerbPreemptable, body)).(EvictResult); got.Status != Reject {
 			t.Errorf("with the session: status %d, want reject", got.Status)
