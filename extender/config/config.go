@@ -174,7 +174,7 @@ type ModelConfig struct {
 	TurnHold        metav1.Duration    `json:"turnHold"`
 	SpreadAfter     metav1.Duration    `json:"spreadAfter"`
 	// Preemption: off, urgent (default) or priority; see priority/README.md.
-	Preemption       priority.PreemptionMode `json:"preemption"`
+	Preemption       PreemptionSetting `json:"preemption"`
 	PreemptionMargin float64                 `json:"preemptionMargin"`
 	MinRunTime       metav1.Duration         `json:"minRunTime"`
 	MaxPreemptions   int                     `json:"maxPreemptions"`
@@ -188,7 +188,7 @@ func (m ModelConfig) PriorityModel() priority.Model {
 		PriorityFloor: m.PriorityFloor, PriorityCeiling: m.PriorityCeiling, Tau: m.Tau.Duration,
 		MaxGang: m.MaxGang, StarvationBound: m.StarvationBound.Duration, Policy: m.Policy,
 		TurnHold: m.TurnHold.Duration, SpreadAfter: m.SpreadAfter.Duration,
-		Preemption: m.Preemption, PreemptionMargin: m.PreemptionMargin, MinRunTime: m.MinRunTime.Duration,
+		Preemption: priority.PreemptionMode(m.Preemption), PreemptionMargin: m.PreemptionMargin, MinRunTime: m.MinRunTime.Duration,
 		MaxPreemptions: m.MaxPreemptions, PreemptionWindow: m.PreemptionWindow.Duration,
 	}
 }
@@ -199,9 +199,27 @@ func modelConfigOf(m priority.Model) ModelConfig {
 		PriorityFloor: m.PriorityFloor, PriorityCeiling: m.PriorityCeiling, Tau: metav1.Duration{Duration: m.Tau},
 		MaxGang: m.MaxGang, StarvationBound: metav1.Duration{Duration: m.StarvationBound}, Policy: m.Policy,
 		TurnHold: metav1.Duration{Duration: m.TurnHold}, SpreadAfter: metav1.Duration{Duration: m.SpreadAfter},
-		Preemption: m.Preemption, PreemptionMargin: m.PreemptionMargin, MinRunTime: metav1.Duration{Duration: m.MinRunTime},
+		Preemption: PreemptionSetting(m.Preemption), PreemptionMargin: m.PreemptionMargin, MinRunTime: metav1.Duration{Duration: m.MinRunTime},
 		MaxPreemptions: m.MaxPreemptions, PreemptionWindow: metav1.Duration{Duration: m.PreemptionWindow},
 	}
+}
+
+// PreemptionSetting is model.preemption as written. YAML 1.1 reads a bare off as false, so
+// false means off too; true names no mode.
+type PreemptionSetting priority.PreemptionMode
+
+// UnmarshalJSON reads a mode name, or false for off.
+func (p *PreemptionSetting) UnmarshalJSON(b []byte) error {
+	if string(b) == "false" {
+		*p = PreemptionSetting(priority.PreemptOff)
+		return nil
+	}
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("model.preemption: %s, want off, urgent or priority", b)
+	}
+	*p = PreemptionSetting(s)
+	return nil
 }
 
 // LogConfig selects the log encoding and level.

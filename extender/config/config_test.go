@@ -9,6 +9,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/cps-extender/cps-extender/priority"
 )
 
 func writeConfig(t *testing.T, body string) string {
@@ -63,6 +65,21 @@ func TestLoadConfig(t *testing.T) {
 			name:     "a key given twice is an error, not a silent override",
 			body:     "listen: :1\nlisten: :2\n",
 			wantErrs: []string{`"listen" already set in map`},
+		},
+		{
+			name: "preemption: off, which YAML reads as false, is off",
+			body: "model:\n  preemption: off\n",
+			want: func(c *Config) { c.Model.Preemption = PreemptionSetting(priority.PreemptOff) },
+		},
+		{
+			name: "preemption: priority",
+			body: "model:\n  preemption: priority\n",
+			want: func(c *Config) { c.Model.Preemption = PreemptionSetting(priority.PreemptPriority) },
+		},
+		{
+			name:     "preemption: on names no mode",
+			body:     "model:\n  preemption: on\n",
+			wantErrs: []string{"model.preemption: true, want off, urgent or priority"},
 		},
 		{
 			name:     "an unknown key and a bad value are listed together",

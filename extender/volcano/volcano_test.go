@@ -944,7 +944,7 @@ func TestVolcanoEvict(t *testing.T) {
 		return out
 	}
 	mode := func(m string) func(*config.Config) {
-		return func(c *config.Config) { c.Model.Preemption = priority.PreemptionMode(m) }
+		return func(c *config.Config) { c.Model.Preemption = config.PreemptionSetting(m) }
 	}
 	none := []json.RawMessage{}
 	tests := []struct {

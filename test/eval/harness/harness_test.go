@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/cps-extender/cps-extender/extender/config"
+	"github.com/cps-extender/cps-extender/priority"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -104,19 +105,27 @@ func TestSchedulerConfig(t *testing.T) {
 // TestExtenderConfig loads the generated configuration with the extender's own loader.
 func TestExtenderConfig(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "cps-extender.yaml")
-	if err := os.WriteFile(path, []byte(extenderConfig("127.0.0.1:9", "/k", "strict")), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cfg, errs := config.LoadConfig(path)
-	if len(errs) > 0 {
-		t.Fatalf("LoadConfig: %v", errs)
-	}
-	m := cfg.Model.PriorityModel()
-	if m.Policy != "strict" || m.StarvationBound != 30*time.Second || m.Tau != 10*time.Second || m.UserTiers["ana"] != eval.TierGold || m.UserTiers["hal"] != eval.TierBronze {
-		t.Errorf("model %+v", m)
-	}
-	if len(cfg.Affinity.Topology) != 1 || cfg.Affinity.Topology[0] != rackLabel {
-		t.Errorf("topology %v", cfg.Affinity.Topology)
+	for _, s := range []Setup{{Policy: "strict"}, {Policy: "reserve", Preemption: "off"}} {
+		if err := os.WriteFile(path, []byte(extenderConfig("127.0.0.1:9", "/k", s)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		cfg, errs := config.LoadConfig(path)
+		if len(errs) > 0 {
+			t.Fatalf("LoadConfig: %v", errs)
+		}
+		m := cfg.Model.PriorityModel()
+		wantMode := priority.PreemptionMode(s.Preemption)
+		if wantMode == "" {
+			wantMode = priority.DefaultModel().Preemption
+		}
+		if string(m.Policy) != s.Policy || m.Preemption != wantMode || m.StarvationBound != 30*time.Second || m.Tau != 10*time.Second ||
+			m.MinRunTime != 10*time.Second || m.PreemptionWindow != 10*time.Second ||
+			m.UserTiers["ana"] != eval.TierGold || m.UserTiers["hal"] != eval.TierBronze {
+			t.Errorf("model %+v", m)
+		}
+		if len(cfg.Affinity.Topology) != 1 || cfg.Affinity.Topology[0] != rackLabel {
+			t.Errorf("topology %v", cfg.Affinity.Topology)
+		}
 	}
 }
 

@@ -69,7 +69,7 @@ func Run(t testing.TB, s Setup, w eval.Workload, opts Options) eval.Run {
 	extAddr := ""
 	if s.Extender() {
 		extAddr = framework.FreeAddr(t)
-		watched = append(watched, startExtender(t, cp, opts.ExtenderBin, extAddr, s.Policy))
+		watched = append(watched, startExtender(t, cp, opts.ExtenderBin, extAddr, s))
 	}
 	cfg, err := schedulerConfig(cp.Kubeconfig, extAddr)
 	if err != nil {
@@ -93,13 +93,13 @@ func Run(t testing.TB, s Setup, w eval.Workload, opts Options) eval.Run {
 
 // startExtender writes the setup's extender configuration and runs cps-extender as a child
 // of the control plane, returning once /readyz answers 200.
-func startExtender(t testing.TB, cp *framework.ControlPlane, bin, addr, policy string) *framework.Process {
+func startExtender(t testing.TB, cp *framework.ControlPlane, bin, addr string, s Setup) *framework.Process {
 	t.Helper()
 	if bin == "" {
 		t.Fatal("harness: Options.ExtenderBin is empty")
 	}
 	path := filepath.Join(cp.Dir, "cps-extender.yaml")
-	if err := os.WriteFile(path, []byte(extenderConfig(addr, cp.Kubeconfig, policy)), 0o600); err != nil {
+	if err := os.WriteFile(path, []byte(extenderConfig(addr, cp.Kubeconfig, s)), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	p := cp.StartProcess(t, "cps-extender", bin, []string{"--config=" + path}, nil)

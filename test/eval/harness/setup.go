@@ -29,12 +29,14 @@ type Setup struct {
 	// (TopologyAwareWorkloadScheduling, KEP-5732) to NativeGang: each job's PodGroup is
 	// constrained to one rack.
 	NativeTopology bool
+	// Preemption is the extender's model.preemption; empty keeps the default (urgent).
+	Preemption string
 }
 
 // Extender tells whether the setup runs cps-extender.
 func (s Setup) Extender() bool { return s.Policy != "" }
 
-// Setups are the seven setups, in report order.
+// Setups are the eight setups, in report order.
 var Setups = []Setup{
 	{Name: "plain"},
 	{Name: "priorityclasses", PriorityClasses: true},
@@ -43,6 +45,7 @@ var Setups = []Setup{
 	{Name: "cps-strict", PriorityClasses: true, Policy: "strict"},
 	{Name: "cps-reserve", PriorityClasses: true, Policy: "reserve"},
 	{Name: "cps-besteffort", PriorityClasses: true, Policy: "besteffort"},
+	{Name: "cps-reserve-nopreempt", PriorityClasses: true, Policy: "reserve", Preemption: "off"},
 }
 
 // SetupsNamed returns the setups with the given names, in the order given.
@@ -79,10 +82,13 @@ const (
 )
 
 // Model time constants of the extender, in simulated time (scaled by eval.Scale when the
-// extender is configured): the default tau and starvation bound.
+// extender is configured): the defaults of tau, the starvation bound, the minimum run time
+// of a preemption victim and the window of the eviction budget.
 const (
-	Tau             = 10 * time.Minute
-	StarvationBound = 30 * time.Minute
+	Tau              = 10 * time.Minute
+	StarvationBound  = 30 * time.Minute
+	MinRunTime       = 10 * time.Minute
+	PreemptionWindow = 10 * time.Minute
 )
 
 // schedulerConfig is scheduler-config/kube-scheduler.yaml as shipped with the kubeconfig and
@@ -123,11 +129,16 @@ func schedulerConfig(kubeconfig, extenderAddr string) ([]byte, error) {
 }
 
 // extenderConfig is the extender's configuration for a setup: the eval's users and tiers,
-// the rack topology, the policy, and tau and the starvation bound scaled to real time.
-func extenderConfig(listen, kubeconfig, policy string) string {
+// the rack topology, the policy and preemption mode, and the model's times scaled to real
+// time.
+func extenderConfig(listen, kubeconfig string, s Setup) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "listen: %s\nurlPrefix: /scheduler\nkubeconfig: %s\nlog: {format: json, level: info}\n", listen, kubeconfig)
-	fmt.Fprintf(&b, "model:\n  policy: %s\n  tau: %s\n  starvationBound: %s\n  userTiers:\n", policy, eval.Real(Tau), eval.Real(StarvationBound))
+	fmt.Fprintf(&b, "model:\n  policy: %s\n  tau: %s\n  starvationBound: %s\n", s.Policy, eval.Real(Tau), eval.Real(StarvationBound))
+	if s.Preemption != "" {
+		fmt.Fprintf(&b, "  preemption: %s\n", s.Preemption)
+	}
+	fmt.Fprintf(&b, "  minRunTime: %s\n  preemptionWindow: %s\n  userTiers:\n", eval.Real(MinRunTime), eval.Real(PreemptionWindow))
 	for _, u := range eval.Users {
 		fmt.Fprintf(&b, "    %s: %s\n", u.Name, u.Tier)
 	}
