@@ -175,10 +175,10 @@ type ModelConfig struct {
 	SpreadAfter     metav1.Duration    `json:"spreadAfter"`
 	// Preemption: off, urgent (default) or priority; see priority/README.md.
 	Preemption       PreemptionSetting `json:"preemption"`
-	PreemptionMargin float64                 `json:"preemptionMargin"`
-	MinRunTime       metav1.Duration         `json:"minRunTime"`
-	MaxPreemptions   int                     `json:"maxPreemptions"`
-	PreemptionWindow metav1.Duration         `json:"preemptionWindow"`
+	PreemptionMargin float64           `json:"preemptionMargin"`
+	MinRunTime       metav1.Duration   `json:"minRunTime"`
+	MaxPreemptions   int               `json:"maxPreemptions"`
+	PreemptionWindow metav1.Duration   `json:"preemptionWindow"`
 }
 
 // PriorityModel converts the config block to the model.
