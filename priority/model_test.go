@@ -128,6 +128,19 @@ func TestValidate(t *testing.T) {
 			want:   []string{`model.policy: "fifo", want one of strict, reserve, besteffort`},
 		},
 		{
+			name: "preemption keys out of range",
+			modify: func(m *priority.Model) {
+				m.Preemption, m.PreemptionMargin, m.MinRunTime, m.MaxPreemptions, m.PreemptionWindow = "always", 2, -time.Minute, -1, 0
+			},
+			want: []string{
+				`model.preemption: "always", want one of off, urgent, priority`,
+				"model.preemptionMargin: 2, want a number in [0,1]",
+				"model.minRunTime: -1m0s, want a duration >= 0",
+				"model.maxPreemptions: -1, want >= 0",
+				"model.preemptionWindow: 0s, want a duration > 0",
+			},
+		},
+		{
 			name: "every problem at once",
 			modify: func(m *priority.Model) {
 				*m = priority.Model{

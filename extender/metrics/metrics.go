@@ -111,7 +111,7 @@ func New(reg *prometheus.Registry) *Metrics {
 	}, "result")
 	m.preemptions = m.counterVec(prometheus.CounterOpts{
 		Name: "cps_extender_preemptions_total",
-		Help: "Victim jobs of preemptions by result: evicted (every pod), refused (a PodDisruptionBudget refused it: nothing evicted, the job is protected), partial (refused after some pods: reported, retried), failed (an API error).",
+		Help: "Victim jobs of preemptions by result: evicted (every pod), refused (a PodDisruptionBudget refused it: nothing evicted, the job is protected), partial (refused after some pods passed: the rest get a PreemptionIncomplete Event, the job is protected like a refused one), failed (an API error).",
 	}, "result")
 	m.evictedPods = m.counterVec(prometheus.CounterOpts{
 		Name: "cps_extender_evicted_pods_total",

@@ -29,8 +29,12 @@ import (
 	"github.com/cps-extender/cps-extender/priority"
 )
 
-// ReasonPreempted is the reason of the Event an evicted pod gets.
-const ReasonPreempted = "Preempted"
+// The reasons of the preemptor's Events: on each evicted pod, and on each pod of a victim
+// left running when a budget refused its eviction after the dry run passed.
+const (
+	ReasonPreempted            = "Preempted"
+	ReasonPreemptionIncomplete = "PreemptionIncomplete"
+)
 
 // Evictor evicts one pod through the Eviction API; with dryRun nothing is evicted, but a
 // PodDisruptionBudget that would refuse it does.
@@ -229,6 +233,7 @@ func (p *Preemptor) evict(preemptor string, preemptorP float64, victim priority.
 	}
 	var mu sync.Mutex
 	var failed []error
+	var kept []gang.PodRef
 	evicted := 0
 	var wg sync.WaitGroup
 	for _, pod := range pods {
@@ -245,6 +250,7 @@ func (p *Preemptor) evict(preemptor string, preemptorP float64, victim priority.
 			case apierrors.IsNotFound(err):
 			default:
 				failed = append(failed, fmt.Errorf("%s: %w", pod, err))
+				kept = append(kept, pod)
 			}
 		}()
 	}
@@ -260,6 +266,11 @@ func (p *Preemptor) evict(preemptor string, preemptorP float64, victim priority.
 		p.protect(victim.Key)
 		p.metrics.Preemption(metrics.PreemptionPartial)
 		log.Error("preemption: victim evicted in part", zap.Int("evicted", evicted), zap.Error(errors.Join(failed...)))
+		for _, pod := range kept {
+			p.record(pod, corev1.EventTypeWarning, ReasonPreemptionIncomplete,
+				"%d of %d pods of job %s were evicted to make room for job %s; this pod's eviction was refused after the dry run passed, so the gang runs below its minimum: restart or delete it",
+				evicted, len(pods), victim.Key, preemptor)
+		}
 	default:
 		p.protect(victim.Key)
 		p.metrics.Preemption(metrics.PreemptionFailed)
@@ -278,13 +289,18 @@ func (p *Preemptor) protect(job string) {
 
 // event records the Preempted Event on an evicted pod.
 func (p *Preemptor) event(pod gang.PodRef, preemptor string, preemptorP float64, victim priority.Victim) {
+	p.record(pod, corev1.EventTypeWarning, ReasonPreempted,
+		"evicted with its whole gang %s (P=%.2f) to make room for job %s (P=%.2f), which has priority over it",
+		victim.Key, victim.P, preemptor, preemptorP)
+}
+
+// record records an Event on pod.
+func (p *Preemptor) record(pod gang.PodRef, eventType, reason, format string, args ...any) {
 	if p.events == nil {
 		return
 	}
 	obj := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace, UID: pod.UID}}
-	p.events.Eventf(obj, corev1.EventTypeWarning, ReasonPreempted,
-		"evicted with its whole gang %s (P=%.2f) to make room for job %s (P=%.2f), which has priority over it",
-		victim.Key, victim.P, preemptor, preemptorP)
+	p.events.Eventf(obj, eventType, reason, format, args...)
 }
 
 // boundPods are a job's pods bound to a node.

@@ -143,19 +143,31 @@ func TestPreemptorRespectsDisruptionBudgets(t *testing.T) {
 		ev        *fakeEvictor
 		evicted   int
 		protected bool
+		events    []string // a part of each Event, in order
 	}{
 		{"a dry run refused: nothing evicted, the job protected",
-			&fakeEvictor{dryErr: map[string]error{victim + "-1": refused}}, 0, true},
+			&fakeEvictor{dryErr: map[string]error{victim + "-1": refused}}, 0, true, nil},
 		{"refused after the dry run passed: half evicted, reported, protected",
-			&fakeEvictor{refuse: map[string]error{victim + "-1": refused}}, 1, true},
+			&fakeEvictor{refuse: map[string]error{victim + "-1": refused}}, 1, true,
+			[]string{"Warning Preempted: evicted with its whole gang",
+				"Warning PreemptionIncomplete: 1 of 2 pods of job ns/" + victim + " were evicted to make room for job ns/urgent"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p, clk := newPreemptor(t, tt.ev, nil)
+			events := &recordedEvents{}
+			p, clk := newPreemptor(t, tt.ev, events)
 			p.Published(snap)
 			p.Wait()
 			if len(tt.ev.evicted) != tt.evicted {
 				t.Errorf("evicted %v, want %d pods", tt.ev.evicted, tt.evicted)
+			}
+			if len(events.msgs) != len(tt.events) {
+				t.Fatalf("events %q, want %d", events.msgs, len(tt.events))
+			}
+			for i, want := range tt.events {
+				if !strings.Contains(events.msgs[i], want) {
+					t.Errorf("event %d: %q, want %q in it", i, events.msgs[i], want)
+				}
 			}
 			if _, ok := p.Protected()[d.Victims[0].Key]; ok != tt.protected {
 				t.Errorf("protected %v, want %v", p.Protected(), tt.protected)
