@@ -148,6 +148,12 @@ func (m Model) queuedReason(v *jobView) string {
 	case waitNoFit:
 		b.WriteString("it does not fit: ")
 		b.WriteString(d.Blocker)
+		if m.Policy == PolicyBackfill && v.wait < m.ReserveAfter {
+			// Under backfill no job ahead reserves when this one waits without blocking:
+			// say when it will.
+			b.WriteString("; it reserves room once it has waited ")
+			b.WriteString(m.ReserveAfter.String())
+		}
 	case waitReserving:
 		b.WriteString("it does not fit: ")
 		b.WriteString(d.Blocker)

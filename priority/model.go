@@ -22,6 +22,9 @@ const (
 	// DefaultSpreadAfter is how long a job may wait for a domain to hold it whole: a few
 	// minutes against a run time of hours.
 	DefaultSpreadAfter = 5 * time.Minute
+	// DefaultReserveAfter is how long a job waits under backfill before it reserves: tau,
+	// a third of the starvation bound.
+	DefaultReserveAfter = 10 * time.Minute
 	// Preemption defaults: urgent jobs only; a victim's P at least 0.1 below; a victim has
 	// run 10 minutes; at most 4 victims in 10 minutes.
 	DefaultPreemption       = PreemptUrgent
@@ -53,6 +56,7 @@ func DefaultModel() Model {
 		Policy:          DefaultPolicy,
 		TurnHold:        DefaultTurnHold,
 		SpreadAfter:     DefaultSpreadAfter,
+		ReserveAfter:    DefaultReserveAfter,
 
 		Preemption:       DefaultPreemption,
 		PreemptionMargin: DefaultPreemptionMargin,
@@ -74,7 +78,7 @@ func ValidPreemption(p PreemptionMode) bool {
 // ValidPolicy reports whether p is one of the admission policies.
 func ValidPolicy(p Policy) bool {
 	switch p {
-	case PolicyStrict, PolicyReserve, PolicyBestEffort:
+	case PolicyStrict, PolicyReserve, PolicyBestEffort, PolicyBackfill:
 		return true
 	}
 	return false
@@ -132,6 +136,9 @@ func (m Model) Validate() []error {
 	if m.SpreadAfter < 0 {
 		bad("model.spreadAfter: %v, want a duration >= 0", m.SpreadAfter)
 	}
+	if m.ReserveAfter < 0 {
+		bad("model.reserveAfter: %v, want a duration >= 0", m.ReserveAfter)
+	}
 	if !ValidPreemption(m.Preemption) {
 		bad("model.preemption: %q, want one of %s, %s, %s", m.Preemption, PreemptOff, PreemptUrgent, PreemptPriority)
 	}
@@ -148,7 +155,7 @@ func (m Model) Validate() []error {
 		bad("model.preemptionWindow: %v, want a duration > 0", m.PreemptionWindow)
 	}
 	if !ValidPolicy(m.Policy) {
-		bad("model.policy: %q, want one of %s, %s, %s", m.Policy, PolicyStrict, PolicyReserve, PolicyBestEffort)
+		bad("model.policy: %q, want one of %s, %s, %s, %s", m.Policy, PolicyStrict, PolicyReserve, PolicyBestEffort, PolicyBackfill)
 	}
 	return errs
 }

@@ -25,6 +25,7 @@ func TestDefaultModel(t *testing.T) {
 		Policy:          priority.PolicyReserve,
 		TurnHold:        10 * time.Second,
 		SpreadAfter:     5 * time.Minute,
+		ReserveAfter:    10 * time.Minute,
 
 		Preemption:       priority.PreemptUrgent,
 		PreemptionMargin: 0.1,
@@ -123,9 +124,14 @@ func TestValidate(t *testing.T) {
 			want:   []string{"model.spreadAfter: -1m0s, want a duration >= 0"},
 		},
 		{
+			name:   "negative reserve-after",
+			modify: func(m *priority.Model) { m.ReserveAfter = -time.Minute },
+			want:   []string{"model.reserveAfter: -1m0s, want a duration >= 0"},
+		},
+		{
 			name:   "unknown policy",
 			modify: func(m *priority.Model) { m.Policy = "fifo" },
-			want:   []string{`model.policy: "fifo", want one of strict, reserve, besteffort`},
+			want:   []string{`model.policy: "fifo", want one of strict, reserve, besteffort, backfill`},
 		},
 		{
 			name: "preemption keys out of range",
@@ -162,7 +168,7 @@ func TestValidate(t *testing.T) {
 				"model.starvationBound: 0s, want a duration > 0",
 				`model.preemption: "", want one of off, urgent, priority`,
 				"model.preemptionWindow: 0s, want a duration > 0",
-				`model.policy: "", want one of strict, reserve, besteffort`,
+				`model.policy: "", want one of strict, reserve, besteffort, backfill`,
 			},
 		},
 	}

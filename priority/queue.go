@@ -109,7 +109,8 @@ type jobView struct {
 // A job's pending pods up to its minimum (PS first) are fitted into the nodes' free
 // capacity, less what jobs ahead took; when they fit the job is admitted, and when not,
 // the policy decides: strict stops every job behind it, reserve lets the first such job
-// keep what fits and lets later jobs use only the rest, besteffort goes on. The result
+// keep what fits and lets later jobs use only the rest, besteffort goes on, backfill goes
+// on until a job has waited ReserveAfter and then reserves for the first such job. The result
 // does not depend on the order of jobs, pods or nodes in s; s is not changed.
 func (m Model) Admit(s State, now time.Time) *Queue {
 	return m.AdmitIn(s, now, nil)
@@ -324,7 +325,7 @@ func (m Model) AdmitIn(s State, now time.Time, w *Workspace) *Queue {
 				} else if reserving == nil {
 					reserving = v
 				}
-			case policy == PolicyReserve && reserving == nil:
+			case reserving == nil && m.reserves(policy, v):
 				c.rollback()
 				c.begin()
 				d.Placement = reserve(c, reach, v)
@@ -618,6 +619,18 @@ func place(c *capacity, v *jobView, patience func(v *jobView, span int) int) str
 		return "no one " + c.lay.levelName(v.required) + " domain has room for its " + strconv.Itoa(len(v.toFit)) + " pods together"
 	}
 	return c.shortage(podLabel(v.toFit[f.first], namespaceOf(v.job.Key)), v.demands[f.first])
+}
+
+// reserves reports whether a job that does not fit reserves room when no job ahead of it
+// does: always under reserve; under backfill once it has waited ReserveAfter or is starved.
+func (m Model) reserves(policy Policy, v *jobView) bool {
+	switch policy {
+	case PolicyReserve:
+		return true
+	case PolicyBackfill:
+		return v.wait >= m.ReserveAfter || v.d.Starved
+	}
+	return false
 }
 
 // patience is the level of the nearest-level domain a job should wait for rather than be

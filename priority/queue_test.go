@@ -163,6 +163,48 @@ func TestAdmit(t *testing.T) {
 			},
 		},
 		{
+			name:   "backfill: a job that does not fit takes nothing while it is younger than reserveAfter",
+			policy: priority.PolicyBackfill,
+			state:  priority.State{Nodes: policyNodes, Jobs: policyJobs()},
+			// As under besteffort: m (n1) and l (n1 again) both fit.
+			want: []row{
+				{Key: "ns/h", Phase: priority.PhaseWaiting, Position: 1, Blocker: hBlocker},
+				{Key: "ns/m", Phase: priority.PhaseAdmitted, Position: 2},
+				{Key: "ns/i", Phase: priority.PhaseWaiting, Position: 3, Ahead: "ns/m", Blocker: iBlocker},
+				{Key: "ns/l", Phase: priority.PhaseAdmitted, Position: 4},
+			},
+		},
+		{
+			name:   "backfill: once it has waited reserveAfter it reserves, as under reserve",
+			policy: priority.PolicyBackfill,
+			state: priority.State{Nodes: policyNodes, Jobs: []priority.Job{
+				mkJob("ns/h").prio(900000).gang(0, nil, 3, res(3000, gi)).created(t0.Add(-priority.DefaultReserveAfter)).obj(),
+				workerJob("ns/m", 500000, 2000).obj(),
+				workerJob("ns/l", 100000, 1500).obj(),
+			}},
+			want: []row{
+				{Key: "ns/h", Phase: priority.PhaseWaiting, Position: 1, Blocker: hBlocker},
+				{Key: "ns/m", Phase: priority.PhaseAdmitted, Position: 2},
+				{Key: "ns/l", Phase: priority.PhaseWaiting, Position: 3, Ahead: "ns/m",
+					Blocker: "does not fit beside the reservation of ns/h: worker ns/l-w-0 needs cpu 1500m on a node; the most free on any node is 1000m"},
+			},
+		},
+		{
+			name:   "backfill: the first job past reserveAfter reserves, not a younger one ahead of it",
+			policy: priority.PolicyBackfill,
+			state: priority.State{Nodes: policyNodes, Jobs: []priority.Job{
+				mkJob("ns/y").prio(900000).gang(0, nil, 3, res(3000, gi)).obj(),
+				mkJob("ns/o").prio(100000).gang(0, nil, 3, res(3000, gi)).created(t0.Add(-15 * time.Minute)).obj(),
+				workerJob("ns/s", 50000, 2500).obj(), // fits a bare n1, not beside o's 6000m
+			}},
+			want: []row{
+				{Key: "ns/y", Phase: priority.PhaseWaiting, Position: 1, Blocker: "worker ns/y-w-2 needs cpu 3000m on a node; the most free on any node is 2000m"},
+				{Key: "ns/o", Phase: priority.PhaseWaiting, Position: 2, Ahead: "ns/y", Blocker: "worker ns/o-w-2 needs cpu 3000m on a node; the most free on any node is 2000m"},
+				{Key: "ns/s", Phase: priority.PhaseWaiting, Position: 3, Ahead: "ns/o",
+					Blocker: "does not fit beside the reservation of ns/o: worker ns/s-w-0 needs cpu 2500m on a node; the most free on any node is 2000m"},
+			},
+		},
+		{
 			name:   "besteffort: capacity taken by admitted jobs is gone for later ones",
 			policy: priority.PolicyBestEffort,
 			state: priority.State{Nodes: cpuNodes(3000), Jobs: []priority.Job{
@@ -512,6 +554,18 @@ func TestAdmitReasons(t *testing.T) {
 			},
 		},
 		{
+			name:   "backfill: a job that does not fit yet says when it will reserve",
+			policy: priority.PolicyBackfill,
+			state: priority.State{Nodes: cpuNodes(2000, 1000), Jobs: []priority.Job{
+				mkJob("ns/b").user("carol").prio(200000).gang(1, res(1500, gi), 2, res(1500, gi)).obj(),
+				one("ns/c", 1500).obj(),
+			}},
+			want: map[string]string{
+				"ns/b": "job ns/b waits for its turn: 1st of 2; it does not fit: worker ns/b-w-0 needs cpu 1500m on a node; the most free on any node is 1000m; it reserves room once it has waited 10m0s",
+				"ns/c": "job ns/c has the turn (2nd of 2, P=0.19: user 0.30, job 0.00, wait 0.00, parallelism 0.50)",
+			},
+		},
+		{
 			name:   "repair, gathering, starved and ineligible",
 			policy: priority.PolicyBestEffort,
 			state: priority.State{
@@ -589,6 +643,40 @@ func TestAdmitReasons(t *testing.T) {
 			}
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("reasons (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestBackfillReserveAfter pins when a job that does not fit reserves under backfill: after
+// reserveAfter, or once starved whatever reserveAfter says, so the starvation bound holds.
+func TestBackfillReserveAfter(t *testing.T) {
+	tests := []struct {
+		name         string
+		reserveAfter time.Duration
+		waited       time.Duration
+		reserves     bool
+	}{
+		{"younger than reserveAfter", 10 * time.Minute, 9 * time.Minute, false},
+		{"waited reserveAfter", 10 * time.Minute, 10 * time.Minute, true},
+		{"reserveAfter 0 reserves at once", 0, 0, true},
+		{"starved before reserveAfter", 2 * time.Hour, 31 * time.Minute, true},
+		{"not starved, reserveAfter not reached", 2 * time.Hour, 29 * time.Minute, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := priority.DefaultModel()
+			m.Policy, m.ReserveAfter = priority.PolicyBackfill, tt.reserveAfter
+			// h (3 x 3000m) does not fit 4000+4000+2000; l (2500m) fits n1 unless h reserves
+			// 3000m on n1 and n2.
+			s := priority.State{Nodes: cpuNodes(4000, 4000, 2000), Jobs: []priority.Job{
+				mkJob("ns/h").prio(900000).gang(0, nil, 3, res(3000, gi)).created(t0.Add(-tt.waited)).obj(),
+				workerJob("ns/l", 0, 2500).created(t0.Add(-tt.waited)).obj(),
+			}}
+			q := m.Admit(s, t0)
+			l, _ := q.Lookup("ns/l")
+			if reserved := l.Phase == priority.PhaseWaiting; reserved != tt.reserves {
+				t.Errorf("ns/h reserves = %v (ns/l: %s, %q), want %v", reserved, l.Phase, l.Blocker, tt.reserves)
 			}
 		})
 	}
@@ -692,7 +780,7 @@ func shuffleState(r *rand.Rand, s priority.State) priority.State {
 func TestAdmitOrderIndependentAndDeterministic(t *testing.T) {
 	r := rand.New(rand.NewPCG(42, 4242))
 	phases := map[priority.JobPhase]int{}
-	for _, policy := range []priority.Policy{priority.PolicyStrict, priority.PolicyReserve, priority.PolicyBestEffort} {
+	for _, policy := range []priority.Policy{priority.PolicyStrict, priority.PolicyReserve, priority.PolicyBestEffort, priority.PolicyBackfill} {
 		t.Run(string(policy), func(t *testing.T) {
 			m := priority.DefaultModel()
 			m.Policy = policy
@@ -838,7 +926,7 @@ func TestAdmitInReusedWorkspace(t *testing.T) {
 		return s
 	}
 	var w priority.Workspace
-	for _, policy := range []priority.Policy{priority.PolicyStrict, priority.PolicyReserve, priority.PolicyBestEffort} {
+	for _, policy := range []priority.Policy{priority.PolicyStrict, priority.PolicyReserve, priority.PolicyBestEffort, priority.PolicyBackfill} {
 		m := priority.DefaultModel()
 		m.Policy = policy
 		for step, size := range []struct{ jobs, nodes int }{{20, 10}, {60, 40}, {5, 3}, {0, 0}, {40, 70}, {12, 5}} {
@@ -878,7 +966,7 @@ func TestAdmitInSharedMapsEvolvingState(t *testing.T) {
 		}
 		return out
 	}
-	for _, policy := range []priority.Policy{priority.PolicyStrict, priority.PolicyReserve, priority.PolicyBestEffort} {
+	for _, policy := range []priority.Policy{priority.PolicyStrict, priority.PolicyReserve, priority.PolicyBestEffort, priority.PolicyBackfill} {
 		m := priority.DefaultModel()
 		m.Policy = policy
 		var s priority.State

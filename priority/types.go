@@ -197,6 +197,11 @@ const (
 	PolicyReserve Policy = "reserve"
 	// PolicyBestEffort admits, in queue order, every job that fits.
 	PolicyBestEffort Policy = "besteffort"
+	// PolicyBackfill admits, in queue order, every job that fits, as besteffort does, until
+	// a job that does not fit has waited Model.ReserveAfter (or is starved): the first such
+	// job then reserves, as under reserve, and jobs behind it backfill only into what is
+	// left. Short waits cost nobody a reservation; a long one ends.
+	PolicyBackfill Policy = "backfill"
 )
 
 // Model holds every parameter of the combined priority and the admission queue.
@@ -229,6 +234,10 @@ type Model struct {
 	// long as it runs. The wait ends earlier when a domain frees. 0 spreads at once; so
 	// does the strict policy, where a job that waits stops every job behind it.
 	SpreadAfter time.Duration
+	// ReserveAfter is how long a job that does not fit waits under the backfill policy
+	// before it reserves room (its wait counts from its creation); other policies ignore
+	// it. 0 reserves at once, as reserve does.
+	ReserveAfter time.Duration
 
 	// Preemption says which waiting jobs may have running jobs evicted for them.
 	Preemption PreemptionMode

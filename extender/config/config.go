@@ -173,6 +173,7 @@ type ModelConfig struct {
 	Policy          priority.Policy    `json:"policy"`
 	TurnHold        metav1.Duration    `json:"turnHold"`
 	SpreadAfter     metav1.Duration    `json:"spreadAfter"`
+	ReserveAfter    metav1.Duration    `json:"reserveAfter"`
 	// Preemption: off, urgent (default) or priority; see priority/README.md.
 	Preemption       PreemptionSetting `json:"preemption"`
 	PreemptionMargin float64           `json:"preemptionMargin"`
@@ -187,7 +188,7 @@ func (m ModelConfig) PriorityModel() priority.Model {
 		Weights: m.Weights, Tiers: m.Tiers, UserTiers: m.UserTiers, DefaultTier: m.DefaultTier,
 		PriorityFloor: m.PriorityFloor, PriorityCeiling: m.PriorityCeiling, Tau: m.Tau.Duration,
 		MaxGang: m.MaxGang, StarvationBound: m.StarvationBound.Duration, Policy: m.Policy,
-		TurnHold: m.TurnHold.Duration, SpreadAfter: m.SpreadAfter.Duration,
+		TurnHold: m.TurnHold.Duration, SpreadAfter: m.SpreadAfter.Duration, ReserveAfter: m.ReserveAfter.Duration,
 		Preemption: priority.PreemptionMode(m.Preemption), PreemptionMargin: m.PreemptionMargin, MinRunTime: m.MinRunTime.Duration,
 		MaxPreemptions: m.MaxPreemptions, PreemptionWindow: m.PreemptionWindow.Duration,
 	}
@@ -199,7 +200,8 @@ func modelConfigOf(m priority.Model) ModelConfig {
 		PriorityFloor: m.PriorityFloor, PriorityCeiling: m.PriorityCeiling, Tau: metav1.Duration{Duration: m.Tau},
 		MaxGang: m.MaxGang, StarvationBound: metav1.Duration{Duration: m.StarvationBound}, Policy: m.Policy,
 		TurnHold: metav1.Duration{Duration: m.TurnHold}, SpreadAfter: metav1.Duration{Duration: m.SpreadAfter},
-		Preemption: PreemptionSetting(m.Preemption), PreemptionMargin: m.PreemptionMargin, MinRunTime: metav1.Duration{Duration: m.MinRunTime},
+		ReserveAfter: metav1.Duration{Duration: m.ReserveAfter},
+		Preemption:   PreemptionSetting(m.Preemption), PreemptionMargin: m.PreemptionMargin, MinRunTime: metav1.Duration{Duration: m.MinRunTime},
 		MaxPreemptions: m.MaxPreemptions, PreemptionWindow: metav1.Duration{Duration: m.PreemptionWindow},
 	}
 }

@@ -53,7 +53,7 @@ func TestConfigReload(t *testing.T) {
 			name:        "an invalid file is rejected whole and the old model stays",
 			next:        strings.Replace(baseConfigFile, "tau: 10m", "tau: 10m\n  policy: fastest\nbogus: 1", 1),
 			wantWeights: priority.Weights{User: 0.4, Job: 0.2, Wait: 0.2, Parallelism: 0.2},
-			wantLogs:    []string{`error config reload rejected: the new config file is invalid; the running config stays: problems=unknown field "bogus"; model.policy: "fastest", want one of strict, reserve, besteffort`},
+			wantLogs:    []string{`error config reload rejected: the new config file is invalid; the running config stays: problems=unknown field "bogus"; model.policy: "fastest", want one of strict, reserve, besteffort, backfill`},
 		},
 		{
 			name:        "a change that needs a restart is ignored with a warning",

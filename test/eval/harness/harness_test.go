@@ -105,7 +105,7 @@ func TestSchedulerConfig(t *testing.T) {
 // TestExtenderConfig loads the generated configuration with the extender's own loader.
 func TestExtenderConfig(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "cps-extender.yaml")
-	for _, s := range []Setup{{Policy: "strict"}, {Policy: "reserve", Preemption: "off"}} {
+	for _, s := range []Setup{{Policy: "strict"}, {Policy: "reserve", Preemption: "off"}, {Policy: "backfill"}} {
 		if err := os.WriteFile(path, []byte(extenderConfig("127.0.0.1:9", "/k", s)), 0o600); err != nil {
 			t.Fatal(err)
 		}
@@ -119,7 +119,7 @@ func TestExtenderConfig(t *testing.T) {
 			wantMode = priority.DefaultModel().Preemption
 		}
 		if string(m.Policy) != s.Policy || m.Preemption != wantMode || m.StarvationBound != 30*time.Second || m.Tau != 10*time.Second ||
-			m.MinRunTime != 10*time.Second || m.PreemptionWindow != 10*time.Second ||
+			m.MinRunTime != 10*time.Second || m.PreemptionWindow != 10*time.Second || m.SpreadAfter != 5*time.Second || m.ReserveAfter != 10*time.Second ||
 			m.UserTiers["ana"] != eval.TierGold || m.UserTiers["hal"] != eval.TierBronze {
 			t.Errorf("model %+v", m)
 		}

@@ -36,7 +36,7 @@ type Setup struct {
 // Extender tells whether the setup runs cps-extender.
 func (s Setup) Extender() bool { return s.Policy != "" }
 
-// Setups are the eight setups, in report order.
+// Setups are the nine setups, in report order.
 var Setups = []Setup{
 	{Name: "plain"},
 	{Name: "priorityclasses", PriorityClasses: true},
@@ -45,6 +45,7 @@ var Setups = []Setup{
 	{Name: "cps-strict", PriorityClasses: true, Policy: "strict"},
 	{Name: "cps-reserve", PriorityClasses: true, Policy: "reserve"},
 	{Name: "cps-besteffort", PriorityClasses: true, Policy: "besteffort"},
+	{Name: "cps-backfill", PriorityClasses: true, Policy: "backfill"},
 	{Name: "cps-reserve-nopreempt", PriorityClasses: true, Policy: "reserve", Preemption: "off"},
 }
 
@@ -82,11 +83,15 @@ const (
 )
 
 // Model time constants of the extender, in simulated time (scaled by eval.Scale when the
-// extender is configured): the defaults of tau, the starvation bound, the minimum run time
-// of a preemption victim and the window of the eviction budget.
+// extender is configured): the defaults of tau, the starvation bound, how long a job waits
+// for one rack before it spreads and for a reservation under backfill, the minimum run time
+// of a preemption victim and the window of the eviction budget. turnHold is not scaled: it
+// covers kube-scheduler placing an admitted job's pods, which takes real time.
 const (
 	Tau              = 10 * time.Minute
 	StarvationBound  = 30 * time.Minute
+	SpreadAfter      = 5 * time.Minute
+	ReserveAfter     = 10 * time.Minute
 	MinRunTime       = 10 * time.Minute
 	PreemptionWindow = 10 * time.Minute
 )
@@ -134,7 +139,8 @@ func schedulerConfig(kubeconfig, extenderAddr string) ([]byte, error) {
 func extenderConfig(listen, kubeconfig string, s Setup) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "listen: %s\nurlPrefix: /scheduler\nkubeconfig: %s\nlog: {format: json, level: info}\n", listen, kubeconfig)
-	fmt.Fprintf(&b, "model:\n  policy: %s\n  tau: %s\n  starvationBound: %s\n", s.Policy, eval.Real(Tau), eval.Real(StarvationBound))
+	fmt.Fprintf(&b, "model:\n  policy: %s\n  tau: %s\n  starvationBound: %s\n  spreadAfter: %s\n  reserveAfter: %s\n",
+		s.Policy, eval.Real(Tau), eval.Real(StarvationBound), eval.Real(SpreadAfter), eval.Real(ReserveAfter))
 	if s.Preemption != "" {
 		fmt.Fprintf(&b, "  preemption: %s\n", s.Preemption)
 	}
