@@ -90,7 +90,7 @@ demo: controlplane ## Local control plane + extender + kube-scheduler + a sample
 	CPS_CONTROLPLANE_BIN=$$(test/tools/build-controlplane.sh | tail -n1) $(GO) run ./test/demo
 
 .PHONY: eval
-eval: controlplane ## Seven scheduler setups on the medium workload (~18 min): results/eval/<time>-medium/, copied to docs/eval/medium/.
+eval: controlplane ## Every scheduler setup on the medium workload (~18 min): results/eval/<time>-medium/, copied to docs/eval/medium/.
 	CPS_CONTROLPLANE_BIN=$$(test/tools/build-controlplane.sh | tail -n1) $(GO) run ./test/eval/cmd/eval -size medium -docs docs/eval/medium
 
 .PHONY: eval-small
