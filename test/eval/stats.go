@@ -50,6 +50,10 @@ func MeanInterval(xs []float64) Interval {
 	if iv.N < 2 {
 		return iv
 	}
+	if same(xs) { // exactly 0 wide, not a rounding error's width: the report says "the same on every seed"
+		iv.Mean = xs[0]
+		return iv
+	}
 	squares := 0.0
 	for _, x := range xs {
 		squares += (x - iv.Mean) * (x - iv.Mean)
@@ -57,6 +61,15 @@ func MeanInterval(xs []float64) Interval {
 	sd := math.Sqrt(squares / float64(iv.N-1))
 	iv.HalfWidth = tQuantile975(iv.N-1) * sd / math.Sqrt(float64(iv.N))
 	return iv
+}
+
+func same(xs []float64) bool {
+	for _, x := range xs {
+		if x != xs[0] {
+			return false
+		}
+	}
+	return true
 }
 
 // Direction is what a paired difference's interval says against 0.

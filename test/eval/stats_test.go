@@ -42,6 +42,7 @@ func TestMeanInterval(t *testing.T) {
 		{"two values: s = √2, t = 12.706", []float64{1, 3}, Interval{N: 2, Mean: 2, HalfWidth: 12.706}, true},
 		{"three values: s = 2, t = 4.303", []float64{2, 4, 6}, Interval{N: 3, Mean: 4, HalfWidth: 4.303 * 2 / math.Sqrt(3)}, true},
 		{"no spread", []float64{7, 7, 7}, Interval{N: 3, Mean: 7}, true},
+		{"no spread, not even by rounding", []float64{0.1, 0.1, 0.1}, Interval{N: 3, Mean: 0.1}, true},
 	} {
 		got := MeanInterval(c.xs)
 		if got.N != c.want.N || !near(got.Mean, c.want.Mean) || !near(got.HalfWidth, c.want.HalfWidth) || got.Bounded() != c.bounded {

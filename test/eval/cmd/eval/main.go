@@ -142,7 +142,7 @@ func rewrite(dir, docs string) error {
 // publish copies the summary and plots into docs, when set.
 func publish(dir, docs string) error {
 	if docs != "" {
-		if err := copyFiles(dir, docs, "summary.md", eval.WaitCDFPNG, eval.UtilisationPNG, eval.LocalityPNG); err != nil {
+		if err := copyFiles(dir, docs, "summary.md", eval.WaitCDFPNG, eval.UtilisationPNG, eval.LocalityPNG, eval.WaitsPNG); err != nil {
 			return err
 		}
 		fmt.Printf("copied the summary and plots to %s\n", docs)
@@ -194,14 +194,19 @@ func write(dir string, rec record) error {
 		work.Params.Nodes*eval.NodeGPU, work.Params.Seed, "fresh local control planes", rec.Took.Round(time.Second))
 	target := map[string]string{"small": "make eval-small", "medium": "make eval"}[work.Params.Name]
 	fmt.Fprintf(f, "Made by `%s` (`go run ./test/eval/cmd/eval -size %s`). Times in simulated minutes (one per real second).\n\n", target, work.Params.Name)
-	if err := eval.Markdown(f, sums); err != nil {
+	c, err := eval.Compare([]uint64{work.Params.Seed}, [][]eval.Summary{sums}, harness.DefaultSetup)
+	if err != nil {
+		f.Close()
+		return err
+	}
+	if err := eval.Markdown(f, c); err != nil {
 		f.Close()
 		return err
 	}
 	if err := f.Close(); err != nil {
 		return err
 	}
-	return eval.Plots(dir, runs, sums)
+	return eval.Plots(dir, [][]eval.Run{runs}, c)
 }
 
 func copyFiles(from, to string, names ...string) error {
