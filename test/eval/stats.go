@@ -86,6 +86,7 @@ const (
 	Higher
 )
 
+// String names the direction as the report writes it.
 func (d Direction) String() string {
 	switch d {
 	case NoClearDifference:
