@@ -89,13 +89,17 @@ test: lint unit tools fuzz e2e ## Everything CI runs: lint, unit tests (-race), 
 demo: controlplane ## Local control plane + extender + kube-scheduler + a sample PS/worker workload; prints where each pod went.
 	CPS_CONTROLPLANE_BIN=$$(test/tools/build-controlplane.sh | tail -n1) $(GO) run ./test/demo
 
+# EVAL_SEEDS is how many workloads (seeds) every setup runs in `make eval`: the summary gives
+# 95% intervals over them (none with 1).
+EVAL_SEEDS ?= 3
+
 .PHONY: eval
-eval: controlplane ## Every scheduler setup on the medium workload (~18 min): results/eval/<time>-medium/, copied to docs/eval/medium/.
-	CPS_CONTROLPLANE_BIN=$$(test/tools/build-controlplane.sh | tail -n1) $(GO) run ./test/eval/cmd/eval -size medium -docs docs/eval/medium
+eval: controlplane ## Every scheduler setup on the medium workload of EVAL_SEEDS seeds (default 3, ~18 min a seed), with 95% intervals: results/eval/<time>-medium/, copied to docs/eval/medium/.
+	CPS_CONTROLPLANE_BIN=$$(test/tools/build-controlplane.sh | tail -n1) $(GO) run ./test/eval/cmd/eval -size medium -seeds $(EVAL_SEEDS) -docs docs/eval/medium
 
 .PHONY: eval-small
-eval-small: controlplane ## The same on the small workload (~8 min): results/eval/<time>-small/, copied to docs/eval/small/.
-	CPS_CONTROLPLANE_BIN=$$(test/tools/build-controlplane.sh | tail -n1) $(GO) run ./test/eval/cmd/eval -size small -docs docs/eval/small
+eval-small: controlplane ## The same on the small workload (~8 min a seed): results/eval/<time>-small/, copied to docs/eval/small/.
+	CPS_CONTROLPLANE_BIN=$$(test/tools/build-controlplane.sh | tail -n1) $(GO) run ./test/eval/cmd/eval -size small -seeds $(EVAL_SEEDS) -docs docs/eval/small
 
 .PHONY: clean
 clean: ## Remove build outputs (not the control plane cache; see clean-cache).

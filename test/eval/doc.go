@@ -10,6 +10,16 @@
 // The workload is written in simulated time. A run replays it scaled by Scale: one simulated
 // minute per real second. Every figure in the report is in simulated minutes.
 //
+// # Seeds
+//
+// One workload is one draw: a setup can look better or worse on it by luck. `make eval` runs
+// every setup on several workloads, seed i drawn with the size's seed + i (see
+// Params.Seeded), and the report gives each figure's mean over the seeds with its 95%
+// confidence interval by Student's t (see MeanInterval), and each setup's per-seed
+// difference from the default setup with its interval (see SetupSeeds.PairedWith): every
+// setup ran the same workloads, so the paired difference is clear of the spread between
+// workloads.
+//
 // # Communication model
 //
 // A PS/worker job trains asynchronously (TensorFlow's ParameterServerStrategy default): each

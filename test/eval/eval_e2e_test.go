@@ -47,8 +47,12 @@ func TestEvalSmall(t *testing.T) {
 	if len(sums) != len(setups) {
 		t.Fatal("a setup failed to run")
 	}
+	c, err := eval.Compare([]uint64{work.Params.Seed}, [][]eval.Summary{ordered}, harness.DefaultSetup)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var md strings.Builder
-	if err := eval.Markdown(&md, ordered); err != nil {
+	if err := eval.Markdown(&md, c); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("small workload, simulated minutes:\n%s", md.String())

@@ -159,12 +159,17 @@ func TestSummarize(t *testing.T) {
 
 func TestReport(t *testing.T) {
 	runs := twoRuns()
-	sums := []Summary{Summarize(runs[0]), Summarize(runs[1])}
-	var md bytes.Buffer
-	if err := Markdown(&md, sums); err != nil {
+	c, err := Compare([]uint64{8}, [][]Summary{{Summarize(runs[0]), Summarize(runs[1])}}, "good")
+	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"| good | 2/2 |", "| bad | 0/2 |", "stopped at 20 (2 incomplete)", "| urgent | 1 | 9.0 / 9.0 | 19.0 +1 / 19.0 |", "| tier gold | 1 |"} {
+	var md bytes.Buffer
+	if err := Markdown(&md, c); err != nil {
+		t.Fatal(err)
+	}
+	// One seed: plain values, as before there were seeds.
+	for _, want := range []string{"Seed 8 (n = 1)", "| good | 2/2 |", "| bad | 0/2 |", "stopped at 20 (2 incomplete)", "| urgent | 1 | 9.0 | 19.0 +1 |", "| tier gold | 1 |",
+		"One seed: no paired comparison with good"} {
 		if !strings.Contains(md.String(), want) {
 			t.Errorf("markdown lacks %q:\n%s", want, md.String())
 		}
@@ -181,11 +186,33 @@ func TestReport(t *testing.T) {
 		t.Errorf("csv rows: %q", rows)
 	}
 
-	dir := t.TempDir()
-	if err := Plots(dir, runs, sums); err != nil {
+	for _, seeds := range [][]uint64{{8}, {8, 9, 10}} {
+		perSeed := make([][]Run, len(seeds))
+		for i := range seeds {
+			perSeed[i] = runs
+		}
+		checkPlots(t, perSeed, seeds)
+	}
+}
+
+// checkPlots draws the plots of runs on seeds and checks they are readable PNGs.
+func checkPlots(t *testing.T, runs [][]Run, seeds []uint64) {
+	t.Helper()
+	sums := make([][]Summary, len(runs))
+	for i, seed := range runs {
+		for _, r := range seed {
+			sums[i] = append(sums[i], Summarize(r))
+		}
+	}
+	c, err := Compare(seeds, sums, "good")
+	if err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{WaitCDFPNG, UtilisationPNG, LocalityPNG} {
+	dir := t.TempDir()
+	if err := Plots(dir, runs, c); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{WaitCDFPNG, UtilisationPNG, LocalityPNG, WaitsPNG} {
 		f, err := os.Open(filepath.Join(dir, name))
 		if err != nil {
 			t.Fatal(err)

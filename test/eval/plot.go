@@ -19,18 +19,43 @@ const (
 	WaitCDFPNG     = "wait-cdf.png"
 	UtilisationPNG = "utilisation.png"
 	LocalityPNG    = "locality.png"
+	WaitsPNG       = "waits.png"
 )
 
-// Plots draws the PNGs of runs into dir: the wait CDF per user tier (one panel per tier, a
-// line per setup), useful GPU utilisation over time, and worker locality per setup.
-func Plots(dir string, runs []Run, sums []Summary) error {
-	if err := waitCDFs(filepath.Join(dir, WaitCDFPNG), runs); err != nil {
+// Plots draws the PNGs of an evaluation into dir: the wait CDF per user tier (one panel per
+// tier, a line per setup, every seed's jobs pooled), useful GPU utilisation over time on the
+// first seed (the runs of different seeds do not line up in time), and worker locality and
+// mean and p95 wait per setup, as means over the seeds with their 95% intervals. runs[i] are
+// the runs on c.Seeds[i].
+func Plots(dir string, runs [][]Run, c Comparison) error {
+	if len(runs) == 0 || len(runs) != len(c.Seeds) {
+		return fmt.Errorf("plots: runs of %d seeds for %d seeds", len(runs), len(c.Seeds))
+	}
+	if err := waitCDFs(filepath.Join(dir, WaitCDFPNG), runs, c); err != nil {
 		return err
 	}
-	if err := utilisation(filepath.Join(dir, UtilisationPNG), runs); err != nil {
+	title := fmt.Sprintf("GPUs held by running jobs (useful utilisation), seed %d", c.Seeds[0])
+	if len(c.Seeds) > 1 {
+		title += fmt.Sprintf(", the first of %d", len(c.Seeds))
+	}
+	if err := utilisation(filepath.Join(dir, UtilisationPNG), title, runs[0]); err != nil {
 		return err
 	}
-	return locality(filepath.Join(dir, LocalityPNG), sums)
+	over := overSeeds(len(c.Seeds))
+	if err := intervalBars(filepath.Join(dir, LocalityPNG), "worker locality (every bound worker)"+over, "share of workers", c,
+		[]labelled{{"on a PS's node", FigLocalityNode}, {"on a PS's node or rack", FigLocalityRack}}); err != nil {
+		return err
+	}
+	return intervalBars(filepath.Join(dir, WaitsPNG), "wait, arrival to all pods bound"+over, "simulated minutes", c,
+		[]labelled{{"mean wait", FigMeanWait}, {"p95 wait", FigP95Wait}})
+}
+
+// overSeeds tells in a title what a bar stands for.
+func overSeeds(n int) string {
+	if n == 1 {
+		return ", one seed"
+	}
+	return fmt.Sprintf(", mean over %d seeds with 95%% intervals", n)
 }
 
 // CDF returns the points of the empirical CDF of xs: (x, share of values <= x), sorted.
@@ -45,25 +70,36 @@ func CDF(xs []float64) plotter.XYs {
 	return out
 }
 
-func waitCDFs(path string, runs []Run) error {
+func waitCDFs(path string, runs [][]Run, c Comparison) error {
+	pooled := ""
+	if len(runs) > 1 {
+		pooled = fmt.Sprintf(" (%d seeds' jobs pooled)", len(runs))
+	}
 	row := make([]*plot.Plot, len(Tiers))
 	for i, tier := range Tiers {
 		p := plot.New()
-		p.Title.Text = "wait, tier " + tier
+		p.Title.Text = "wait, tier " + tier + pooled
 		p.X.Label.Text = "wait (simulated minutes)"
 		p.Y.Label.Text = "share of jobs"
 		p.Y.Min, p.Y.Max = 0, 1
 		p.Legend.Top = false
 		p.Legend.Left = false
-		for k, run := range runs {
+		for k, s := range c.Setups {
 			var xs []float64
-			for _, r := range run.Jobs {
-				if r.Job.Tier == tier {
-					w, _ := r.Wait(run.End)
-					xs = append(xs, Minutes(w))
+			for _, seed := range runs {
+				for _, run := range seed {
+					if run.Setup != s.Setup {
+						continue
+					}
+					for _, r := range run.Jobs {
+						if r.Job.Tier == tier {
+							w, _ := r.Wait(run.End)
+							xs = append(xs, Minutes(w))
+						}
+					}
 				}
 			}
-			if err := addLine(p, k, run.Setup, CDF(xs), i == 0); err != nil {
+			if err := addLine(p, k, s.Setup, CDF(xs), i == 0); err != nil {
 				return err
 			}
 		}
@@ -81,9 +117,9 @@ func waitCDFs(path string, runs []Run) error {
 	return savePNG(path, img)
 }
 
-func utilisation(path string, runs []Run) error {
+func utilisation(path, title string, runs []Run) error {
 	p := plot.New()
-	p.Title.Text = "GPUs held by running jobs (useful utilisation)"
+	p.Title.Text = title
 	p.X.Label.Text = "time (simulated minutes)"
 	p.Y.Label.Text = "share of GPUs"
 	p.Y.Min, p.Y.Max = 0, 1
@@ -102,35 +138,74 @@ func utilisation(path string, runs []Run) error {
 	return p.Save(22*vg.Centimeter, 11*vg.Centimeter, path)
 }
 
-func locality(path string, sums []Summary) error {
+// labelled is a figure with its legend label.
+type labelled struct {
+	label  string
+	figure Figure
+}
+
+// intervalBars draws a group of bars per setup, one per figure, at the figure's mean over the
+// seeds, with its 95% interval as an error bar (none on one seed).
+func intervalBars(path, title, yLabel string, c Comparison, figures []labelled) error {
 	p := plot.New()
-	p.Title.Text = "worker locality (every bound worker)"
-	p.Y.Label.Text = "share of workers"
-	p.Y.Min, p.Y.Max = 0, 1
+	p.Title.Text = title
+	p.Y.Label.Text = yLabel
+	p.Y.Min = 0
+	if len(figures) > 0 && figures[0].figure.Unit == UnitShare {
+		p.Y.Max = 1
+	}
 	p.Legend.Top = true
-	node := make(plotter.Values, len(sums))
-	rack := make(plotter.Values, len(sums))
-	names := make([]string, len(sums))
-	for i, s := range sums {
-		node[i], rack[i], names[i] = s.LocalityNode, s.LocalityRack, s.Setup
+	names := make([]string, len(c.Setups))
+	for i, s := range c.Setups {
+		names[i] = s.Setup
 	}
 	width := vg.Points(14)
-	for k, v := range []struct {
-		label  string
-		values plotter.Values
-	}{{"on a PS's node", node}, {"on a PS's node or rack", rack}} {
-		bars, err := plotter.NewBarChart(v.values, width)
+	for k, fig := range figures {
+		means := make(plotter.Values, len(c.Setups))
+		var ends plotter.XYs
+		var errs plotter.YErrors
+		for i, s := range c.Setups {
+			iv := s.Across(fig.figure)
+			means[i] = iv.Mean
+			if iv.Bounded() {
+				ends = append(ends, plotter.XY{X: float64(i), Y: iv.Mean})
+				errs = append(errs, struct{ Low, High float64 }{iv.HalfWidth, iv.HalfWidth})
+			}
+		}
+		bars, err := plotter.NewBarChart(means, width)
 		if err != nil {
 			return err
 		}
 		bars.Color = plotutil.Color(k)
 		bars.LineStyle.Width = 0
-		bars.Offset = vg.Length(2*k-1) * width / 2
+		bars.Offset = vg.Length(2*k-(len(figures)-1)) * width / 2 // the group centred on its setup
 		p.Add(bars)
-		p.Legend.Add(v.label, bars)
+		p.Legend.Add(fig.label, bars)
+		if len(ends) > 0 {
+			p.Add(shiftedErrorBars{YErrorBars: &plotter.YErrorBars{XYs: ends, YErrors: errs,
+				LineStyle: plotter.DefaultLineStyle, CapWidth: width / 2}, dx: bars.Offset})
+		}
 	}
 	p.NominalX(names...)
+	// Half a slot beside the outer groups, and headroom for the legend above the bars.
+	p.X.Min, p.X.Max = -0.5, float64(len(c.Setups))-0.5
+	p.Y.Max *= 1.2
 	return p.Save(22*vg.Centimeter, 10*vg.Centimeter, path)
+}
+
+// shiftedErrorBars draws error bars dx to the side, onto bars drawn at that Offset: a bar
+// chart offsets its bars in canvas units, which data coordinates cannot express.
+type shiftedErrorBars struct {
+	*plotter.YErrorBars
+	dx vg.Length
+}
+
+// Plot implements plot.Plotter.
+func (e shiftedErrorBars) Plot(c draw.Canvas, p *plot.Plot) {
+	c.Push()
+	defer c.Pop()
+	c.Translate(vg.Point{X: e.dx})
+	e.YErrorBars.Plot(c, p)
 }
 
 // addLine adds a line for setup k, in the setup's colour and dash pattern.

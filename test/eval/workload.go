@@ -149,6 +149,13 @@ func Medium() Params {
 	}
 }
 
+// Seeded is p for the i-th seed of an evaluation over several seeds: Seed + i, so that seed 0
+// is p itself and a run on one seed stays comparable with earlier ones.
+func (p Params) Seeded(i int) Params {
+	p.Seed += uint64(i)
+	return p
+}
+
 // Job is one generated PS/worker job.
 type Job struct {
 	Name          string

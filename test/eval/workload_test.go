@@ -20,6 +20,24 @@ func TestGenerateReproducible(t *testing.T) {
 	}
 }
 
+func TestSeeded(t *testing.T) {
+	base := Medium()
+	for _, c := range []struct {
+		i    int
+		want uint64
+	}{{0, base.Seed}, {1, base.Seed + 1}, {4, base.Seed + 4}} {
+		got := base.Seeded(c.i)
+		if got.Seed != c.want {
+			t.Errorf("Seeded(%d).Seed = %d, want %d", c.i, got.Seed, c.want)
+		}
+		// Only the seed moves: every seed draws the same shape of workload.
+		got.Seed = base.Seed
+		if got != base {
+			t.Errorf("Seeded(%d) changed more than the seed: %+v", c.i, got)
+		}
+	}
+}
+
 func TestGenerateWithinRanges(t *testing.T) {
 	tiers := UserTiers()
 	classes := map[string]int32{UrgentClass.Name: UrgentClass.Value}

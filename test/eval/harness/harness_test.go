@@ -137,4 +137,9 @@ func TestSetupsNamed(t *testing.T) {
 	if _, err := SetupsNamed("nope"); err == nil {
 		t.Error("SetupsNamed(nope): no error")
 	}
+	// The report pairs every setup with DefaultSetup: it must be one, and run the shipped defaults.
+	def, err := SetupsNamed(DefaultSetup)
+	if err != nil || def[0].Policy != string(priority.DefaultPolicy) || def[0].Preemption != "" {
+		t.Errorf("DefaultSetup %q: %v, %v; want the default policy %s and preemption", DefaultSetup, def, err, priority.DefaultPolicy)
+	}
 }

@@ -49,6 +49,10 @@ var Setups = []Setup{
 	{Name: "cps-reserve-nopreempt", PriorityClasses: true, Policy: "reserve", Preemption: "off"},
 }
 
+// DefaultSetup names the setup that stands for cps-extender as shipped: the default policy
+// (reserve) and the default preemption rule. The report pairs every other setup with it.
+const DefaultSetup = "cps-reserve"
+
 // SetupsNamed returns the setups with the given names, in the order given.
 func SetupsNamed(names ...string) ([]Setup, error) {
 	var out []Setup

@@ -1,9 +1,11 @@
-// Command eval is `make eval`: it replays one generated workload under each scheduler setup
-// (plain kube-scheduler, PriorityClasses, native gang scheduling, cps-extender strict /
-// reserve / besteffort), each on its own fresh local control plane, and writes per-job CSVs,
-// summary.md and the PNG plots into a new folder under results/eval/.
+// Command eval is `make eval`: for each of -seeds seeds it generates the workload (seed i
+// draws with the size's seed + i) and replays it under each scheduler setup (plain
+// kube-scheduler, PriorityClasses, native gang scheduling, cps-extender strict / reserve /
+// besteffort), each on its own fresh local control plane, and writes per-job CSVs per seed,
+// summary.md with 95% intervals over the seeds, intervals.csv and the PNG plots into a new
+// folder under results/eval/.
 //
-//	CPS_CONTROLPLANE_BIN=$(test/tools/build-controlplane.sh | tail -n1) go run ./test/eval/cmd/eval [-size small|medium] [-setups a,b] [-docs docs/eval/medium]
+//	CPS_CONTROLPLANE_BIN=$(test/tools/build-controlplane.sh | tail -n1) go run ./test/eval/cmd/eval [-size small|medium] [-seeds 3] [-setups a,b] [-docs docs/eval/medium]
 //	go run ./test/eval/cmd/eval -again results/eval/<folder> [-docs ...]   # summary and plots again from runs.json
 //
 // Progress goes to stdout; the framework's messages to eval.log in the results folder.
@@ -26,6 +28,7 @@ import (
 
 func main() {
 	size := flag.String("size", "medium", "workload: small or medium")
+	seeds := flag.Int("seeds", 3, "run every setup on this many workloads, seeded from the size's seed upwards (1: the size's seed alone)")
 	setups := flag.String("setups", "", "comma-separated setups (default: all)")
 	out := flag.String("out", "results/eval", "results folder; each run writes a timestamped folder in it")
 	docs := flag.String("docs", "", "also copy summary.md and the plots into this folder (e.g. docs/eval)")
@@ -35,7 +38,7 @@ func main() {
 	if *again != "" {
 		err = rewrite(*again, *docs)
 	} else {
-		err = run(*size, *setups, *out, *docs)
+		err = run(*size, *seeds, *setups, *out, *docs)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "eval:", err)
@@ -43,7 +46,10 @@ func main() {
 	}
 }
 
-func run(size, setupList, out, docs string) error {
+func run(size string, seeds int, setupList, out, docs string) error {
+	if seeds < 1 {
+		return fmt.Errorf("-seeds %d: want 1 or more", seeds)
+	}
 	var params eval.Params
 	switch size {
 	case "small":
@@ -80,25 +86,35 @@ func run(size, setupList, out, docs string) error {
 	if err != nil {
 		return err
 	}
-	work := eval.Generate(params)
 	opts := harness.Options{ExtenderBin: bin, Logf: func(format string, args ...any) {
 		fmt.Printf("  "+format+"\n", args...)
 	}}
-	var runs []eval.Run
+	rec := record{}
 	began := time.Now()
-	for _, s := range chosen {
-		fmt.Printf("%s: %d jobs on %d nodes...\n", s.Name, len(work.Jobs), params.Nodes)
-		t := &tb{name: s.Name, log: logFile}
-		r, err := runSetup(t, s, work, opts)
-		if err != nil {
-			return fmt.Errorf("%s: %w (log %s)", s.Name, err, logFile.Name())
+	for i := range seeds {
+		work := eval.Generate(params.Seeded(i))
+		seed := fmt.Sprintf("seed %d (%d/%d)", work.Params.Seed, i+1, seeds)
+		var runs []eval.Run
+		for _, s := range chosen {
+			fmt.Printf("%s, %s: %d jobs on %d nodes...\n", seed, s.Name, len(work.Jobs), params.Nodes)
+			t := &tb{name: fmt.Sprintf("seed%d/%s", work.Params.Seed, s.Name), log: logFile}
+			r, err := runSetup(t, s, work, opts)
+			if err != nil {
+				kept := ""
+				if i > 0 {
+					kept = fmt.Sprintf("; -again %s writes the summary of the %d seeds done", dir, i)
+				}
+				return fmt.Errorf("%s, %s: %w (log %s%s)", seed, s.Name, err, logFile.Name(), kept)
+			}
+			fmt.Printf("%s, %s: ended at %.0f simulated minutes (timed out %v, stuck %v)\n", seed, s.Name, eval.Minutes(r.End), r.TimedOut, r.Stuck)
+			runs = append(runs, r)
 		}
-		fmt.Printf("%s: ended at %.0f simulated minutes (timed out %v, stuck %v)\n", s.Name, eval.Minutes(r.End), r.TimedOut, r.Stuck)
-		runs = append(runs, r)
-	}
-	rec := record{Workload: work, Runs: runs, Took: time.Since(began), Date: time.Now().UTC()}
-	if err := saveRuns(dir, rec); err != nil {
-		return err
+		// Saved after every seed: a failure on a later seed keeps the earlier ones for -again.
+		rec.Seeds = append(rec.Seeds, seedRecord{Workload: work, Runs: runs})
+		rec.Took, rec.Date = time.Since(began), time.Now().UTC()
+		if err := saveRuns(dir, rec); err != nil {
+			return err
+		}
 	}
 	if err := write(dir, rec); err != nil {
 		return err
@@ -109,10 +125,38 @@ func run(size, setupList, out, docs string) error {
 
 // record is runs.json: everything a results folder's summary and plots are made from.
 type record struct {
+	// Seeds are the workloads and their runs, one per seed in run order.
+	Seeds []seedRecord
+	Took  time.Duration
+	Date  time.Time
+}
+
+// seedRecord is one seed's workload and the run of every setup on it.
+type seedRecord struct {
 	Workload eval.Workload
 	Runs     []eval.Run
-	Took     time.Duration
-	Date     time.Time
+}
+
+// loadRecord reads runs.json, either format: the current one, or the one before seeds (a
+// single Workload and its Runs), read as one seed so that earlier results folders can be
+// written again.
+func loadRecord(data []byte) (record, error) {
+	var file struct {
+		record
+		Workload *eval.Workload
+		Runs     []eval.Run
+	}
+	if err := json.Unmarshal(data, &file); err != nil {
+		return record{}, err
+	}
+	rec := file.record
+	if len(rec.Seeds) == 0 && file.Workload != nil {
+		rec.Seeds = []seedRecord{{Workload: *file.Workload, Runs: file.Runs}}
+	}
+	if len(rec.Seeds) == 0 {
+		return record{}, errors.New("no runs")
+	}
+	return rec, nil
 }
 
 func saveRuns(dir string, rec record) error {
@@ -129,8 +173,8 @@ func rewrite(dir, docs string) error {
 	if err != nil {
 		return err
 	}
-	var rec record
-	if err := json.Unmarshal(data, &rec); err != nil {
+	rec, err := loadRecord(data)
+	if err != nil {
 		return fmt.Errorf("%s/runs.json: %w", dir, err)
 	}
 	if err := write(dir, rec); err != nil {
@@ -142,7 +186,7 @@ func rewrite(dir, docs string) error {
 // publish copies the summary and plots into docs, when set.
 func publish(dir, docs string) error {
 	if docs != "" {
-		if err := copyFiles(dir, docs, "summary.md", eval.WaitCDFPNG, eval.UtilisationPNG, eval.LocalityPNG); err != nil {
+		if err := copyFiles(dir, docs, "summary.md", eval.WaitCDFPNG, eval.UtilisationPNG, eval.LocalityPNG, eval.WaitsPNG); err != nil {
 			return err
 		}
 		fmt.Printf("copied the summary and plots to %s\n", docs)
@@ -166,42 +210,63 @@ func runSetup(t *tb, s harness.Setup, work eval.Workload, opts harness.Options) 
 	return harness.Run(t, s, work, opts), nil
 }
 
-// write writes the per-job CSVs, summary.md and the plots.
+// write writes the per-job CSVs of every seed, summary.md, intervals.csv and the plots.
 func write(dir string, rec record) error {
-	work, runs := rec.Workload, rec.Runs
-	sums := make([]eval.Summary, len(runs))
-	for i, r := range runs {
-		sums[i] = eval.Summarize(r)
-		f, err := os.Create(filepath.Join(dir, "jobs-"+r.Setup+".csv"))
-		if err != nil {
-			return err
-		}
-		if err := eval.WriteCSV(f, r); err != nil {
-			f.Close()
-			return err
-		}
-		if err := f.Close(); err != nil {
-			return err
+	seeds := make([]uint64, len(rec.Seeds))
+	runs := make([][]eval.Run, len(rec.Seeds))
+	sums := make([][]eval.Summary, len(rec.Seeds))
+	for i, sr := range rec.Seeds {
+		seeds[i], runs[i] = sr.Workload.Params.Seed, sr.Runs
+		for _, r := range sr.Runs {
+			sums[i] = append(sums[i], eval.Summarize(r))
+			name := fmt.Sprintf("jobs-%s-seed%d.csv", r.Setup, seeds[i])
+			if err := writeFile(filepath.Join(dir, name), func(f *os.File) error { return eval.WriteCSV(f, r) }); err != nil {
+				return err
+			}
 		}
 	}
-	f, err := os.Create(filepath.Join(dir, "summary.md"))
+	c, err := eval.Compare(seeds, sums, harness.DefaultSetup)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(f, "# Evaluation: %s workload\n\n", work.Params.Name)
-	fmt.Fprintf(f, "%s; %d jobs, %d nodes in %d racks (%d GPUs), seed %d; all setups run one after another on %s, %s in all.\n\n",
-		rec.Date.Format("2006-01-02 15:04 UTC"), len(work.Jobs), work.Params.Nodes, work.Params.Racks,
-		work.Params.Nodes*eval.NodeGPU, work.Params.Seed, "fresh local control planes", rec.Took.Round(time.Second))
-	target := map[string]string{"small": "make eval-small", "medium": "make eval"}[work.Params.Name]
-	fmt.Fprintf(f, "Made by `%s` (`go run ./test/eval/cmd/eval -size %s`). Times in simulated minutes (one per real second).\n\n", target, work.Params.Name)
-	if err := eval.Markdown(f, sums); err != nil {
+	params := rec.Seeds[0].Workload.Params
+	err = writeFile(filepath.Join(dir, "summary.md"), func(f *os.File) error {
+		fmt.Fprintf(f, "# Evaluation: %s workload\n\n", params.Name)
+		fmt.Fprintf(f, "%s; %d jobs per seed, %d nodes in %d racks (%d GPUs), %d %s; all setups run one after another on %s, %s in all.\n\n",
+			rec.Date.Format("2006-01-02 15:04 UTC"), len(rec.Seeds[0].Workload.Jobs), params.Nodes, params.Racks,
+			params.Nodes*eval.NodeGPU, len(seeds), plural(len(seeds), "seed"), "fresh local control planes", rec.Took.Round(time.Second))
+		target := map[string]string{"small": "make eval-small", "medium": "make eval"}[params.Name]
+		fmt.Fprintf(f, "Made by `%s` (`go run ./test/eval/cmd/eval -size %s -seeds %d`). Times in simulated minutes (one per real second).\n\n",
+			target, params.Name, len(seeds))
+		return eval.Markdown(f, c)
+	})
+	if err != nil {
+		return err
+	}
+	if err := writeFile(filepath.Join(dir, eval.IntervalsCSV), func(f *os.File) error { return eval.WriteIntervals(f, c) }); err != nil {
+		return err
+	}
+	return eval.Plots(dir, runs, c)
+}
+
+// writeFile creates path and writes it with fill, closing it either way.
+func writeFile(path string, fill func(*os.File) error) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := fill(f); err != nil {
 		f.Close()
 		return err
 	}
-	if err := f.Close(); err != nil {
-		return err
+	return f.Close()
+}
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return word
 	}
-	return eval.Plots(dir, runs, sums)
+	return word + "s"
 }
 
 func copyFiles(from, to string, names ...string) error {
