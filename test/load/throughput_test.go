@@ -8,8 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -26,50 +25,87 @@ import (
 	"github.com/cps-extender/cps-extender/test/load/fixture"
 )
 
-// The scheduler's API client limits in both runs, well above the binding rates reached.
+// The scheduler's API client limits in every run, well above the binding rates reached.
 const (
 	schedulerQPS   = 500
 	schedulerBurst = 1000
 )
 
+// throughputRun is one way of binding the backlog.
+type throughputRun struct {
+	name, namespace string
+	// extender starts the extender the scheduler calls and returns its URL; nil runs
+	// kube-scheduler without extenders.
+	extender func() string
+	// nativeGang gives every job a Workload and a PodGroup of all its pods, and runs
+	// kube-scheduler with the GenericWorkload feature gate.
+	nativeGang bool
+	// wholeGangs says that no job may end partly bound.
+	wholeGangs bool
+}
+
+// throughputFigures are one run's binding rates.
+type throughputFigures struct{ podsPerSecond, jobsPerSecond float64 }
+
 // TestThroughput measures kube-scheduler binding a backlog of PS/worker jobs (1+3, 2+8 and
-// 4+16 pods) on THROUGHPUT_NODES kwok nodes (1000), once through cps-extender and once
-// through a no-op extender that has the same four verbs (filter passes every node,
-// prioritize scores 0, bind posts the Binding, preempt keeps every candidate), with the
-// same scheduler config, in the same control plane. Each run starts on an empty cluster
-// (the previous run's pods are deleted first) with the scheduler running; the backlog is
-// then created, 4 pods at a time. It reports pods/s of each, first to last binding, and the
-// ratio.
+// 4+16 pods) on THROUGHPUT_NODES kwok nodes (1000), four times in the same control plane,
+// with the same shipped scheduler profile: without extenders; through a no-op extender that
+// has the same four verbs (filter passes every node, prioritize scores 0, bind posts the
+// Binding, preempt keeps every candidate); with kube-scheduler's native gang scheduling (a
+// Workload and a PodGroup per job, minCount all its pods); and through cps-extender. Each
+// run starts on an empty cluster (the previous run's pods are deleted first) with the
+// scheduler running; the backlog is then created, 4 pods at a time. It reports pods/s (first
+// to last binding) and jobs/s (first to last job whose pods are all bound) of each, and
+// cps-extender's ratios to the others. It asserts only that every pod is bound and, under
+// native gang scheduling and cps-extender, that no job ends partly bound: the rates are
+// figures, not pass marks.
 func TestThroughput(t *testing.T) {
 	nodeCount := envInt(t, "THROUGHPUT_NODES", 1000)
 	scale := envInt(t, "THROUGHPUT_JOBS_PER_SIZE", 60)
-	cp := framework.Start(t, framework.Options{})
+	// The Workload API is served throughout; only the native gang run's scheduler has the
+	// gate on, so the other runs schedule as the shipped profile does.
+	cp := framework.Start(t, framework.Options{FeatureGates: framework.NativeGangFeatureGate, RuntimeConfig: framework.WorkloadAPIRuntimeConfig})
 	createNodes(t, cp.Client, fixture.Nodes(fixture.Spec{Nodes: nodeCount, KwokNodes: true}))
 
-	addr := framework.FreeAddr(t)
-	startExtender(t, cp, addr, "")
-	noop := httptest.NewServer(noopExtender(cp.Client))
-	t.Cleanup(noop.Close)
-
-	runs := []struct{ name, namespace, url string }{
-		{"no-op extender", "noop", noop.URL + "/scheduler"},
-		{"cps-extender", "cps", "http://" + addr + "/scheduler"},
+	// Each extender starts just before its own run, so that no run shares the cores with
+	// an extender it does not use.
+	runs := []throughputRun{
+		{name: "no extender", namespace: "none"},
+		{name: "no-op extender", namespace: "noop", extender: func() string {
+			noop := httptest.NewServer(noopExtender(cp.Client))
+			t.Cleanup(noop.Close)
+			return noop.URL + "/scheduler"
+		}},
+		{name: "native gang", namespace: "gang", nativeGang: true, wholeGangs: true},
+		{name: "cps-extender", namespace: "cps", wholeGangs: true, extender: func() string {
+			addr := framework.FreeAddr(t)
+			startExtender(t, cp, addr, "")
+			return "http://" + addr + "/scheduler"
+		}},
 	}
-	rates := map[string]float64{}
+	figures := map[string]throughputFigures{}
+	var pods []*corev1.Pod
 	for _, run := range runs {
-		var pods []*corev1.Pod
-		for _, size := range []struct{ ps, pods int }{{1, 4}, {2, 10}, {4, 20}} {
-			pods = append(pods, fixture.Pods(fixture.Spec{
-				Jobs: scale, PodsPerJob: size.pods, PS: size.ps, Namespace: run.namespace,
-				JobPrefix: fmt.Sprintf("j%d", size.pods), SchedulerName: "cps-scheduler",
-			})...)
-		}
+		pods = throughputBacklog(run.namespace, scale)
 		if _, err := cp.Client.CoreV1().Namespaces().Create(context.Background(),
 			&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: run.namespace}}, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
+		var schedulerArgs []string
+		if run.nativeGang {
+			// The groups exist before their pods, as a job controller would create them.
+			// They are left after the run: a group without pods gives no scheduler work.
+			createAll(t, "Workloads and PodGroups", nativeGangs(pods), 4, func(ctx context.Context, g framework.NativeGang) error {
+				return g.Create(ctx, cp.Client)
+			})
+			schedulerArgs = append(schedulerArgs, "--feature-gates="+framework.NativeGangFeatureGate)
+		}
+		extenderURL := ""
+		if run.extender != nil {
+			extenderURL = run.extender()
+		}
 		binds := watchBindings(t, cp.Client, run.namespace)
-		sched := cp.StartScheduler(t, schedulerConfig(t, cp, run.url))
+		sched := cp.StartScheduler(t, schedulerConfig(t, cp, extenderURL), schedulerArgs...)
 		// The backlog arrives while the scheduler runs, a few jobs at a time, faster than
 		// it is bound; see the README's known limits for a backlog already there when
 		// kube-scheduler starts.
@@ -77,45 +113,84 @@ func TestThroughput(t *testing.T) {
 			_, err := cp.Client.CoreV1().Pods(p.Namespace).Create(ctx, p, metav1.CreateOptions{})
 			return err
 		})
-		first, last := binds.waitAll(t, len(pods), 10*time.Minute)
+		bound := binds.waitBound(len(pods), 10*time.Minute)
 		if err := sched.Stop(); err != nil {
 			t.Logf("stopping kube-scheduler: %v", err)
 		}
-		rate := float64(len(pods)-1) / last.Sub(first).Seconds()
-		rates[run.name] = rate
-		t.Logf("%s: %d pods of %d jobs bound in %v (first to last binding): %.1f pods/s",
-			run.name, len(pods), 3*scale, last.Sub(first).Round(time.Millisecond), rate)
+		jobs := binds.jobs(pods)
+		if bound < len(pods) {
+			t.Errorf("%s: %d of %d pods bound after 10m", run.name, bound, len(pods))
+		}
+		if run.wholeGangs && len(jobs.partial) > 0 {
+			t.Errorf("%s: %d jobs partly bound at the end: %s", run.name, len(jobs.partial), strings.Join(jobs.partial, ", "))
+		}
+		if bound == len(pods) {
+			first, last := binds.span()
+			f := throughputFigures{
+				podsPerSecond: float64(len(pods)-1) / last.Sub(first).Seconds(),
+				jobsPerSecond: float64(len(jobs.whole)-1) / jobs.whole[len(jobs.whole)-1].Sub(jobs.whole[0]).Seconds(),
+			}
+			figures[run.name] = f
+			t.Logf("%s: %d pods of %d jobs bound in %v (first to last binding): %.1f pods/s; jobs bound whole from %v to %v after the first binding: %.2f jobs/s; longest a job was partly bound: %v",
+				run.name, len(pods), len(jobs.whole), last.Sub(first).Round(time.Millisecond), f.podsPerSecond,
+				jobs.whole[0].Sub(first).Round(time.Millisecond), jobs.whole[len(jobs.whole)-1].Sub(first).Round(time.Millisecond), f.jobsPerSecond,
+				jobs.longestPartial.Round(time.Millisecond))
+		}
 		deleteAll(t, cp.Client, run.namespace)
 	}
-	ratio := rates["cps-extender"] / rates["no-op extender"]
-	t.Logf("throughput on %d nodes: cps-extender %.1f pods/s, no-op extender %.1f pods/s, ratio %.2f",
-		nodeCount, rates["cps-extender"], rates["no-op extender"], ratio)
+	if len(figures) < len(runs) {
+		return // a run did not bind its backlog: its error says which
+	}
+	var rates, ratios []string
+	for _, run := range runs {
+		f := figures[run.name]
+		rates = append(rates, fmt.Sprintf("%s %.1f pods/s %.2f jobs/s", run.name, f.podsPerSecond, f.jobsPerSecond))
+	}
+	cps := figures["cps-extender"]
+	for _, other := range []string{"native gang", "no-op extender", "no extender"} {
+		f := figures[other]
+		ratios = append(ratios, fmt.Sprintf("/ %s %.2f (jobs/s %.2f)", other, cps.podsPerSecond/f.podsPerSecond, cps.jobsPerSecond/f.jobsPerSecond))
+	}
+	t.Logf("throughput on %d nodes, %d pods of %d jobs: %s", nodeCount, len(pods), 3*scale, strings.Join(rates, ", "))
+	t.Logf("cps-extender pods/s ratio %s", strings.Join(ratios, ", "))
 }
 
-// schedulerConfig is scheduler-config/kube-scheduler.yaml as shipped with the kubeconfig,
-// the API client limits, leader election and the extender URL set for this run.
+// throughputBacklog is the backlog of TestThroughput in namespace: scale jobs each of 1 PS
+// and 3 workers, of 2 PS and 8 workers and of 4 PS and 16 workers, every job's pods in a row.
+func throughputBacklog(namespace string, scale int) []*corev1.Pod {
+	var pods []*corev1.Pod
+	for _, size := range []struct{ ps, pods int }{{1, 4}, {2, 10}, {4, 20}} {
+		pods = append(pods, fixture.Pods(fixture.Spec{
+			Jobs: scale, PodsPerJob: size.pods, PS: size.ps, Namespace: namespace,
+			JobPrefix: fmt.Sprintf("j%d", size.pods), SchedulerName: "cps-scheduler",
+		})...)
+	}
+	return pods
+}
+
+// nativeGangs makes each job of pods (by fixture.JobLabel, its pods in a row) a native gang
+// of all its pods, joins the pods to it and returns the gangs.
+func nativeGangs(pods []*corev1.Pod) []framework.NativeGang {
+	var gangs []framework.NativeGang
+	for _, p := range pods {
+		job := p.Labels[fixture.JobLabel]
+		if len(gangs) == 0 || gangs[len(gangs)-1].Name != job {
+			gangs = append(gangs, framework.NativeGang{Namespace: p.Namespace, Name: job})
+		}
+		g := &gangs[len(gangs)-1]
+		g.MinCount++
+		g.Join(p)
+	}
+	return gangs
+}
+
+// schedulerConfig is shippedSchedulerConfig with the API client limits raised: the shipped
+// limits would throttle binding a backlog. An empty extenderURL drops the extenders block.
 func schedulerConfig(t *testing.T, cp *framework.ControlPlane, extenderURL string) []byte {
 	t.Helper()
-	root, err := framework.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, err := os.ReadFile(filepath.Join(root, "scheduler-config", "kube-scheduler.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := string(raw)
-	for _, r := range [][2]string{
-		{"kubeconfig: /etc/kubernetes/scheduler.conf", fmt.Sprintf("kubeconfig: %s\n  qps: %d\n  burst: %d", cp.Kubeconfig, schedulerQPS, schedulerBurst)},
-		{"leaderElect: true", "leaderElect: false"},
-		{"urlPrefix: http://127.0.0.1:8888/scheduler", "urlPrefix: " + extenderURL},
-	} {
-		if !strings.Contains(cfg, r[0]) {
-			t.Fatalf("scheduler-config/kube-scheduler.yaml no longer contains %q", r[0])
-		}
-		cfg = strings.Replace(cfg, r[0], r[1], 1)
-	}
-	return []byte(cfg)
+	cfg := string(shippedSchedulerConfig(t, cp, extenderURL, extenderURL != ""))
+	kubeconfig := "kubeconfig: " + cp.Kubeconfig
+	return []byte(strings.Replace(cfg, kubeconfig, fmt.Sprintf("%s\n  qps: %d\n  burst: %d", kubeconfig, schedulerQPS, schedulerBurst), 1))
 }
 
 // noopExtender answers the four kube-scheduler verbs without any logic.
@@ -215,20 +290,91 @@ func watchBindings(t *testing.T, c kubernetes.Interface, namespace string) *bind
 	return b
 }
 
-// waitAll waits until n pods are bound and returns the first and last binding times.
+// waitAll waits until n pods are bound and returns the first and last binding times; it
+// fails the test if they are not bound within timeout.
 func (b *bindings) waitAll(t *testing.T, n int, timeout time.Duration) (time.Time, time.Time) {
 	t.Helper()
-	framework.WaitFor(t, timeout, fmt.Sprintf("%d pods bound", n), func() (bool, error) {
+	if bound := b.waitBound(n, timeout); bound < n {
+		t.Fatalf("%d of %d pods bound after %v", bound, n, timeout)
+	}
+	return b.span()
+}
+
+// waitBound waits until n pods are bound, or timeout passes, and returns how many are.
+func (b *bindings) waitBound(n int, timeout time.Duration) int {
+	deadline := time.Now().Add(timeout)
+	for {
 		b.mu.Lock()
-		defer b.mu.Unlock()
-		if len(b.at) < n {
-			return false, fmt.Errorf("%d of %d bound", len(b.at), n)
+		bound := len(b.at)
+		b.mu.Unlock()
+		if bound >= n || time.Now().After(deadline) {
+			return bound
 		}
-		return true, nil
-	})
+		time.Sleep(framework.PollInterval)
+	}
+}
+
+// span returns the first and the last binding time.
+func (b *bindings) span() (time.Time, time.Time) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.first, b.last
+}
+
+// jobBindings is what the bindings say of a backlog's jobs.
+type jobBindings struct {
+	// whole holds, for every job whose pods are all bound, when its last pod was, in order.
+	whole []time.Time
+	// partial names the jobs with some of their pods bound, not all.
+	partial []string
+	// longestPartial is the longest time from a job's first binding to its last.
+	longestPartial time.Duration
+}
+
+// jobs groups the bindings of pods by job (fixture.JobLabel).
+func (b *bindings) jobs(pods []*corev1.Pod) jobBindings {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	type job struct {
+		size, bound int
+		first, last time.Time
+	}
+	byName := map[string]*job{}
+	var names []string
+	for _, p := range pods {
+		name := p.Labels[fixture.JobLabel]
+		j := byName[name]
+		if j == nil {
+			j = &job{}
+			byName[name] = j
+			names = append(names, name)
+		}
+		j.size++
+		at, ok := b.at[p.Name]
+		if !ok {
+			continue
+		}
+		j.bound++
+		if j.first.IsZero() || at.Before(j.first) {
+			j.first = at
+		}
+		if at.After(j.last) {
+			j.last = at
+		}
+	}
+	var out jobBindings
+	for _, name := range names {
+		j := byName[name]
+		switch {
+		case j.bound == j.size:
+			out.whole = append(out.whole, j.last)
+		case j.bound > 0:
+			out.partial = append(out.partial, name)
+		}
+		out.longestPartial = max(out.longestPartial, j.last.Sub(j.first))
+	}
+	slices.SortFunc(out.whole, time.Time.Compare)
+	return out
 }
 
 // deleteAll deletes the namespace's pods at once and waits until they are gone, so the

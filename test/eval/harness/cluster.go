@@ -124,33 +124,11 @@ func jobPods(j eval.Job, s Setup) []*corev1.Pod {
 func createGang(c kubernetes.Interface, j eval.Job, rack bool) error {
 	ctx, cancel := context.WithTimeout(context.Background(), apiTimeout)
 	defer cancel()
-	policy := schedv1beta1.PodGroupSchedulingPolicy{Gang: &schedv1beta1.GangSchedulingPolicy{MinCount: int32(j.Size())}}
-	var constraints *schedv1beta1.PodGroupSchedulingConstraints
+	g := framework.NativeGang{Namespace: namespace, Name: j.Name, MinCount: j.Size(), PriorityClassName: j.PriorityClass}
 	if rack {
-		constraints = &schedv1beta1.PodGroupSchedulingConstraints{Topology: []schedv1beta1.TopologyConstraint{{Key: rackLabel}}}
+		g.Constraints = &schedv1beta1.PodGroupSchedulingConstraints{Topology: []schedv1beta1.TopologyConstraint{{Key: rackLabel}}}
 	}
-	w := &schedv1beta1.Workload{
-		ObjectMeta: metav1.ObjectMeta{Name: j.Name, Namespace: namespace},
-		Spec: schedv1beta1.WorkloadSpec{PodGroupTemplates: []schedv1beta1.PodGroupTemplate{{
-			Name: "gang", SchedulingPolicy: policy, PriorityClassName: j.PriorityClass, SchedulingConstraints: constraints,
-		}}},
-	}
-	if _, err := c.SchedulingV1beta1().Workloads(namespace).Create(ctx, w, metav1.CreateOptions{}); err != nil {
-		return fmt.Errorf("create Workload %s: %w", j.Name, err)
-	}
-	pg := &schedv1beta1.PodGroup{
-		ObjectMeta: metav1.ObjectMeta{Name: j.Name, Namespace: namespace},
-		Spec: schedv1beta1.PodGroupSpec{
-			WorkloadRef:           &schedv1beta1.WorkloadReference{WorkloadName: j.Name, TemplateName: "gang"},
-			SchedulingPolicy:      policy,
-			SchedulingConstraints: constraints,
-			PriorityClassName:     j.PriorityClass,
-		},
-	}
-	if _, err := c.SchedulingV1beta1().PodGroups(namespace).Create(ctx, pg, metav1.CreateOptions{}); err != nil {
-		return fmt.Errorf("create PodGroup %s: %w", j.Name, err)
-	}
-	return nil
+	return g.Create(ctx, c)
 }
 
 // createPod creates pod, retrying while a previous incarnation of the same name is still

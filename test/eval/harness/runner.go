@@ -52,11 +52,11 @@ func Run(t testing.TB, s Setup, w eval.Workload, opts Options) eval.Run {
 	fw := framework.Options{}
 	var schedArgs []string
 	if s.NativeGang {
-		gates := "GenericWorkload=true"
+		gates := framework.NativeGangFeatureGate
 		if s.NativeTopology {
 			gates += ",TopologyAwareWorkloadScheduling=true" // alpha in 1.37.2: off by default
 		}
-		fw.FeatureGates, fw.RuntimeConfig = gates, "scheduling.k8s.io/v1beta1=true"
+		fw.FeatureGates, fw.RuntimeConfig = gates, framework.WorkloadAPIRuntimeConfig
 		schedArgs = append(schedArgs, "--feature-gates="+gates)
 	}
 	cp := framework.Start(t, fw)
