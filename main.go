@@ -33,6 +33,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/clock"
 
 	"github.com/cps-extender/cps-extender/extender/metrics"
 	"github.com/cps-extender/cps-extender/extender/preempt"
@@ -121,6 +122,7 @@ func run(args []string, stderr io.Writer) error {
 		waiting = scheduler.NewWaitingEvents(recorder, interval, meters, nil)
 	}
 	verbs.Observe(meters, waiting)
+	verbs.AwaitView(cluster.Next, scheduler.ViewCatchUp, clock.RealClock{})
 	vc, err := volcano.New(log, cfg.Volcano, cfg.Model.PriorityModel(), cfg.Affinity, cfg.Gang, nil)
 	if err != nil {
 		return err

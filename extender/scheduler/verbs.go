@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/cps-extender/cps-extender/extender/view"
 
@@ -23,6 +24,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	extenderv1 "k8s.io/kube-scheduler/extender/v1"
+	"k8s.io/utils/clock"
 )
 
 // The kube-scheduler extender verbs, served under the URL prefix.
@@ -98,6 +100,10 @@ type Verbs struct {
 	metrics *metrics.Metrics
 	waiting WaitingNotifier
 	turns   Turns
+	// nextView, catchUp and clock: see AwaitView.
+	nextView func() <-chan struct{}
+	catchUp  time.Duration
+	clock    clock.Clock
 	// scratches pools the memory of filter and prioritize calls (see scratch).
 	scratches sync.Pool
 }
@@ -119,6 +125,45 @@ func New(log *zap.Logger, decider Decider, binder Binder, turns Turns) (*Verbs, 
 // may be nil.
 func (v *Verbs) Observe(m *metrics.Metrics, w WaitingNotifier) {
 	v.metrics, v.waiting = m, w
+}
+
+// ViewCatchUp is how long the filter waits for the view to see a new pod (AwaitView): the
+// view recomputes within milliseconds of a pod event, and a pod not seen in a quarter of a
+// second is better retried after kube-scheduler's backoff than holding its scheduling
+// cycle longer.
+const ViewCatchUp = 250 * time.Millisecond
+
+// AwaitView makes the filter wait up to max for the cluster view to see a pod it has not
+// seen yet (kube-scheduler's informer delivered the pod first, or its job is new) instead
+// of answering at once with an error: kube-scheduler retries an error only after its
+// backoff, a second or more, while the view catches up in milliseconds. next is the view's
+// Next. A view that stays behind costs each such pod max, once.
+func (v *Verbs) AwaitView(next func() <-chan struct{}, max time.Duration, clk clock.Clock) {
+	v.nextView, v.catchUp, v.clock = next, max, clk
+}
+
+// fresh returns d, or, when d has not seen pod and AwaitView is set, the decisions of the
+// first snapshot that has, or of the last one published within the wait.
+func (v *Verbs) fresh(ctx context.Context, d Decisions, pod *corev1.Pod) Decisions {
+	if v.nextView == nil || v.catchUp <= 0 || !d.Admit(pod).Retry {
+		return d
+	}
+	timer := v.clock.NewTimer(v.catchUp)
+	defer timer.Stop()
+	for {
+		next := v.nextView()
+		d = v.decider()
+		if !d.Admit(pod).Retry {
+			return d
+		}
+		select {
+		case <-next:
+		case <-timer.C():
+			return d
+		case <-ctx.Done():
+			return d
+		}
+	}
 }
 
 // Routes are the kube-scheduler verbs, served under prefix once the cluster view has synced.
@@ -169,7 +214,7 @@ func (v *Verbs) filter(w http.ResponseWriter, r *http.Request, c wire.Call) wire
 		wire.WriteError(w, err)
 		return wire.Note{}
 	}
-	answer := v.decideFilter(d, args, sc)
+	answer := v.decideFilter(v.fresh(r.Context(), d, args.Pod), args, sc)
 	writeAnswer(w, func(b []byte) []byte { return appendFilterAnswer(b, answer) })
 	if !c.Detailed {
 		return wire.Note{}

@@ -30,6 +30,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	extenderv1 "k8s.io/kube-scheduler/extender/v1"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/cps-extender/cps-extender/extender/metrics"
 	"github.com/cps-extender/cps-extender/extender/wire"
@@ -585,3 +586,71 @@ func (noNudger) Nudge(context.Context, gang.PodRef, time.Time) error { return ni
 
 // fixed is the Decider of one Decisions.
 func fixed(d Decisions) Decider { return func() Decisions { return d } }
+
+// TestFilterAwaitsView pins the catch-up of AwaitView: a pod the view has not seen yet is
+// decided on the first snapshot that has seen it, and only after ViewCatchUp with nothing
+// newer is it answered with the retry.
+func TestFilterAwaitsView(t *testing.T) {
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "newcomer", Namespace: "default"}}
+	unseen := &fakeDecider{unseen: map[string]string{"newcomer": "job default/n is not in the extender's view yet; it is retried shortly"}}
+	seen := &fakeDecider{}
+	closed := make(chan struct{})
+	close(closed)
+	tests := []struct {
+		name      string
+		await     bool
+		snapshots []Decisions // what the decider gives, call by call; the last repeats
+		published bool        // whether newer snapshots get published
+		wantRetry bool
+		wantCalls int
+	}{
+		{name: "without AwaitView the retry is answered at once", snapshots: []Decisions{unseen, seen}, published: true, wantRetry: true, wantCalls: 0},
+		{name: "a seen pod is decided without waiting", await: true, snapshots: []Decisions{seen}, published: true, wantCalls: 0},
+		{name: "the view catches up after two publications", await: true, snapshots: []Decisions{unseen, unseen, seen}, published: true, wantCalls: 3},
+		{name: "the view stays behind: the retry after ViewCatchUp", await: true, snapshots: []Decisions{unseen}, wantRetry: true, wantCalls: 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			calls := 0
+			decider := func() Decisions {
+				d := tt.snapshots[min(calls, len(tt.snapshots)-1)]
+				calls++
+				return d
+			}
+			v, err := New(zap.NewNop(), decider, &fakeBinder{}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fc := clocktesting.NewFakeClock(time.Unix(1_700_000_000, 0))
+			if tt.await {
+				next := func() <-chan struct{} {
+					if tt.published {
+						return closed
+					}
+					return make(chan struct{}) // nothing newer ever comes
+				}
+				v.AwaitView(next, ViewCatchUp, fc)
+			}
+			done := make(chan Decisions)
+			go func() { done <- v.fresh(context.Background(), tt.snapshots[0], pod) }()
+			if tt.await && !tt.published {
+				for !fc.HasWaiters() {
+					time.Sleep(time.Millisecond)
+				}
+				select {
+				case <-done:
+					t.Fatal("answered before ViewCatchUp passed")
+				default:
+				}
+				fc.Step(ViewCatchUp)
+			}
+			got := <-done
+			if retry := got.Admit(pod).Retry; retry != tt.wantRetry {
+				t.Errorf("retry = %v, want %v", retry, tt.wantRetry)
+			}
+			if calls != tt.wantCalls {
+				t.Errorf("decider called %d times, want %d", calls, tt.wantCalls)
+			}
+		})
+	}
+}

@@ -51,9 +51,11 @@ type Cluster struct {
 
 	cfg      atomic.Pointer[viewConfig]
 	snapshot atomic.Pointer[Snapshot]
-	kick     chan struct{}
-	ready    atomic.Bool
-	index    *viewIndex
+	// published is closed when the snapshot after the current one is stored (see Next).
+	published atomic.Pointer[chan struct{}]
+	kick      chan struct{}
+	ready     atomic.Bool
+	index     *viewIndex
 	// sourceChanges counts namespace and PodGroup events: the jobs' users, sizes and
 	// priorities come from them too, outside the index.
 	sourceChanges atomic.Uint64
@@ -203,6 +205,27 @@ func (c *Cluster) Trigger() {
 
 // Snapshot returns the current admission state (nil before the first sync).
 func (c *Cluster) Snapshot() *Snapshot { return c.snapshot.Load() }
+
+// Next returns a channel that is closed once a snapshot newer than the current one is
+// published. Take it before reading the snapshot, so that no publication is missed.
+func (c *Cluster) Next() <-chan struct{} {
+	for {
+		if ch := c.published.Load(); ch != nil {
+			return *ch
+		}
+		ch := make(chan struct{})
+		c.published.CompareAndSwap(nil, &ch)
+	}
+}
+
+// publish stores snap as the current snapshot and wakes those waiting for it (Next).
+func (c *Cluster) publish(snap *Snapshot) {
+	c.snapshot.Store(snap)
+	next := make(chan struct{})
+	if prev := c.published.Swap(&next); prev != nil {
+		close(*prev)
+	}
+}
 
 func (c *Cluster) config() *viewConfig { return c.cfg.Load() }
 

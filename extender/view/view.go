@@ -241,7 +241,7 @@ func (c *Cluster) admit(snap *Snapshot, cfg *viewConfig, now, start time.Time, h
 	}
 	snap.Queue = cfg.model.AdmitIn(snap.state, now, w)
 	c.admitSpace.Put(w)
-	c.snapshot.Store(snap)
+	c.publish(snap)
 	if c.turns != nil {
 		c.turns.Published(snap)
 	}
