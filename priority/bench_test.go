@@ -98,3 +98,30 @@ func BenchmarkFit(b *testing.B) {
 		priority.Fit(s.Nodes, pods)
 	}
 }
+
+// BenchmarkPreemptBacklog: 1000 full nodes, each running a bronze job that ran an hour,
+// and 200 starved gangs that do not fit. Under urgent mode each starved gang asks for
+// victims on every recompute: with the eviction budget spent (paused) or with victims
+// (minRun: the budget left), against preemption off.
+func BenchmarkPreemptBacklog(b *testing.B) {
+	for _, bc := range []struct {
+		name      string
+		mode      priority.PreemptionMode
+		preempted int
+	}{{"off", priority.PreemptOff, 0}, {"urgent/paused", priority.PreemptUrgent, 4}, {"urgent/budget-left", priority.PreemptUrgent, 0}} {
+		b.Run(bc.name, func(b *testing.B) {
+			nodes, jobs := fullCluster(1000, time.Hour)
+			for i := range 200 {
+				jobs = append(jobs, mkJob("ns/old-"+strconv.Itoa(i)).created(t0.Add(-2*time.Hour)).gang(0, nil, 3, res(4000, 0)).obj())
+			}
+			m := priority.DefaultModel()
+			m.Preemption = bc.mode
+			s := priority.State{Nodes: nodes, Jobs: jobs, Topology: priority.NewNodeIndex(nodes, []string{rackKey}, nil), Preempted: bc.preempted}
+			var w priority.Workspace
+			b.ReportAllocs()
+			for b.Loop() {
+				m.AdmitIn(s, t0, &w)
+			}
+		})
+	}
+}

@@ -55,11 +55,7 @@ func (m Model) queuedReason(v *jobView) string {
 	b.WriteString(d.Key)
 	if d.Phase == PhaseAdmitted {
 		b.WriteString(" has the turn (")
-		b.WriteString(Ordinal(d.Position))
-		b.WriteString(" of ")
-		b.WriteString(strconv.Itoa(d.QueueLen))
-		b.WriteString(", P=")
-		writeFixed2(&b, d.P)
+		writePlace(&b, d)
 		b.WriteString(": user ")
 		writeFixed2(&b, d.Terms.User)
 		b.WriteString(", job ")
@@ -100,11 +96,7 @@ func (m Model) queuedReason(v *jobView) string {
 
 	if d.Phase == PhasePreempting {
 		b.WriteString(" preempts for its turn (")
-		b.WriteString(Ordinal(d.Position))
-		b.WriteString(" of ")
-		b.WriteString(strconv.Itoa(d.QueueLen))
-		b.WriteString(", P=")
-		writeFixed2(&b, d.P)
+		writePlace(&b, d)
 		b.WriteString("): ")
 		if len(d.Victims) == 0 {
 			b.WriteString("the room it needs frees as the pods being deleted leave")
@@ -176,6 +168,15 @@ func (m Model) queuedReason(v *jobView) string {
 		b.WriteString(d.Blocker)
 	}
 	return b.String()
+}
+
+// writePlace writes the job's place in the queue and its P: "2nd of 5, P=0.44".
+func writePlace(b *strings.Builder, d *Decision) {
+	b.WriteString(Ordinal(d.Position))
+	b.WriteString(" of ")
+	b.WriteString(strconv.Itoa(d.QueueLen))
+	b.WriteString(", P=")
+	writeFixed2(b, d.P)
 }
 
 // waitSentence is Decision.Wait: what a waiting job waits for, in words that change only

@@ -31,15 +31,41 @@ type candidateVictim struct {
 // The queue's preemption and Volcano's preemptable and reclaimable both ask it; a refused
 // eviction's protection is the caller's to add.
 func (m Model) VictimBar(j *Job, p float64, now time.Time) string {
-	switch {
-	case j.Leaving > 0:
+	switch m.victimBar(j, p, now) {
+	case barLeaving:
 		return "it is leaving already"
-	case m.RunningP(j, now)+m.PreemptionMargin > p:
+	case barP:
 		return "its P is not " + fixed2(m.PreemptionMargin) + " or more below"
-	case j.RunningSince.IsZero() || now.Sub(j.RunningSince) < m.MinRunTime:
+	case barRunTime:
 		return "it has not run " + m.MinRunTime.String()
 	}
 	return ""
+}
+
+// The reasons of victimBar, as numbers: the queue asks for every running job on every
+// preemption attempt, and needs no sentence.
+const (
+	barNone = iota
+	barLeaving
+	barP
+	barRunTime
+)
+
+func (m Model) victimBar(j *Job, p float64, now time.Time) int {
+	return m.victimBarAt(j, m.RunningP(j, now), p, now)
+}
+
+// victimBarAt is victimBar with j's RunningP known.
+func (m Model) victimBarAt(j *Job, runningP, p float64, now time.Time) int {
+	switch {
+	case j.Leaving > 0:
+		return barLeaving
+	case runningP+m.PreemptionMargin > p:
+		return barP
+	case j.RunningSince.IsZero() || now.Sub(j.RunningSince) < m.MinRunTime:
+		return barRunTime
+	}
+	return barNone
 }
 
 // RunningP is a running job's P as it was when it started to run (now when that is not
@@ -90,8 +116,11 @@ func (m Model) preempt(c *capacity, v *jobView, running []*jobView, dims *dimSet
 	var cands []*candidateVictim
 	var protected []string
 	for _, r := range running {
+		if !r.hasRunningP { // the same for every preemptor of this walk
+			r.runningP, r.hasRunningP = m.RunningP(r.job, now), true
+		}
 		switch {
-		case m.VictimBar(r.job, v.d.P, now) != "": // a job leaving already: its room is counted below
+		case m.victimBarAt(r.job, r.runningP, v.d.P, now) != barNone: // a job leaving already: its room is counted below
 		case s.Protected[r.job.Key].After(now):
 			protected = append(protected, r.job.Key)
 		default:
@@ -124,7 +153,8 @@ func (m Model) preempt(c *capacity, v *jobView, running []*jobView, dims *dimSet
 	// the last, the part still bound is no room to choose another victim for.
 	for i := range s.Jobs {
 		j := &s.Jobs[i]
-		if j.Leaving == 0 {
+		if j.Leaving == 0 || j.Key == v.job.Key {
+			// Its own job losing pods (a repair, a user's delete) frees no room for it.
 			continue
 		}
 		for k := range j.Pods {
@@ -161,8 +191,9 @@ func (m Model) preempt(c *capacity, v *jobView, running []*jobView, dims *dimSet
 	}
 	top := c.lay.levels() + 1
 	first := nodeLevel
+	g.reset(c, v, v.required, v.preferred) // the groups, to count the PS
 	if g.psIn(g.groups) > 1 {
-		first = 1
+		first = 1 // PS apart: one node never holds the gang (as placeUnit)
 	}
 	// eachDomain calls f for every domain of each level v may run at, lowest level first,
 	// that has a node where at is true.

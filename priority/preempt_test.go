@@ -161,6 +161,37 @@ func TestPreemption(t *testing.T) {
 			phase: priority.PhasePreempting,
 		},
 		{
+			name: "a job that fits spread and waits for one rack by choice (spreadAfter) evicts nobody",
+			modify: func(_ *priority.Model, s *priority.State) {
+				// n01 and n03 free: two racks have half their room each.
+				s.Nodes[1].Free, s.Nodes[3].Free = res(8000, 64*gi), res(8000, 64*gi)
+				s.Jobs = []priority.Job{s.Jobs[0], s.Jobs[2]}
+			},
+			job:     urgentJob(4),
+			phase:   priority.PhaseWaiting,
+			blocker: "rather than spread over several",
+		},
+		{
+			name: "its own job losing pods frees no room for it",
+			modify: func(_ *priority.Model, s *priority.State) {
+				s.Nodes[0].Leaving = res(4000, 0, "pods", 1)
+				s.Jobs = s.Jobs[1:] // n00 holds the urgent job's bound pod and its leaving one
+			},
+			job: func() priority.Job {
+				// A repair: one of its pods is bound on n00 and another of them is leaving;
+				// the leaving one's room takes one pod, the other needs a victim.
+				j := mkJob("ns/urgent").user("alice").urgent().min(3).pods(
+					mkPod("urgent-w-0", priority.RoleWorker, 0).req(res(4000, 0)).bound("n00"),
+					mkPod("urgent-w-1", priority.RoleWorker, 1).req(res(4000, 0)),
+					mkPod("urgent-w-2", priority.RoleWorker, 2).req(res(4000, 0)),
+				).obj()
+				j.Leaving = 1
+				return j
+			}(),
+			phase:   priority.PhasePreempting,
+			victims: []string{"ns/run-1"},
+		},
+		{
 			name: "a job that needs one rack waits for the rack its victims leave",
 			modify: func(_ *priority.Model, s *priority.State) {
 				s.Nodes[0].Leaving = res(8000, 0, "pods", 2)

@@ -66,15 +66,18 @@ const (
 
 // jobView is Admit's working record of one job.
 type jobView struct {
-	job      *Job
-	d        *Decision
-	class    int
-	wait     time.Duration
-	eligible bool
-	toFit    []*Pod // pending pods that must fit, in intra-job order
-	plan     []plannedPod
-	demands  []demand
-	psNodes  []string // nodes of the job's bound and held PS
+	job *Job
+	d   *Decision
+	// runningP is RunningP of a running job, once a preemption asked for it (hasRunningP).
+	runningP    float64
+	hasRunningP bool
+	class       int
+	wait        time.Duration
+	eligible    bool
+	toFit       []*Pod // pending pods that must fit, in intra-job order
+	plan        []plannedPod
+	demands     []demand
+	psNodes     []string // nodes of the job's bound and held PS
 	// required and preferred are the placement levels of the job's TopologyRequest;
 	// badTopology says why a request names no level of the topology.
 	required, preferred int
@@ -318,7 +321,9 @@ func (m Model) AdmitIn(s State, now time.Time, w *Workspace) *Queue {
 				c.rollback()
 				v.kind, d.Phase = waitNeverFits, PhaseUnschedulable
 				d.Blocker = "never fits: " + v.never
-			case !preempting && m.mayPreempt(v, !failed) && tryPreempt(v, blocker):
+			// A job waiting for one rack by choice (spreadAfter) fits spread: it evicts
+			// nobody for its preference.
+			case !preempting && !v.patient && m.mayPreempt(v, !failed) && tryPreempt(v, blocker):
 				preempting, failed = true, true
 				if policy == PolicyStrict {
 					strictHead = v

@@ -66,6 +66,13 @@ func TestAdmit(t *testing.T) {
 	policyNodes := cpuNodes(4000, 4000, 2000)
 	const hBlocker = "worker ns/h-w-2 needs cpu 3000m on a node; the most free on any node is 2000m"
 	const iBlocker = "gang incomplete: 2 of 4 pods exist"
+	// skipped is the policy scenario when h, which does not fit, takes nothing.
+	skipped := []row{
+		{Key: "ns/h", Phase: priority.PhaseWaiting, Position: 1, Blocker: hBlocker},
+		{Key: "ns/m", Phase: priority.PhaseAdmitted, Position: 2},
+		{Key: "ns/i", Phase: priority.PhaseWaiting, Position: 3, Ahead: "ns/m", Blocker: iBlocker},
+		{Key: "ns/l", Phase: priority.PhaseAdmitted, Position: 4},
+	}
 
 	tests := []struct {
 		name   string
@@ -155,24 +162,14 @@ func TestAdmit(t *testing.T) {
 			policy: priority.PolicyBestEffort,
 			state:  priority.State{Nodes: policyNodes, Jobs: policyJobs()},
 			// h is taken back out, so m (n1) and l (n1 again: 2000m left) both fit.
-			want: []row{
-				{Key: "ns/h", Phase: priority.PhaseWaiting, Position: 1, Blocker: hBlocker},
-				{Key: "ns/m", Phase: priority.PhaseAdmitted, Position: 2},
-				{Key: "ns/i", Phase: priority.PhaseWaiting, Position: 3, Ahead: "ns/m", Blocker: iBlocker},
-				{Key: "ns/l", Phase: priority.PhaseAdmitted, Position: 4},
-			},
+			want: skipped,
 		},
 		{
 			name:   "backfill: a job that does not fit takes nothing while it is younger than reserveAfter",
 			policy: priority.PolicyBackfill,
 			state:  priority.State{Nodes: policyNodes, Jobs: policyJobs()},
 			// As under besteffort: m (n1) and l (n1 again) both fit.
-			want: []row{
-				{Key: "ns/h", Phase: priority.PhaseWaiting, Position: 1, Blocker: hBlocker},
-				{Key: "ns/m", Phase: priority.PhaseAdmitted, Position: 2},
-				{Key: "ns/i", Phase: priority.PhaseWaiting, Position: 3, Ahead: "ns/m", Blocker: iBlocker},
-				{Key: "ns/l", Phase: priority.PhaseAdmitted, Position: 4},
-			},
+			want: skipped,
 		},
 		{
 			name:   "backfill: once it has waited reserveAfter it reserves, as under reserve",

@@ -100,4 +100,15 @@ func TestJobLosingPods(t *testing.T) {
 	if got, want := snap.nodes[0].Leaving, (priority.Resources{"cpu": 2000, "pods": 1}); !cmp.Equal(got, want) {
 		t.Errorf("n1 leaving %v, want %v", got, want)
 	}
+
+	// Still there stuckAfter past its grace period (a finalizer, an unreachable node): its
+	// room is not coming. Nothing else changed: time alone must end the count.
+	c.recompute(gone.Add(stuckAfter))
+	snap = c.Snapshot()
+	if job, _, _ := snap.Job("default/victim"); job.Leaving != 0 {
+		t.Errorf("a pod stuck past its grace period still counts as leaving: job Leaving %d", job.Leaving)
+	}
+	if got := snap.nodes[0].Leaving; len(got) != 0 {
+		t.Errorf("a pod stuck past its grace period still counts as leaving: n1 leaving %v", got)
+	}
 }

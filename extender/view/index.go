@@ -34,7 +34,9 @@ type podRecord struct {
 	request    priority.Resources
 	terminated bool // succeeded or failed: holds no resources
 	deleting   bool
-	gated      bool
+	// deleteBy is the pod's deletionTimestamp: the end of its grace period.
+	deleteBy time.Time
+	gated    bool
 	// turnedAway: kube-scheduler has tried the pod and failed (PodScheduled False). Not
 	// part of what the queue depends on.
 	turnedAway bool
@@ -117,6 +119,9 @@ func newPodRecord(pod *corev1.Pod, gangCfg config.GangConfig) *podRecord {
 		uid: pod.UID, namespace: pod.Namespace, nsName: pod.Namespace + "/" + pod.Name, node: pod.Spec.NodeName,
 		terminated: gang.PodTerminated(pod), deleting: pod.DeletionTimestamp != nil, gated: len(pod.Spec.SchedulingGates) > 0,
 		priority: pod.Spec.Priority, created: pod.CreationTimestamp.Time, turnedAway: scheduledFalse(pod), scheduledAt: gang.ScheduledAt(pod),
+	}
+	if pod.DeletionTimestamp != nil {
+		r.deleteBy = pod.DeletionTimestamp.Time
 	}
 	if !r.terminated {
 		r.request = gang.PodRequest(pod)
@@ -274,11 +279,37 @@ func (x *viewIndex) setPod(pod *corev1.Pod, cfg *viewConfig) bool {
 	return false
 }
 
+// stuckAfter is how long past the end of its grace period a pod being deleted still counts
+// as leaving. A pod still there then is held by a finalizer or an unreachable node: its room
+// is not coming, and a preemption must not wait for it.
+const stuckAfter = 30 * time.Second
+
+// leaving reports whether the pod is being deleted and its room may be counted on at now.
+func (r *podRecord) leaving(now time.Time) bool {
+	return r.deleting && now.Before(r.deleteBy.Add(stuckAfter))
+}
+
 // samePodRecord reports whether two records of a pod are the same to the queue.
 func samePodRecord(a, b *podRecord) bool {
 	return (a.uid == b.uid && a.nsName == b.nsName && a.node == b.node && a.terminated == b.terminated &&
-		a.deleting == b.deleting && a.gated == b.gated && samePriority(a.priority, b.priority) && a.created.Equal(b.created) &&
-		a.inJob == b.inJob && a.m == b.m && maps.Equal(a.request, b.request) && sameConstraints(a.constraints, b.constraints))
+		a.deleting == b.deleting && a.deleteBy.Equal(b.deleteBy) && a.gated == b.gated && samePriority(a.priority, b.priority) && a.created.Equal(b.created) &&
+		a.scheduledAt.Equal(b.scheduledAt) && a.inJob == b.inJob && sameJobPart(&a.m, &b.m) &&
+		maps.Equal(a.request, b.request) && sameConstraints(a.constraints, b.constraints))
+}
+
+// sameJobPart compares memberships by value: each record gets its own topology pointer, so
+// == would see every update of a pod with a topology request as a change.
+func sameJobPart(a, b *membership) bool {
+	if !a.created.Equal(b.created) || !sameTopology(a.topology, b.topology) {
+		return false
+	}
+	x, y := *a, *b
+	x.created, y.created, x.topology, y.topology = time.Time{}, time.Time{}, nil, nil
+	return x == y
+}
+
+func sameTopology(a, b *priority.TopologyRequest) bool {
+	return a == b || (a != nil && b != nil && *a == *b)
 }
 
 func sameConstraints(a, b *podConstraints) bool {

@@ -46,13 +46,23 @@ func TestIndexChangesThatNeedARecompute(t *testing.T) {
 	ready.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse}}
 	bound := ready.DeepCopy()
 	bound.Spec.NodeName = node.Name
-	relabelledPod := bound.DeepCopy()
+	scheduled := bound.DeepCopy()
+	scheduled.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now()}}
+	// A pod with a topology request: its records hold the request by pointer, a new one
+	// each time, which must not read as a change.
+	withTopology := scheduled.DeepCopy()
+	withTopology.Annotations = map[string]string{"cps-extender.io/topology-required": loadfixture.RackLabel}
+	withTopologyStatus := withTopology.DeepCopy()
+	withTopologyStatus.Status.Conditions = append(withTopologyStatus.Status.Conditions, corev1.PodCondition{Type: corev1.PodReady, Status: corev1.ConditionTrue})
+	relabelledPod := withTopologyStatus.DeepCopy()
 	relabelledPod.Labels[loadfixture.JobLabel] = "other"
 	for _, tt := range []struct {
 		name string
 		pod  *corev1.Pod
 		want bool
-	}{{"new pod", pod, true}, {"status condition", ready, false}, {"bound", bound, true}, {"other job", relabelledPod, true}} {
+	}{{"new pod", pod, true}, {"status condition", ready, false}, {"bound", bound, true}, {"scheduled at", scheduled, true},
+		{"topology requested", withTopology, true}, {"status of a pod with a topology request", withTopologyStatus, false},
+		{"other job", relabelledPod, true}} {
 		before := x.changes.Load()
 		if got := x.setPod(tt.pod, cfg); got != tt.want {
 			t.Errorf("pod %s: setPod = %v, want %v", tt.name, got, tt.want)

@@ -35,3 +35,15 @@ func isClosed(ch <-chan struct{}) bool {
 		return false
 	}
 }
+
+// TestSmallerNonEmpty: the topology level a job's pods ask for does not depend on the order
+// the pods came in.
+func TestSmallerNonEmpty(t *testing.T) {
+	for _, tt := range []struct{ a, b, want string }{
+		{"", "", ""}, {"rack", "", "rack"}, {"", "rack", "rack"}, {"zone", "rack", "rack"}, {"rack", "zone", "rack"},
+	} {
+		if got := smallerNonEmpty(tt.a, tt.b); got != tt.want {
+			t.Errorf("smallerNonEmpty(%q, %q) = %q, want %q", tt.a, tt.b, got, tt.want)
+		}
+	}
+}

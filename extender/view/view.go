@@ -72,6 +72,9 @@ type Snapshot struct {
 	cfg     *viewConfig
 	held    map[types.UID]string
 	sources uint64
+	// leavingUntil is the first moment a pod counted as leaving stops counting (see
+	// stuckAfter); zero when none does.
+	leavingUntil time.Time
 }
 
 // node returns a node's free capacity and labels (an empty node when unknown).
@@ -136,7 +139,7 @@ func (c *Cluster) recompute(now time.Time) {
 	if c.holds != nil {
 		held, coolDowns = c.holds.Held(), c.holds.CoolDowns()
 	}
-	if prev := c.Snapshot(); prev.onlyTimeMoved(cfg, changes, sources, held) {
+	if prev := c.Snapshot(); prev.onlyTimeMoved(cfg, changes, sources, held, now) {
 		snap := *prev
 		snap.Computed = now
 		snap.state.CoolDown = coolDowns
@@ -150,7 +153,8 @@ func (c *Cluster) recompute(now time.Time) {
 		c.log.Error("recomputing the queue", zap.Error(err))
 		return
 	}
-	state := priority.State{Nodes: freeCapacity(idx, held), CoolDown: coolDowns, Topology: idx.topology}
+	nodes, leavingUntil := freeCapacity(idx, held, now)
+	state := priority.State{Nodes: nodes, CoolDown: coolDowns, Topology: idx.topology}
 	if prev := c.Snapshot(); prev != nil {
 		state.Previous = prev.Queue
 	}
@@ -168,6 +172,8 @@ func (c *Cluster) recompute(now time.Time) {
 		cfg:        cfg,
 		held:       held,
 		sources:    sources,
+
+		leavingUntil: leavingUntil,
 	}
 	// The pod-to-job maps change only when pods come, go or change jobs: after a bind or
 	// a status change the previous snapshot's serve again.
@@ -205,9 +211,12 @@ func (c *Cluster) recompute(now time.Time) {
 		}
 	}
 	for _, pod := range idx.pods {
-		if pod.deleting && pod.inJob && pod.node != "" && !pod.terminated {
+		if pod.leaving(now) && pod.inJob && pod.node != "" && !pod.terminated {
 			if job := snap.jobs[pod.m.jobKey]; job != nil {
 				job.Leaving++
+				if until := pod.deleteBy.Add(stuckAfter); snap.leavingUntil.IsZero() || until.Before(snap.leavingUntil) {
+					snap.leavingUntil = until // also for a pod on a node the queue does not use
+				}
 			}
 		}
 	}
@@ -227,10 +236,11 @@ func (c *Cluster) preemptionState(s *priority.State, cfg *viewConfig, now time.T
 
 // onlyTimeMoved says whether a recompute now would build the same jobs and nodes as s:
 // nothing the index, the namespaces and PodGroups, the held binds or the config hold has
-// changed since. Then only the clock (waiting times, starvation) and the cool-downs can
-// change the queue. The periodic recompute mostly finds it so.
-func (s *Snapshot) onlyTimeMoved(cfg *viewConfig, changes, sources uint64, held map[types.UID]string) bool {
-	return s != nil && s.cfg == cfg && s.changes == changes && s.sources == sources && maps.Equal(s.held, held)
+// changed since, and no pod being deleted has overstayed its grace period. Then only the
+// clock (waiting times, starvation) and the cool-downs can change the queue. The periodic recompute mostly finds it so.
+func (s *Snapshot) onlyTimeMoved(cfg *viewConfig, changes, sources uint64, held map[types.UID]string, now time.Time) bool {
+	return s != nil && s.cfg == cfg && s.changes == changes && s.sources == sources && maps.Equal(s.held, held) &&
+		(s.leavingUntil.IsZero() || now.Before(s.leavingUntil))
 }
 
 // admit computes snap's queue from its state and publishes it.
@@ -303,12 +313,10 @@ func addMember(job *priority.Job, pod *podRecord, m membership, held map[types.U
 	}
 	job.Urgent = job.Urgent || m.urgent
 	if t := m.topology; t != nil {
-		if job.Topology.Required == "" {
-			job.Topology.Required = t.Required
-		}
-		if job.Topology.Preferred == "" {
-			job.Topology.Preferred = t.Preferred
-		}
+		// Pods of a job that ask for different levels: the smallest name wins, whatever
+		// order the pods came in, so that every replica places the job alike.
+		job.Topology.Required = smallerNonEmpty(job.Topology.Required, t.Required)
+		job.Topology.Preferred = smallerNonEmpty(job.Topology.Preferred, t.Preferred)
 	}
 	if m.created.IsZero() && (job.Created.IsZero() || pod.created.Before(job.Created)) {
 		job.Created = pod.created
@@ -346,11 +354,21 @@ func (c *Cluster) userOf(namespace, fromPod, userLabel string) string {
 	return namespace
 }
 
+// smallerNonEmpty is the smaller of a and b, an empty one counting as absent.
+func smallerNonEmpty(a, b string) string {
+	if a == "" || (b != "" && b < a) {
+		return b
+	}
+	return a
+}
+
 // freeCapacity is every schedulable node's allocatable minus the requests of the pods
 // bound or held there (Free), and minus those of the bound pods in no job, which the queue
-// cannot wait out (Capacity), in name order. A node with nothing on it shares its record's
+// cannot wait out (Capacity), in name order, with the requests of the pods leaving at now
+// (Leaving; see stuckAfter) and the first moment one of those stops counting. A node with
+// nothing on it shares its record's
 // allocatable map: nobody writes to a published snapshot's nodes.
-func freeCapacity(idx indexed, held map[types.UID]string) []priority.Node {
+func freeCapacity(idx indexed, held map[types.UID]string, now time.Time) (nodes []priority.Node, leavingUntil time.Time) {
 	out := make([]priority.Node, len(idx.schedulable))
 	for i, n := range idx.schedulable {
 		out[i] = priority.Node{Name: idx.names[i], Free: n.allocatable, Capacity: n.allocatable, Labels: n.labels}
@@ -369,15 +387,18 @@ func freeCapacity(idx indexed, held map[types.UID]string) []priority.Node {
 			continue
 		}
 		subtract(&out[i].Free, &ownFree[i], pod.request)
-		if pod.deleting { // on its way out: room a preemption may count on
+		if pod.leaving(now) { // on its way out: room a preemption may count on
 			add(&out[i].Leaving, pod.request)
+			if until := pod.deleteBy.Add(stuckAfter); leavingUntil.IsZero() || until.Before(leavingUntil) {
+				leavingUntil = until
+			}
 		}
 		// A pod being deleted is on its way out; a job's pods end with their job.
 		if !pod.counted && !pod.deleting {
 			subtract(&out[i].Capacity, &ownCapacity[i], pod.request)
 		}
 	}
-	return out
+	return out, leavingUntil
 }
 
 // add adds one pod's request, and its pod slot, to *r (allocated on first use).
