@@ -29,7 +29,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -104,12 +106,24 @@ func run(args []string, stderr io.Writer) error {
 	})
 	recorder, stopEvents := scheduler.NewAPIEventRecorder(client, "cps-extender")
 	defer stopEvents()
+	// The budgets a victim gang is checked against as a whole; until the informer has
+	// synced, the Eviction API's own checks, one pod at a time, stand alone.
+	budgetInformers := informers.NewSharedInformerFactory(client, 0)
+	budgetLister := budgetInformers.Policy().V1().PodDisruptionBudgets().Lister()
+	budgetInformers.Start(ctx.Done())
+	defer budgetInformers.Shutdown()
+	var cluster *view.Cluster // built below; evictions begin only once it publishes
+	budgets := preempt.NewListedBudgets(budgetLister, func(namespace, name string) (*corev1.Pod, bool) {
+		return cluster.Pod(namespace, name)
+	})
 	preemptor, err := preempt.New(ctx, preempt.Options{Log: log, Evictor: preempt.NewAPIEvictor(client, cfg.BindTimeout.Duration),
-		Events: recorder, Metrics: meters})
+		Events: recorder, Metrics: meters, Budgets: budgets})
 	if err != nil {
 		return err
 	}
-	cluster := view.NewCluster(view.ClusterOptions{Log: log, Client: client, Dynamic: dyn, Config: cfg, Metrics: meters,
+	// Evictions under way finish (and record their Events) before the recorder stops.
+	defer preemptor.Wait()
+	cluster = view.NewCluster(view.ClusterOptions{Log: log, Client: client, Dynamic: dyn, Config: cfg, Metrics: meters,
 		Turns: podTurns, Holds: gangGate, Preemptor: preemptor})
 	meters.WatchInformers(cluster)
 	meters.WatchReady(cluster)

@@ -95,12 +95,15 @@ type Options struct {
 	Clock clock.PassiveClock
 	// ProtectFor is how long a job whose eviction was refused is no victim (default 5m).
 	ProtectFor time.Duration
+	// Budgets checks each victim gang as a whole against the PodDisruptionBudgets; nil
+	// leaves them to the Eviction API's checks, one pod at a time.
+	Budgets Budgets
 }
 
 // Preemptor evicts the victims of the published snapshots' preempting jobs, each victim job
-// once, all its bound pods at once after a dry run of each: a PodDisruptionBudget that
-// refuses any of them (the dry run fails) leaves the whole gang running and protects the
-// job for ProtectFor. What it keeps is soft state: after a restart a victim still running
+// once, all its bound pods at once after a check of the whole gang against the budgets
+// (Budgets) and a dry run of each: a PodDisruptionBudget that would refuse any of them
+// leaves the whole gang running and protects the job for ProtectFor. What it keeps is soft state: after a restart a victim still running
 // is chosen, and evicted, again.
 type Preemptor struct {
 	log        *zap.Logger
@@ -109,6 +112,7 @@ type Preemptor struct {
 	metrics    *metrics.Metrics
 	clock      clock.PassiveClock
 	protectFor time.Duration
+	budgets    Budgets
 
 	mu        sync.Mutex
 	evicted   map[string]time.Time // victim job -> when its eviction began
@@ -136,7 +140,7 @@ func New(ctx context.Context, o Options) (*Preemptor, error) {
 		o.ProtectFor = 5 * time.Minute
 	}
 	return &Preemptor{log: o.Log, evictor: o.Evictor, events: o.Events, metrics: o.Metrics, clock: o.Clock,
-		protectFor: o.ProtectFor, evicted: map[string]time.Time{}, protected: map[string]time.Time{}, ctx: ctx}, nil
+		protectFor: o.ProtectFor, budgets: o.Budgets, evicted: map[string]time.Time{}, protected: map[string]time.Time{}, ctx: ctx}, nil
 }
 
 // Protected maps the jobs that may not be victims to when that ends.
@@ -155,8 +159,8 @@ func (p *Preemptor) Protected() map[string]time.Time {
 	return out
 }
 
-// Evicted counts the victim jobs whose eviction began after since. Older records are
-// dropped, beyond an hour.
+// Evicted counts the victim jobs whose eviction began after since. A record older than
+// since and than ProtectFor (for which claim still needs it) is dropped.
 func (p *Preemptor) Evicted(since time.Time) int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -165,7 +169,7 @@ func (p *Preemptor) Evicted(since time.Time) int {
 		switch {
 		case at.After(since):
 			n++
-		case p.clock.Since(at) > time.Hour:
+		case p.clock.Since(at) > p.protectFor:
 			delete(p.evicted, k)
 		}
 	}
@@ -216,21 +220,32 @@ func (p *Preemptor) claim(job string) bool {
 	return true
 }
 
-// evict evicts a victim job's pods: a dry run of each first, then all of them.
+// evict evicts a victim job's pods: a dry run of each first, then all of them. The dry runs
+// go out together, so that the model, which sees the victim running until its first pod is
+// deleted, chooses another victim meanwhile only for as long as one round trip.
 func (p *Preemptor) evict(preemptor string, preemptorP float64, victim priority.Victim, pods []gang.PodRef) {
 	log := p.log.With(zap.String("preemptor", preemptor), zap.String("victim", victim.Key), zap.Int("pods", len(pods)))
-	for _, pod := range pods {
-		if err := p.evictor.Evict(p.ctx, pod, true); err != nil && !apierrors.IsNotFound(err) {
-			p.protect(victim.Key)
-			if apierrors.IsTooManyRequests(err) {
-				p.metrics.Preemption(metrics.PreemptionRefused)
-			} else {
-				p.metrics.Preemption(metrics.PreemptionFailed)
-			}
-			log.Warn("preemption victim kept: an eviction would be refused", zap.String("pod", pod.String()), zap.Error(err))
+	if p.budgets != nil {
+		if why := p.budgets.Refusal(pods); why != "" {
+			p.protect(victim.Key, false)
+			p.metrics.Preemption(metrics.PreemptionRefused)
+			log.Warn("preemption victim kept: its gang may not go whole", zap.String("budget", why))
 			return
 		}
 	}
+	if pod, err := p.dryRun(pods); err != nil {
+		p.protect(victim.Key, false)
+		if apierrors.IsTooManyRequests(err) {
+			p.metrics.Preemption(metrics.PreemptionRefused)
+		} else {
+			p.metrics.Preemption(metrics.PreemptionFailed)
+		}
+		log.Warn("preemption victim kept: an eviction would be refused", zap.String("pod", pod.String()), zap.Error(err))
+		return
+	}
+	// Once the first pod is evicted the rest must follow, also when the extender is told to
+	// stop meanwhile: each call has its own timeout.
+	ctx := context.WithoutCancel(p.ctx)
 	var mu sync.Mutex
 	var failed []error
 	var kept []gang.PodRef
@@ -240,7 +255,7 @@ func (p *Preemptor) evict(preemptor string, preemptorP float64, victim priority.
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			err := p.evictor.Evict(p.ctx, pod, false)
+			err := p.evictor.Evict(ctx, pod, false)
 			mu.Lock()
 			defer mu.Unlock()
 			switch {
@@ -262,8 +277,9 @@ func (p *Preemptor) evict(preemptor string, preemptorP float64, victim priority.
 		log.Info("preemption: victim evicted whole")
 	case evicted > 0:
 		// A budget refused part of the gang after the dry run passed: what is left is
-		// reported, and the job is not chosen again meanwhile.
-		p.protect(victim.Key)
+		// reported, and the job is not chosen again meanwhile. It counts against the
+		// eviction budget: its pods are gone.
+		p.protect(victim.Key, true)
 		p.metrics.Preemption(metrics.PreemptionPartial)
 		log.Error("preemption: victim evicted in part", zap.Int("evicted", evicted), zap.Error(errors.Join(failed...)))
 		for _, pod := range kept {
@@ -272,19 +288,44 @@ func (p *Preemptor) evict(preemptor string, preemptorP float64, victim priority.
 				evicted, len(pods), victim.Key, preemptor)
 		}
 	default:
-		p.protect(victim.Key)
+		p.protect(victim.Key, false)
 		p.metrics.Preemption(metrics.PreemptionFailed)
 		log.Warn("preemption: victim not evicted", zap.Error(errors.Join(failed...)))
 	}
 }
 
 // protect keeps a job whose eviction was refused or failed from being a victim for a while;
-// it no longer counts as evicted.
-func (p *Preemptor) protect(job string) {
+// unless some of its pods were evicted (counted), it no longer counts as evicted.
+func (p *Preemptor) protect(job string, counted bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.protected[job] = p.clock.Now().Add(p.protectFor)
-	delete(p.evicted, job)
+	if !counted {
+		delete(p.evicted, job)
+	}
+}
+
+// dryRun asks for a dry-run eviction of every pod at once; it returns the first refusal or
+// error (a pod already gone is no refusal).
+func (p *Preemptor) dryRun(pods []gang.PodRef) (gang.PodRef, error) {
+	errs := make([]error, len(pods))
+	var wg sync.WaitGroup
+	for i, pod := range pods {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := p.evictor.Evict(p.ctx, pod, true); err != nil && !apierrors.IsNotFound(err) {
+				errs[i] = err
+			}
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			return pods[i], err
+		}
+	}
+	return gang.PodRef{}, nil
 }
 
 // event records the Preempted Event on an evicted pod.

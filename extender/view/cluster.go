@@ -256,6 +256,16 @@ func (c *Cluster) Node(name string) (*corev1.Node, bool) {
 	return n, true
 }
 
+// Pod returns a pod from the informer cache (trimmed: labels, annotations and the spec
+// the view reads).
+func (c *Cluster) Pod(namespace, name string) (*corev1.Pod, bool) {
+	p, err := c.pods.Pods(namespace).Get(name)
+	if err != nil {
+		return nil, false
+	}
+	return p, true
+}
+
 // NodeName looks a node name up by its bytes in the current snapshot (see Decisions).
 func (c *Cluster) NodeName(b []byte) (string, bool) { return c.Decisions().NodeName(b) }
 
