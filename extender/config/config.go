@@ -210,8 +210,12 @@ func modelConfigOf(m priority.Model) ModelConfig {
 // false means off too; true names no mode.
 type PreemptionSetting priority.PreemptionMode
 
-// UnmarshalJSON reads a mode name, or false for off.
+// UnmarshalJSON reads a mode name, or false for off; null (a key left empty) keeps the
+// default, as it does for the plain string keys.
 func (p *PreemptionSetting) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		return nil
+	}
 	if string(b) == "false" {
 		*p = PreemptionSetting(priority.PreemptOff)
 		return nil

@@ -67,6 +67,11 @@ func TestLoadConfig(t *testing.T) {
 			wantErrs: []string{`"listen" already set in map`},
 		},
 		{
+			name: "preemption left empty keeps the default, as the other keys do",
+			body: "model:\n  preemption:\n  policy:\n",
+			want: func(c *Config) {},
+		},
+		{
 			name: "preemption: off, which YAML reads as false, is off",
 			body: "model:\n  preemption: off\n",
 			want: func(c *Config) { c.Model.Preemption = PreemptionSetting(priority.PreemptOff) },

@@ -573,12 +573,12 @@ func (v *Verbs) decideEvict(req *volcanoEvictRequest) volcanoAnswer {
 	for _, e := range req.evictees {
 		job := v.evictJob(s, e.task, seen)
 		why := ""
-		switch {
-		case job.Key == evictor.Key:
+		switch { // no job first: such a task's key, namespace/task, could equal the evictor's
 		case e.task.Job == "":
 			why = "it is in no job"
 		case slices.Contains(v.gang.ExemptNamespaces, e.task.Namespace):
 			why = "its namespace is exempt"
+		case job.Key == evictor.Key:
 		default:
 			why = model.VictimBar(job, p, now)
 		}

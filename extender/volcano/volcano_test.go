@@ -982,6 +982,12 @@ func TestVolcanoEvict(t *testing.T) {
 			return mustJSON(t, map[string]any{"evictor": urgentAlice, "evictees": []any{sys}}),
 				EvictResult{Status: Reject, Victims: none}
 		}},
+		{name: "never a task in no job, also one whose name is the evictor's job's", build: func(t *testing.T) (string, EvictResult) {
+			loose := newTask("a", "worker").ran(time.Hour).obj() // ml/a, as the evictor's job
+			loose.Namespace, loose.Pod.Namespace = "ml", "ml"
+			return mustJSON(t, map[string]any{"evictor": urgentAlice, "evictees": []any{loose}}),
+				EvictResult{Status: Reject, Victims: none}
+		}},
 		{name: "the evictor's own job's tasks go", build: func(t *testing.T) (string, EvictResult) {
 			own := alice("a-2").obj()
 			return mustJSON(t, map[string]any{"evictor": urgentAlice, "evictees": []any{own}}),
