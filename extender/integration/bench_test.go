@@ -32,6 +32,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 	extenderv1 "k8s.io/kube-scheduler/extender/v1"
+	"k8s.io/utils/clock"
 
 	"github.com/cps-extender/cps-extender/priority"
 	loadfixture "github.com/cps-extender/cps-extender/test/load/fixture"
@@ -131,6 +132,7 @@ func benchCluster(tb testing.TB, nodes, pods, jobs int) *benchEnv {
 	if err != nil {
 		tb.Fatal(err)
 	}
+	verbs.AwaitView(c.Next, scheduler.ViewCatchUp, clock.RealClock{}) // as main wires it
 	vc, err := volcano.New(log, cfg.Volcano, cfg.Model.PriorityModel(), cfg.Affinity, cfg.Gang, nil)
 	if err != nil {
 		tb.Fatal(err)

@@ -137,31 +137,33 @@ const ViewCatchUp = 250 * time.Millisecond
 // seen yet (kube-scheduler's informer delivered the pod first, or its job is new) instead
 // of answering at once with an error: kube-scheduler retries an error only after its
 // backoff, a second or more, while the view catches up in milliseconds. next is the view's
-// Next. A view that stays behind costs each such pod max, once.
+// Next. The wait holds kube-scheduler's scheduling cycle, which places one pod at a time: a
+// view that stays behind costs every attempt of a pod it has not seen max.
 func (v *Verbs) AwaitView(next func() <-chan struct{}, max time.Duration, clk clock.Clock) {
 	v.nextView, v.catchUp, v.clock = next, max, clk
 }
 
-// fresh returns d, or, when d has not seen pod and AwaitView is set, the decisions of the
-// first snapshot that has, or of the last one published within the wait.
-func (v *Verbs) fresh(ctx context.Context, d Decisions, pod *corev1.Pod) Decisions {
-	if v.nextView == nil || v.catchUp <= 0 || !d.Admit(pod).Retry {
-		return d
+// fresh returns d and its admission of pod, or, when d has not seen pod and AwaitView is
+// set, those of the first snapshot that has, or of the last one published within the wait.
+func (v *Verbs) fresh(ctx context.Context, d Decisions, pod *corev1.Pod) (Decisions, view.Admission) {
+	adm := d.Admit(pod)
+	if v.nextView == nil || v.catchUp <= 0 || !adm.Retry {
+		return d, adm
 	}
 	timer := v.clock.NewTimer(v.catchUp)
 	defer timer.Stop()
 	for {
 		next := v.nextView()
 		d = v.decider()
-		if !d.Admit(pod).Retry {
-			return d
+		if adm = d.Admit(pod); !adm.Retry {
+			return d, adm
 		}
 		select {
 		case <-next:
 		case <-timer.C():
-			return d
+			return d, adm
 		case <-ctx.Done():
-			return d
+			return d, adm
 		}
 	}
 }
@@ -214,7 +216,8 @@ func (v *Verbs) filter(w http.ResponseWriter, r *http.Request, c wire.Call) wire
 		wire.WriteError(w, err)
 		return wire.Note{}
 	}
-	answer := v.decideFilter(v.fresh(r.Context(), d, args.Pod), args, sc)
+	d, adm := v.fresh(r.Context(), d, args.Pod)
+	answer := v.decideFilter(d, adm, args, sc)
 	writeAnswer(w, func(b []byte) []byte { return appendFilterAnswer(b, answer) })
 	if !c.Detailed {
 		return wire.Note{}
@@ -222,12 +225,12 @@ func (v *Verbs) filter(w http.ResponseWriter, r *http.Request, c wire.Call) wire
 	return wire.Note{Pod: podKey(args.Pod), Decision: answer.summary()}
 }
 
-// decideFilter applies the gang gate, then the per-node checks. A pod whose job waits for
-// its turn gets every node back as failed and unresolvable (preempting victims would not
-// give it the turn), with one reason. Nodes given by name that are not in the cluster view
-// fail: the extender cannot judge a node it has not seen. sc, when not nil, lends the
-// answer's lists.
-func (v *Verbs) decideFilter(d Decisions, args *extenderv1.ExtenderArgs, sc *scratch) *filterAnswer {
+// decideFilter applies the gang gate (adm, d's admission of the pod), then the per-node
+// checks. A pod whose job waits for its turn gets every node back as failed and
+// unresolvable (preempting victims would not give it the turn), with one reason. Nodes given
+// by name that are not in the cluster view fail: the extender cannot judge a node it has
+// not seen. sc, when not nil, lends the answer's lists.
+func (v *Verbs) decideFilter(d Decisions, adm view.Admission, args *extenderv1.ExtenderArgs, sc *scratch) *filterAnswer {
 	if sc == nil {
 		sc = &scratch{}
 	}
@@ -237,7 +240,6 @@ func (v *Verbs) decideFilter(d Decisions, args *extenderv1.ExtenderArgs, sc *scr
 	}}
 	result := &answer.ExtenderFilterResult
 	names := candidateNames(args)
-	adm := d.Admit(args.Pod)
 	ok, reason := adm.OK, adm.Reason
 	var check func(string) (bool, string)
 	if ok {

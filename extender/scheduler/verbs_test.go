@@ -632,7 +632,13 @@ func TestFilterAwaitsView(t *testing.T) {
 				v.AwaitView(next, ViewCatchUp, fc)
 			}
 			done := make(chan Decisions)
-			go func() { done <- v.fresh(context.Background(), tt.snapshots[0], pod) }()
+			go func() {
+				d, adm := v.fresh(context.Background(), tt.snapshots[0], pod)
+				if adm != d.Admit(pod) {
+					t.Errorf("admission %+v is not that of the decisions returned", adm)
+				}
+				done <- d
+			}()
 			if tt.await && !tt.published {
 				for !fc.HasWaiters() {
 					time.Sleep(time.Millisecond)
