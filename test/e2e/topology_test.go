@@ -29,25 +29,6 @@ func fullClusterJobs() []jobSpec {
 	}
 }
 
-// createInterleaved creates the jobs' pods round robin, one pod of each job in turn, so that
-// no job is complete long before the others.
-func (e *env) createInterleaved(jobs ...jobSpec) {
-	e.t.Helper()
-	pods := make([][]podSpec, len(jobs))
-	most := 0
-	for i, j := range jobs {
-		pods[i] = j.pods()
-		most = max(most, len(pods[i]))
-	}
-	for k := range most {
-		for i := range jobs {
-			if k < len(pods[i]) {
-				e.createPods(pods[i][k])
-			}
-		}
-	}
-}
-
 // TestTopologyPlacementOnAFullCluster: 16 nodes in 4 racks filled to 100% by 5 jobs of 1-2 PS
 // and 6-12 workers, their pods created interleaved. The topology-aware placement keeps at
 // least 90% of the workers on the node or rack of one of their PS and every job's PS on
@@ -81,7 +62,7 @@ func TestTopologyPlacementOnAFullCluster(t *testing.T) {
 			e.startScheduler(true)
 			defer e.logQueueOnFailure()
 			rec := e.recordBindings("default")
-			e.createInterleaved(jobs...)
+			e.createPods(interleaved(jobs...)...) // no job complete long before the others
 			for _, j := range jobs {
 				e.waitJobBound(j, 120*time.Second)
 			}
@@ -157,8 +138,8 @@ func racksOf(j jobSpec, bound, rackOf map[string]string) string {
 // reported as never fitting, naming the constraint.
 func TestWorkloadPodGroupTopology(t *testing.T) {
 	e := newEnvWith(t, framework.Options{
-		FeatureGates:  "GenericWorkload=true,TopologyAwareWorkloadScheduling=true",
-		RuntimeConfig: "scheduling.k8s.io/v1beta1=true",
+		FeatureGates:  framework.NativeGangFeatureGate + ",TopologyAwareWorkloadScheduling=true",
+		RuntimeConfig: framework.WorkloadAPIRuntimeConfig,
 	}, rackedNodes(8, 2)...)
 	e.startExtender("affinity:\n  topology: [" + rackLabel + "]\n")
 	e.startScheduler(true)
@@ -170,10 +151,7 @@ func TestWorkloadPodGroupTopology(t *testing.T) {
 
 	// A gang of 1 PS and 5 workers of 4 CPU (24 CPU) fits one rack of 4 x 8 CPU.
 	fits := e.createWorkloadGang("fits", 1, 5, "4")
-	framework.WaitFor(t, 90*time.Second, "PodGroup fits bound", func() (bool, error) {
-		n := e.countBound(fits)
-		return n == len(fits.pods()), fmt.Errorf("%d of %d bound", n, len(fits.pods()))
-	})
+	e.waitJobBound(fits, 90*time.Second)
 	bound := e.bound("default")
 	if where := racksOf(fits, bound, rackOf); strings.Contains(where, ";") {
 		t.Errorf("the PodGroup's pods span racks: %s", where)
@@ -211,7 +189,7 @@ func (e *env) createWorkloadGang(name string, ps, workers int, cpu string) jobSp
 		// Only the role and index: the job is the PodGroup's, not the project's label.
 		p.labels = map[string]string{"cps-extender.io/role": p.labels["cps-extender.io/role"], "cps-extender.io/index": p.labels["cps-extender.io/index"]}
 		obj := p.pod()
-		obj.Spec.SchedulingGroup = &corev1.PodSchedulingGroup{PodGroupName: &name}
+		framework.NativeGang{Namespace: "default", Name: name}.Join(obj)
 		if _, err := e.cp.Client.CoreV1().Pods("default").Create(context.Background(), obj, metav1.CreateOptions{}); err != nil {
 			e.t.Fatalf("create pod %s: %v", p.name, err)
 		}

@@ -124,6 +124,11 @@ func TestThroughput(t *testing.T) {
 		if run.wholeGangs && len(jobs.partial) > 0 {
 			t.Errorf("%s: %d jobs partly bound at the end: %s", run.name, len(jobs.partial), strings.Join(jobs.partial, ", "))
 		}
+		// A gang scheduler posts a gang's Bindings together; one whose first and last
+		// Bindings lie seconds apart placed it pod by pod (5 s, as the e2e tests allow).
+		if posting := 5 * time.Second; run.wholeGangs && jobs.longestPartial > posting {
+			t.Errorf("%s: a job was partly bound for %v", run.name, jobs.longestPartial.Round(time.Millisecond))
+		}
 		if bound == len(pods) {
 			first, last := binds.span()
 			f := throughputFigures{

@@ -1,7 +1,8 @@
 // Command eval is `make eval`: for each of -seeds seeds it generates the workload (seed i
-// draws with the size's seed + i) and replays it under each scheduler setup (plain
-// kube-scheduler, PriorityClasses, native gang scheduling, cps-extender strict / reserve /
-// besteffort), each on its own fresh local control plane, and writes per-job CSVs per seed,
+// draws with the size's seed + i) and replays it under each scheduler setup (harness.Setups:
+// plain kube-scheduler, PriorityClasses, native gang scheduling with and without its rack
+// constraint, cps-extender under each policy and without preemption), each on its own fresh
+// local control plane, and writes per-job CSVs per seed,
 // summary.md with 95% intervals over the seeds, intervals.csv and the PNG plots into a new
 // folder under results/eval/.
 //
