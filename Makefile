@@ -90,16 +90,17 @@ demo: controlplane ## Local control plane + extender + kube-scheduler + a sample
 	CPS_CONTROLPLANE_BIN=$$(test/tools/build-controlplane.sh | tail -n1) $(GO) run ./test/demo
 
 # EVAL_SEEDS is how many workloads (seeds) every setup runs in `make eval`: the summary gives
-# 95% intervals over them (none with 1).
+# 95% intervals over them (none with 1). EVAL_SIZE is the workload: small, medium or large.
 EVAL_SEEDS ?= 3
+EVAL_SIZE ?= medium
 
 .PHONY: eval
-eval: controlplane ## Every scheduler setup on the medium workload of EVAL_SEEDS seeds (default 3, ~18 min a seed), with 95% intervals: results/eval/<time>-medium/, copied to docs/eval/medium/.
-	CPS_CONTROLPLANE_BIN=$$(test/tools/build-controlplane.sh | tail -n1) $(GO) run ./test/eval/cmd/eval -size medium -seeds $(EVAL_SEEDS) -docs docs/eval/medium
+eval: controlplane ## Every scheduler setup on the EVAL_SIZE workload (default medium, ~18 min a seed; large ~35) of EVAL_SEEDS seeds (default 3), with 95% intervals: results/eval/<time>-<size>/, copied to docs/eval/<size>/.
+	CPS_CONTROLPLANE_BIN=$$(test/tools/build-controlplane.sh | tail -n1) $(GO) run ./test/eval/cmd/eval -size $(EVAL_SIZE) -seeds $(EVAL_SEEDS) -docs docs/eval/$(EVAL_SIZE)
 
 .PHONY: eval-small
-eval-small: controlplane ## The same on the small workload (~8 min a seed): results/eval/<time>-small/, copied to docs/eval/small/.
-	CPS_CONTROLPLANE_BIN=$$(test/tools/build-controlplane.sh | tail -n1) $(GO) run ./test/eval/cmd/eval -size small -seeds $(EVAL_SEEDS) -docs docs/eval/small
+eval-small: ## make eval EVAL_SIZE=small (~8 min a seed).
+	$(MAKE) eval EVAL_SIZE=small
 
 .PHONY: clean
 clean: ## Remove build outputs (not the control plane cache; see clean-cache).

@@ -149,6 +149,32 @@ func Medium() Params {
 	}
 }
 
+// Large is the longer workload of `make eval EVAL_SIZE=large`: 64 nodes in 8 racks (512 GPUs),
+// 300 jobs over about an hour, at medium's load per GPU (twice the nodes, arrivals twice as
+// often), so that waits come from the same contention over a longer queue.
+func Large() Params {
+	return Params{
+		Name: "large", Seed: 4040, Jobs: 300, Nodes: 64, Racks: 8,
+		MeanGap: 30 * time.Second, MeanBatch: 2.5,
+		MedianDuration: 12 * time.Minute, DurationSigma: 0.9,
+		MinDuration: 3 * time.Minute, MaxDuration: 45 * time.Minute,
+		Deadline: 360 * time.Minute,
+	}
+}
+
+// Sized is the workload of the given size: small, medium or large.
+func Sized(name string) (Params, error) {
+	switch name {
+	case "small":
+		return Small(), nil
+	case "medium":
+		return Medium(), nil
+	case "large":
+		return Large(), nil
+	}
+	return Params{}, fmt.Errorf("size %q: want small, medium or large", name)
+}
+
 // Seeded is p for the i-th seed of an evaluation over several seeds: Seed + i, so that seed 0
 // is p itself and a run on one seed stays comparable with earlier ones.
 func (p Params) Seeded(i int) Params {

@@ -7,7 +7,7 @@ import (
 )
 
 func TestGenerateReproducible(t *testing.T) {
-	for _, p := range []Params{Small(), Medium()} {
+	for _, p := range []Params{Small(), Medium(), Large()} {
 		a, b := Generate(p), Generate(p)
 		if !reflect.DeepEqual(a, b) {
 			t.Errorf("%s: the same params gave different workloads", p.Name)
@@ -45,7 +45,7 @@ func TestGenerateWithinRanges(t *testing.T) {
 		classes[c.Name] = c.Value
 	}
 	validWorkers := map[int]bool{2: true, 4: true, 8: true, 16: true, 32: true}
-	for _, p := range []Params{Small(), Medium(), {Name: "big", Seed: 1, Jobs: 2000, Nodes: 8, Racks: 2,
+	for _, p := range []Params{Small(), Medium(), Large(), {Name: "big", Seed: 1, Jobs: 2000, Nodes: 8, Racks: 2,
 		MeanGap: time.Minute, MeanBatch: 3, MedianDuration: 10 * time.Minute, DurationSigma: 1.2,
 		MinDuration: time.Minute, MaxDuration: time.Hour}} {
 		w := Generate(p)
@@ -105,5 +105,18 @@ func TestTimeScale(t *testing.T) {
 	}
 	if got := Sim(1500 * time.Millisecond); got != 90*time.Second {
 		t.Errorf("Sim(1.5s) = %v, want 1m30s", got)
+	}
+}
+
+func TestSized(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		want Params
+		ok   bool
+	}{{"small", Small(), true}, {"medium", Medium(), true}, {"large", Large(), true}, {"huge", Params{}, false}, {"", Params{}, false}} {
+		got, err := Sized(c.name)
+		if (err == nil) != c.ok || got != c.want {
+			t.Errorf("Sized(%q) = %v, %v; want %v, ok %v", c.name, got.Name, err, c.want.Name, c.ok)
+		}
 	}
 }

@@ -6,7 +6,7 @@
 // summary.md with 95% intervals over the seeds, intervals.csv and the PNG plots into a new
 // folder under results/eval/.
 //
-//	CPS_CONTROLPLANE_BIN=$(test/tools/build-controlplane.sh | tail -n1) go run ./test/eval/cmd/eval [-size small|medium] [-seeds 3] [-setups a,b] [-docs docs/eval/medium]
+//	CPS_CONTROLPLANE_BIN=$(test/tools/build-controlplane.sh | tail -n1) go run ./test/eval/cmd/eval [-size small|medium|large] [-seeds 3] [-setups a,b] [-docs docs/eval/medium]
 //	go run ./test/eval/cmd/eval -again results/eval/<folder> [-docs ...]   # summary and plots again from runs.json
 //
 // Progress goes to stdout; the framework's messages to eval.log in the results folder.
@@ -28,7 +28,7 @@ import (
 )
 
 func main() {
-	size := flag.String("size", "medium", "workload: small or medium")
+	size := flag.String("size", "medium", "workload: small, medium or large")
 	seeds := flag.Int("seeds", 3, "run every setup on this many workloads, seeded from the size's seed upwards (1: the size's seed alone)")
 	setups := flag.String("setups", "", "comma-separated setups (default: all)")
 	out := flag.String("out", "results/eval", "results folder; each run writes a timestamped folder in it")
@@ -51,18 +51,12 @@ func run(size string, seeds int, setupList, out, docs string) error {
 	if seeds < 1 {
 		return fmt.Errorf("-seeds %d: want 1 or more", seeds)
 	}
-	var params eval.Params
-	switch size {
-	case "small":
-		params = eval.Small()
-	case "medium":
-		params = eval.Medium()
-	default:
-		return fmt.Errorf("-size %q: want small or medium", size)
+	params, err := eval.Sized(size)
+	if err != nil {
+		return fmt.Errorf("-size: %w", err)
 	}
 	chosen := harness.Setups
 	if setupList != "" {
-		var err error
 		if chosen, err = harness.SetupsNamed(strings.Split(setupList, ",")...); err != nil {
 			return err
 		}
@@ -236,9 +230,8 @@ func write(dir string, rec record) error {
 		fmt.Fprintf(f, "%s; %d jobs per seed, %d nodes in %d racks (%d GPUs), %d %s; all setups run one after another on %s, %s in all.\n\n",
 			rec.Date.Format("2006-01-02 15:04 UTC"), len(rec.Seeds[0].Workload.Jobs), params.Nodes, params.Racks,
 			params.Nodes*eval.NodeGPU, len(seeds), plural(len(seeds), "seed"), "fresh local control planes", rec.Took.Round(time.Second))
-		target := map[string]string{"small": "make eval-small", "medium": "make eval"}[params.Name]
-		fmt.Fprintf(f, "Made by `%s` (`go run ./test/eval/cmd/eval -size %s -seeds %d`). Times in simulated minutes (one per real second).\n\n",
-			target, params.Name, len(seeds))
+		fmt.Fprintf(f, "Made by `make eval EVAL_SIZE=%s EVAL_SEEDS=%d` (`go run ./test/eval/cmd/eval -size %s -seeds %d`). Times in simulated minutes (one per real second).\n\n",
+			params.Name, len(seeds), params.Name, len(seeds))
 		return eval.Markdown(f, c)
 	})
 	if err != nil {
