@@ -169,6 +169,7 @@ func Markdown(w io.Writer, c Comparison) error {
 			row(cells...)
 		}
 	}
+	writeFloors(&b, c)
 	_, err := io.WriteString(w, b.String())
 	return err
 }

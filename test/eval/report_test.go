@@ -156,3 +156,40 @@ func TestWriteIntervals(t *testing.T) {
 		}
 	}
 }
+
+func TestMarkdownFloors(t *testing.T) {
+	c := threeSeeds()
+	c.Floors = &Floors{Rivals: []string{"cps-strict", "plain", "absent"}, Gangs: []string{"cps-strict", "cps-reserve"}, MaxWait: []float64{30, 20, 40}}
+	c.Setups[1].PerSeed[1].Deadlocks = 1 // cps-strict on seed 2021
+	var md bytes.Buffer
+	if err := Markdown(&md, c); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("summary:\n%s", md.String())
+	for _, want := range []string{
+		"Floors of cps-reserve, the default",
+		// cps-strict waits a minute longer on every seed.
+		"| mean wait <= cps-strict's | 6.0 | 7.0 | yes (on 3/3 seeds) |",
+		"| p95 wait <= plain's | 24.0 | 168.3 | yes (on 3/3 seeds) |",
+		// plain completed nothing on seed 2020: no JCT there to compare.
+		"| mean JCT <= plain's | 23.0 | 32.0 | yes (on 2/3 seeds) |",
+		"| makespan <= cps-strict's | 100 | 100 | yes (on 3/3 seeds) |",
+		// max waits 25, 29, 33 (p95 + 5): seed 2021's 29 is past its 20.
+		"| max wait <= starvation bound + longest run, each seed | 25.0, 29.0, 33.0 | 30, 20, 40 | no (on 2/3 seeds) |",
+		"| 0 deadlocks, partially placed jobs and waste: cps-strict, cps-reserve | 1 runs with any | 0 | no (on 2/3 seeds) |",
+	} {
+		if !strings.Contains(md.String(), want) {
+			t.Errorf("summary lacks %q", want)
+		}
+	}
+	if strings.Contains(md.String(), "absent") {
+		t.Error("a rival that did not run has a floor row")
+	}
+}
+
+func TestLongestRun(t *testing.T) {
+	w := Workload{Jobs: []Job{{Base: 10 * time.Minute}, {Base: 20 * time.Minute}, {Base: 5 * time.Minute}}}
+	if got, want := w.LongestRun(), time.Duration(float64(20*time.Minute)*FactorCrossRack); got != want {
+		t.Errorf("LongestRun = %v, want %v", got, want)
+	}
+}

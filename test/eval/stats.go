@@ -228,6 +228,8 @@ type Comparison struct {
 	Setups []SetupSeeds
 	// Default names the setup the others are paired with.
 	Default string
+	// Floors, when set, are checked in the summary.
+	Floors *Floors
 }
 
 // Compare groups per-seed summaries by setup: perSeed[i] holds the summaries of the runs on
@@ -258,11 +260,4 @@ func Compare(seeds []uint64, perSeed [][]Summary, def string) (Comparison, error
 }
 
 // Base returns the default setup's summaries; ok is false when it did not run.
-func (c Comparison) Base() (base SetupSeeds, ok bool) {
-	for _, s := range c.Setups {
-		if s.Setup == c.Default {
-			return s, true
-		}
-	}
-	return SetupSeeds{}, false
-}
+func (c Comparison) Base() (base SetupSeeds, ok bool) { return c.setup(c.Default) }

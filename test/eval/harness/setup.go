@@ -49,6 +49,10 @@ var Setups = []Setup{
 	{Name: "cps-reserve-nopreempt", PriorityClasses: true, Policy: "reserve", Preemption: "off"},
 }
 
+// Rivals name the setups a user would run instead of cps-extender for gangs: the default
+// must not wait or take longer than they do (the summary's floors).
+var Rivals = []string{"native-gang", "native-gang-tas"}
+
 // DefaultSetup names the setup that stands for cps-extender as shipped: the default policy
 // (reserve) and the default preemption rule. The report pairs every other setup with it.
 const DefaultSetup = "cps-reserve"

@@ -224,6 +224,7 @@ func write(dir string, rec record) error {
 	if err != nil {
 		return err
 	}
+	c.Floors = floors(rec)
 	params := rec.Seeds[0].Workload.Params
 	err = writeFile(filepath.Join(dir, "summary.md"), func(f *os.File) error {
 		fmt.Fprintf(f, "# Evaluation: %s workload\n\n", params.Name)
@@ -277,4 +278,20 @@ func copyFiles(from, to string, names ...string) error {
 		}
 	}
 	return nil
+}
+
+// floors are the bars of the default setup: no longer waits or runs than the rivals, no wait
+// past the starvation bound plus the seed's longest run, and no deadlock, partial placement
+// or waste under any cps-extender setup.
+func floors(rec record) *eval.Floors {
+	fl := &eval.Floors{Rivals: harness.Rivals}
+	for _, s := range harness.Setups {
+		if s.Extender() {
+			fl.Gangs = append(fl.Gangs, s.Name)
+		}
+	}
+	for _, sr := range rec.Seeds {
+		fl.MaxWait = append(fl.MaxWait, eval.Minutes(harness.StarvationBound+sr.Workload.LongestRun()))
+	}
+	return fl
 }
