@@ -14,7 +14,7 @@ const (
 	DefaultTau                   = 10 * time.Minute
 	DefaultMaxGang               = 64
 	DefaultStarvationBound       = 30 * time.Minute
-	DefaultPolicy                = PolicyReserve
+	DefaultPolicy                = PolicyBackfill
 	DefaultTierName              = "bronze"
 	// DefaultTurnHold is how long a job that got the turn keeps it ahead of the queue while
 	// kube-scheduler places its pods: a second or two normally, a few under load.

@@ -132,7 +132,7 @@ func TestAdmitOnNodeSets(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			q := priority.DefaultModel().Admit(tt.state, t0)
+			q := reserveModel().Admit(tt.state, t0)
 			if diff := cmp.Diff(tt.want, rowsOf(q)); diff != "" {
 				t.Errorf("Admit() (-want +got):\n%s", diff)
 			}

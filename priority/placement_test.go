@@ -251,7 +251,7 @@ func TestReserveKeepsToTheDomain(t *testing.T) {
 	head := mkJob("ns/head").prio(900000).gang(1, res(4000, gi), 3, res(8000, gi)).required(rackKey).obj() // 28000m
 	small := mkJob("ns/small").prio(100000).gang(0, nil, 1, res(2000, gi)).obj()
 	back := mkJob("ns/back").prio(50000).gang(0, nil, 1, res(6000, gi)).obj()
-	q := priority.DefaultModel().Admit(topoState(nodes, head, small, back), t0)
+	q := reserveModel().Admit(topoState(nodes, head, small, back), t0)
 	got := map[string]priority.JobPhase{}
 	for _, d := range q.Order {
 		got[d.Key] = d.Phase
@@ -389,7 +389,7 @@ func TestReserveOnOneNode(t *testing.T) {
 	nodes[0].Free, nodes[1].Free = res(2000, 64*gi), res(4000, 64*gi)                    // 6000m free in all
 	head := mkJob("ns/head").prio(900000).gang(1, res(1000, gi), 3, res(2000, gi)).obj() // 7000m
 	small := mkJob("ns/small").prio(100000).gang(0, nil, 1, res(2000, gi)).obj()
-	q := priority.DefaultModel().Admit(topoState(nodes, head, small), t0)
+	q := reserveModel().Admit(topoState(nodes, head, small), t0)
 	d, _ := q.Lookup("ns/head")
 	if d.Phase != priority.PhaseWaiting || d.Placement.Level != "node" || !slices.Equal(d.Placement.Domains, []string{"n01"}) {
 		t.Fatalf("head: %s, reservation %s; want Waiting with node n01 reserved", d.Phase, d.Placement)
@@ -415,7 +415,7 @@ func TestSpreadAfter(t *testing.T) {
 	big := func(age time.Duration) priority.Job {
 		return mkJob("ns/big").gang(1, res(2000, gi), 7, res(2000, gi)).created(t0.Add(-age)).obj() // 16000m: a rack
 	}
-	m := priority.DefaultModel()
+	m := reserveModel()
 	for _, tc := range []struct {
 		name    string
 		job     priority.Job
@@ -478,4 +478,12 @@ func TestPSDoesNotTakeItsWorkersRoom(t *testing.T) {
 	if d.Placement.NearPSDomain < 5 {
 		t.Errorf("placement %s: %d workers near the PS, want 5", d.Placement, d.Placement.NearPSDomain)
 	}
+}
+
+// reserveModel is the default model under the reserve policy, for the tests of what a job
+// that does not fit reserves (the default, backfill, reserves only after ReserveAfter).
+func reserveModel() priority.Model {
+	m := priority.DefaultModel()
+	m.Policy = priority.PolicyReserve
+	return m
 }

@@ -128,15 +128,15 @@ func TestAdmit(t *testing.T) {
 			},
 		},
 		{
-			name:   "reserve is the default, and so is an unknown policy",
+			// h has waited less than ReserveAfter: it reserves nothing yet, and l fits.
+			name:   "an empty policy is the default, backfill",
 			policy: "",
 			state:  priority.State{Nodes: policyNodes, Jobs: policyJobs()},
 			want: []row{
 				{Key: "ns/h", Phase: priority.PhaseWaiting, Position: 1, Blocker: hBlocker},
 				{Key: "ns/m", Phase: priority.PhaseAdmitted, Position: 2},
 				{Key: "ns/i", Phase: priority.PhaseWaiting, Position: 3, Ahead: "ns/m", Blocker: iBlocker},
-				{Key: "ns/l", Phase: priority.PhaseWaiting, Position: 4, Ahead: "ns/i",
-					Blocker: "does not fit beside the reservation of ns/h: worker ns/l-w-0 needs cpu 1500m on a node; the most free on any node is 1000m"},
+				{Key: "ns/l", Phase: priority.PhaseAdmitted, Position: 4},
 			},
 		},
 		{
@@ -405,7 +405,7 @@ func TestAdmit(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			m := priority.DefaultModel()
 			m.Policy = tt.policy
-			if tt.policy == "" && tt.name != "reserve is the default, and so is an unknown policy" {
+			if tt.policy == "" && tt.name != "an empty policy is the default, backfill" {
 				m.Policy = priority.PolicyReserve
 			}
 			now := tt.now

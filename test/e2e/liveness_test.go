@@ -98,7 +98,7 @@ func TestNeverFitsDoesNotBlock(t *testing.T) {
 	e := newEnv(t, framework.Nodes("node", 4, "8", "32Gi")...)
 	huge := jobSpec{name: "huge", ps: 1, workers: 9, cpu: "4", urgent: true}
 	small := jobSpec{name: "small", ps: 1, workers: 1, cpu: "4"}
-	for _, policy := range []string{"strict", "reserve", "besteffort"} {
+	for _, policy := range []string{"strict", "reserve", "besteffort", "backfill"} {
 		t.Run(policy, func(t *testing.T) {
 			defer e.use(t)()
 			e.startExtender("model:\n  policy: " + policy + "\n  starvationBound: 5s\n")

@@ -21,9 +21,11 @@ import (
 )
 
 // observeModel ranks by user tier only, so that P and every waiting sentence stay the same
-// while the test watches them (no waiting-time term).
+// while the test watches them (no waiting-time term), under reserve: the sentences name the
+// head's reservation.
 const observeModel = `model:
   weights: {user: 1, job: 0, wait: 0, parallelism: 0}
+  policy: reserve
   userTiers: {alice: gold}
 events:
   waitingInterval: 1m

@@ -98,6 +98,7 @@ func TestQueuePage(t *testing.T) {
 	e.extTLS = newTLSClientConfig(ca)
 	e.startExtender(fmt.Sprintf(`model:
   userTiers: {alice: gold, bob: silver}
+  policy: reserve # the page shows where the head reserves room
 affinity:
   topology: [%s, topology.kubernetes.io/zone]
 tls: {certFile: %s, keyFile: %s}
