@@ -190,7 +190,8 @@ func intervalBars(path, title, yLabel string, c Comparison, figures []labelled) 
 	// Half a slot beside the outer groups, and headroom for the legend above the bars.
 	p.X.Min, p.X.Max = -0.5, float64(len(c.Setups))-0.5
 	p.Y.Max *= 1.2
-	return p.Save(22*vg.Centimeter, 10*vg.Centimeter, path)
+	// 3 cm a setup keeps the names under the bars from running into each other.
+	return p.Save(max(22*vg.Centimeter, vg.Length(len(c.Setups))*3*vg.Centimeter), 10*vg.Centimeter, path)
 }
 
 // shiftedErrorBars draws error bars dx to the side, onto bars drawn at that Offset: a bar
