@@ -28,6 +28,15 @@ type nodeReport struct {
 	// Topology is the topology label keys, nearest first (affinity.topology).
 	Topology []string       `json:"topology"`
 	Domains  []domainReport `json:"domains"`
+	// Elsewhere is the jobs' pods on nodes that are not schedulable (cordoned, not ready, or
+	// gone from the view), by node: they hold no room in the fit, but they are the jobs'.
+	Elsewhere []nodePods `json:"elsewhere"`
+}
+
+// nodePods is a node that is not in the layout and the jobs' pods on it.
+type nodePods struct {
+	Node string     `json:"node"`
+	Pods []podEntry `json:"pods"`
 }
 
 // domainReport is one topology domain: the nodes that share every topology label's value.
@@ -121,15 +130,19 @@ func buildNodeReport(nodes []priority.Node, jobs []*priority.Job, q *priority.Qu
 			byName[name] = d
 		}
 		on := pods[n.Name]
+		delete(pods, n.Name)
 		if on == nil {
 			on = []podEntry{}
 		}
-		slices.SortFunc(on, func(a, b podEntry) int {
-			return cmp.Or(strings.Compare(a.Job, b.Job), cmp.Compare(a.role, b.role), strings.Compare(a.Pod, b.Pod))
-		})
+		sortPods(on)
 		d.Nodes = append(d.Nodes, nodeEntry{Name: n.Name, Capacity: n.Capacity, Free: n.Free, Pods: on})
 	}
-	report := nodeReport{Computed: computed, Topology: topology, Domains: make([]domainReport, 0, len(byName))}
+	report := nodeReport{Computed: computed, Topology: topology, Domains: make([]domainReport, 0, len(byName)), Elsewhere: []nodePods{}}
+	for node, on := range pods {
+		sortPods(on)
+		report.Elsewhere = append(report.Elsewhere, nodePods{Node: node, Pods: on})
+	}
+	slices.SortFunc(report.Elsewhere, func(a, b nodePods) int { return strings.Compare(a.Node, b.Node) })
 	for _, d := range byName {
 		slices.SortFunc(d.Nodes, func(a, b nodeEntry) int { return strings.Compare(a.Name, b.Name) })
 		report.Domains = append(report.Domains, *d)
@@ -139,4 +152,11 @@ func buildNodeReport(nodes []priority.Node, jobs []*priority.Job, q *priority.Qu
 		report.Topology = []string{}
 	}
 	return report
+}
+
+// sortPods orders a node's pods by job, then PS before workers, then name.
+func sortPods(on []podEntry) {
+	slices.SortFunc(on, func(a, b podEntry) int {
+		return cmp.Or(strings.Compare(a.Job, b.Job), cmp.Compare(a.role, b.role), strings.Compare(a.Pod, b.Pod))
+	})
 }

@@ -38,6 +38,8 @@ func layoutJobs(t *testing.T) fixedLayout {
 		{Key: "ns/run", MinMember: 2, Created: created, Pods: []priority.Pod{
 			pod("run-w-0", priority.RoleWorker, 0, priority.PodBound, "n2", 1000),
 			pod("run-ps-0", priority.RolePS, 0, priority.PodBound, "n2", 1000),
+			// On a cordoned node: not in the layout, still the job's.
+			pod("run-w-1", priority.RoleWorker, 1, priority.PodBound, "cordoned", 1000),
 		}},
 		{Key: "ns/gather", MinMember: 2, Created: created, Pods: []priority.Pod{
 			pod("gather-ps-0", priority.RolePS, 0, priority.PodHeld, "n1", 2000),
@@ -93,7 +95,7 @@ func TestDebugNodes(t *testing.T) {
 				{Pod: "ns/run-w-0", Job: "ns/run", Role: "worker", State: "bound"},
 			}},
 		}},
-	}}
+	}, Elsewhere: []nodePods{{Node: "cordoned", Pods: []podEntry{{Pod: "ns/run-w-1", Job: "ns/run", Role: "worker", State: "bound"}}}}}
 	// The worker goes where the fit planned it, in order: by job (ns/gather before ns/run),
 	// then PS before workers.
 	worker := podEntry{Pod: "ns/gather-w-0", Job: "ns/gather", Role: "worker", State: "planned"}
