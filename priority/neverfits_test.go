@@ -183,7 +183,7 @@ func TestUnschedulableMatchesFit(t *testing.T) {
 			jobs = append(jobs, mkJob("ns/j"+strconv.Itoa(j)).prio(int32(r.IntN(1000000))).
 				gang(r.IntN(3), req(), 1+r.IntN(6), req()).obj())
 		}
-		for _, policy := range []priority.Policy{priority.PolicyStrict, priority.PolicyReserve, priority.PolicyBestEffort} {
+		for _, policy := range []priority.Policy{priority.PolicyStrict, priority.PolicyReserve, priority.PolicyBestEffort, priority.PolicyBackfill} {
 			m := priority.DefaultModel()
 			m.Policy = policy
 			q := m.Admit(priority.State{Nodes: nodes, Jobs: jobs}, t0)

@@ -220,7 +220,7 @@ func TestPlansStayOnUsableNodesAndFreeCapacity(t *testing.T) {
 				}
 			}
 		}
-		for _, policy := range []priority.Policy{priority.PolicyStrict, priority.PolicyReserve, priority.PolicyBestEffort} {
+		for _, policy := range []priority.Policy{priority.PolicyStrict, priority.PolicyReserve, priority.PolicyBestEffort, priority.PolicyBackfill} {
 			m := priority.DefaultModel()
 			m.Policy = policy
 			q := m.Admit(priority.State{Nodes: nodes, Jobs: jobs}, t0.Add(time.Duration(round)*time.Second))

@@ -967,7 +967,8 @@ func reserve(c, reach *capacity, v *jobView) Placement {
 }
 
 // reserveDomain chooses the domain a reserving job waits in (see reserve): its span and
-// placement level.
+// placement level. A domain the job reserved in the previous queue is chosen again while
+// its Capacity can still hold the job.
 func reserveDomain(c, reach *capacity, v *jobView) (lo, hi, level int) {
 	top := c.lay.levels() + 1
 	upto := min(v.required, top-1)
@@ -1052,6 +1053,12 @@ func reserveDomain(c, reach *capacity, v *jobView) (lo, hi, level int) {
 			// placed pods take part of it.
 			if !reach.knownIn(sp[0], sp[1]) || (l > nodeLevel || len(v.placed) > 0) && !fitsReach(sp[0], sp[1], l) {
 				continue
+			}
+			// The domain it reserved before keeps it: its room only grows while no other
+			// job may take it, so the job runs there within the longest run of the jobs in
+			// it. Moving to where more fits now would start that wait over.
+			if v.reservedIn[0] == c.lay.levelName(l) && v.reservedIn[1] == c.domainName(l, sp[0]) {
+				return sp[0], sp[1], l
 			}
 			if n := fitsNow(sp[0], sp[1], l); n > bestFit {
 				best, bestFit = k, n

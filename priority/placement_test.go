@@ -487,3 +487,38 @@ func reserveModel() priority.Model {
 	m.Policy = priority.PolicyReserve
 	return m
 }
+
+// TestReservationStaysInItsDomain: a head that reserved a rack keeps it when another rack
+// has more room now but still not enough, so the wait it started there does not start over;
+// without the previous queue it would go where more fits now.
+func TestReservationStaysInItsDomain(t *testing.T) {
+	nodes := rackCluster(1, 2, 2, 16000) // r0: n00, n02; r1: n01, n03
+	head := mkJob("ns/head").prio(900000).gang(1, res(4000, gi), 3, res(8000, gi)).required(rackKey).obj() // 28000m
+	free := func(r0, r1 int64) []priority.Node {
+		out := slices.Clone(nodes)
+		out[0].Free, out[2].Free = res(r0, 64*gi), res(r0, 64*gi)
+		out[1].Free, out[3].Free = res(r1, 64*gi), res(r1, 64*gi)
+		return out
+	}
+	reservedIn := func(q *priority.Queue) []string {
+		d, _ := q.Lookup("ns/head")
+		if d.Phase != priority.PhaseWaiting || d.Placement.Level != rackKey {
+			t.Fatalf("head: %s, %s; want waiting with a rack reserved", d.Phase, d.Placement)
+		}
+		return d.Placement.Domains
+	}
+	m := reserveModel()
+	first := m.Admit(topoState(free(8000, 2000), head), t0)
+	if got := reservedIn(first); !slices.Equal(got, []string{"r0"}) {
+		t.Fatalf("first reservation in %v, want r0 (most fits there)", got)
+	}
+	later := free(8000, 12000) // r1 has more room now, still short of 28000m
+	if got := reservedIn(m.Admit(topoState(later, head), t0.Add(time.Minute))); !slices.Equal(got, []string{"r1"}) {
+		t.Fatalf("with no previous queue: reservation in %v, want r1 (most fits there)", got)
+	}
+	s := topoState(later, head)
+	s.Previous = first
+	if got := reservedIn(m.Admit(s, t0.Add(time.Minute))); !slices.Equal(got, []string{"r0"}) {
+		t.Errorf("after reserving r0: reservation in %v, want r0 kept", got)
+	}
+}

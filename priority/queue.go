@@ -90,6 +90,10 @@ type jobView struct {
 	// turn is the job's Turn from State.Previous, when it keeps it (hasTurn).
 	turn    Turn
 	hasTurn bool
+	// reservedIn is the domain the job reserved in State.Previous (level name and domain
+	// name; empty when it reserved none, or over the whole cluster): it keeps it while that
+	// domain can hold it (see reserveDomain).
+	reservedIn [2]string
 	// placed is the job's bound and held pods and placedDemands what they take; the
 	// check for a job that can never fit counts them where they are.
 	placed        []*Pod
@@ -179,6 +183,7 @@ func (m Model) AdmitIn(s State, now time.Time, w *Workspace) *Queue {
 		if t, ok := s.Previous.turn(v.job.Key); ok && m.TurnHold > 0 && now.Sub(t.Since) < m.TurnHold {
 			v.turn, v.hasTurn = t, true
 		}
+		v.reservedIn = s.Previous.reservation(v.job.Key)
 		if m.viewJob(v, s.CoolDown, now, &pendingBuf) {
 			q.Running = append(q.Running, v.d)
 			running = append(running, v)
@@ -754,6 +759,16 @@ type keptNode struct {
 }
 
 // turn is the turn q gave a job: when it had the turn and where its pods were planned.
+// reservation is the domain a job reserved in q (level and domain name), if one.
+func (q *Queue) reservation(key string) [2]string {
+	d, ok := q.Lookup(key)
+	// Only a waiting job's Placement is its reservation (Admit sets it on no other).
+	if !ok || d.Phase != PhaseWaiting || len(d.Placement.Domains) != 1 || d.Placement.Level == "cluster" {
+		return [2]string{}
+	}
+	return [2]string{d.Placement.Level, d.Placement.Domains[0]}
+}
+
 func (q *Queue) turn(key string) (Turn, bool) {
 	d, ok := q.Lookup(key)
 	if !ok || d.Phase != PhaseAdmitted {

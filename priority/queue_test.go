@@ -77,9 +77,11 @@ func TestAdmit(t *testing.T) {
 	tests := []struct {
 		name   string
 		policy priority.Policy
-		state  priority.State
-		now    time.Time
-		want   []row
+		// asDefault runs policy as it is; otherwise an empty policy runs reserve.
+		asDefault bool
+		state     priority.State
+		now       time.Time
+		want      []row
 	}{
 		{
 			name:  "everything fits: all admitted in P order",
@@ -129,15 +131,31 @@ func TestAdmit(t *testing.T) {
 		},
 		{
 			// h has waited less than ReserveAfter: it reserves nothing yet, and l fits.
-			name:   "an empty policy is the default, backfill",
-			policy: "",
-			state:  priority.State{Nodes: policyNodes, Jobs: policyJobs()},
+			name:      "an empty policy is the default, backfill: before reserveAfter",
+			asDefault: true,
+			state:     priority.State{Nodes: policyNodes, Jobs: policyJobs()},
+			want:      skipped,
+		},
+		{
+			// Every job has waited ReserveAfter (10m): h reserves, l no longer fits.
+			name:      "an empty policy is the default, backfill: from reserveAfter",
+			asDefault: true,
+			state:     priority.State{Nodes: policyNodes, Jobs: policyJobs()},
+			now:       t0.Add(10 * time.Minute),
 			want: []row{
 				{Key: "ns/h", Phase: priority.PhaseWaiting, Position: 1, Blocker: hBlocker},
 				{Key: "ns/m", Phase: priority.PhaseAdmitted, Position: 2},
 				{Key: "ns/i", Phase: priority.PhaseWaiting, Position: 3, Ahead: "ns/m", Blocker: iBlocker},
-				{Key: "ns/l", Phase: priority.PhaseAdmitted, Position: 4},
+				{Key: "ns/l", Phase: priority.PhaseWaiting, Position: 4, Ahead: "ns/i",
+					Blocker: "does not fit beside the reservation of ns/h: worker ns/l-w-0 needs cpu 1500m on a node; the most free on any node is 1000m"},
 			},
+		},
+		{
+			name:      "a policy Admit does not know is read as the default",
+			policy:    "fifo",
+			asDefault: true,
+			state:     priority.State{Nodes: policyNodes, Jobs: policyJobs()},
+			want:      skipped,
 		},
 		{
 			name:   "reserve: only the first job that does not fit reserves",
@@ -405,7 +423,7 @@ func TestAdmit(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			m := priority.DefaultModel()
 			m.Policy = tt.policy
-			if tt.policy == "" && tt.name != "an empty policy is the default, backfill" {
+			if tt.policy == "" && !tt.asDefault {
 				m.Policy = priority.PolicyReserve
 			}
 			now := tt.now

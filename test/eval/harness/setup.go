@@ -54,7 +54,7 @@ var Setups = []Setup{
 var Rivals = []string{"native-gang", "native-gang-tas"}
 
 // DefaultSetup names the setup that stands for cps-extender as shipped: the default policy
-// (reserve) and the default preemption rule. The report pairs every other setup with it.
+// (backfill) and the default preemption rule. The report pairs every other setup with it.
 const DefaultSetup = "cps-backfill"
 
 // SetupsNamed returns the setups with the given names, in the order given.
