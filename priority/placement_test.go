@@ -492,7 +492,7 @@ func reserveModel() priority.Model {
 // has more room now but still not enough, so the wait it started there does not start over;
 // without the previous queue it would go where more fits now.
 func TestReservationStaysInItsDomain(t *testing.T) {
-	nodes := rackCluster(1, 2, 2, 16000) // r0: n00, n02; r1: n01, n03
+	nodes := rackCluster(1, 2, 2, 16000)                                                                   // r0: n00, n02; r1: n01, n03
 	head := mkJob("ns/head").prio(900000).gang(1, res(4000, gi), 3, res(8000, gi)).required(rackKey).obj() // 28000m
 	free := func(r0, r1 int64) []priority.Node {
 		out := slices.Clone(nodes)
