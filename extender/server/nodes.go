@@ -86,8 +86,9 @@ func (s *Server) debugNodes(w http.ResponseWriter, _ *http.Request, _ httprouter
 }
 
 // buildNodeReport groups the nodes by their topology labels' values and puts every bound,
-// held and planned pod of a job on its node. Domains, nodes and pods come in a stable order:
-// domains and nodes by name, pods by job, role and name.
+// held and planned pod of a job on its node, or under Elsewhere when its node is not one of
+// nodes. Domains, nodes and pods come in a stable order: domains and nodes by name, pods by
+// job, role and name.
 func buildNodeReport(nodes []priority.Node, jobs []*priority.Job, q *priority.Queue, topology []string, computed time.Time) nodeReport {
 	pods := map[string][]podEntry{}
 	for _, j := range jobs {
@@ -106,6 +107,9 @@ func buildNodeReport(nodes []priority.Node, jobs []*priority.Job, q *priority.Qu
 				node, state = plan[p.UID], podPlanned
 			default:
 				continue
+			}
+			if node == "" {
+				continue // bound or held nowhere the view knows: nothing to show it on
 			}
 			pods[node] = append(pods[node], podEntry{Pod: p.Name, Job: j.Key, Role: p.Role.String(), State: state, role: p.Role})
 		}

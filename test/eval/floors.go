@@ -2,6 +2,7 @@ package eval
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -29,12 +30,15 @@ func (w Workload) LongestRun() time.Duration {
 	return time.Duration(float64(longest) * FactorCrossRack)
 }
 
-// floorFigures are the figures the default must not lose on against a rival.
-var floorFigures = []Figure{FigMeanWait, FigP95Wait, FigMeanJCT, FigMakespan}
+// floorFigures are the figures the default must not lose on against a rival; more is
+// better for the first (completed jobs), less for the rest.
+var floorFigures = []Figure{FigCompleted, FigMeanWait, FigP95Wait, FigMeanJCT, FigMakespan}
 
 // writeFloors adds the floors table to b: one row per floor, with the default's figure, what
-// it is held to, and whether it is met; "met" compares means over the seeds and says on how
-// many seeds the default also did as well.
+// it is held to, and whether it is met. A rival is compared on the seeds where both have the
+// figure: "met" compares the means over those seeds, says on how many of them the default
+// did as well, and gives the paired comparison's verdict (lower, higher or no clear
+// difference).
 func writeFloors(b *strings.Builder, c Comparison) {
 	fl := c.Floors
 	if fl == nil {
@@ -46,38 +50,55 @@ func writeFloors(b *strings.Builder, c Comparison) {
 	}
 	row := func(cells ...string) { b.WriteString("| " + strings.Join(cells, " | ") + " |\n") }
 	n := len(c.Seeds)
-	fmt.Fprintf(b, "\nFloors of %s, the default (means over the seeds; \"on k/%d seeds\" counts the seeds where it held too):\n\n", c.Default, n)
+	fmt.Fprintf(b, "\nFloors of %s, the default: each rival's figure against the default's, means over the seeds where both have it; \"k/m seeds\" counts the seeds where the default did as well:\n\n", c.Default)
 	row("floor", c.Default, "bar", "met")
 	b.WriteString("|---|---|---|---|\n")
-	met := func(ok bool, seedsOK int) string {
-		word := "no"
+	word := func(ok bool) string {
 		if ok {
-			word = "yes"
+			return "yes"
 		}
-		return fmt.Sprintf("%s (on %d/%d seeds)", word, seedsOK, n)
+		return "no"
 	}
-	for _, f := range floorFigures {
+	for k, f := range floorFigures {
+		more := k == 0
 		for _, name := range fl.Rivals {
 			rival, found := c.setup(name)
 			if !found {
 				continue
 			}
-			ours, theirs := base.Across(f), rival.Across(f)
-			if ours.N == 0 || theirs.N == 0 {
-				continue
-			}
+			var ours, theirs []float64
 			seedsOK := 0
 			for i := range min(len(base.PerSeed), len(rival.PerSeed)) {
 				x, okX := f.Of(base.PerSeed[i])
 				y, okY := f.Of(rival.PerSeed[i])
-				if okX && okY && x <= y {
+				if !okX || !okY {
+					continue
+				}
+				ours, theirs = append(ours, x), append(theirs, y)
+				if more && x >= y || !more && x <= y {
 					seedsOK++
 				}
 			}
-			row(f.Name+" <= "+name+"'s", value(f.Unit, ours.Mean, n > 1), value(f.Unit, theirs.Mean, n > 1), met(ours.Mean <= theirs.Mean, seedsOK))
+			if len(ours) == 0 {
+				row(f.Name+" vs "+name+"'s", "–", "–", "not checked: no seed where both have it")
+				continue
+			}
+			x, y := MeanInterval(ours).Mean, MeanInterval(theirs).Mean
+			sign, met := "<=", x <= y
+			if more {
+				sign, met = ">=", x >= y
+			}
+			verdict := fmt.Sprintf("%s (%d/%d seeds", word(met), seedsOK, len(ours))
+			if diff := base.PairedWith(rival, f); diff.Bounded() {
+				verdict += "; paired: " + DirectionOf(diff).String()
+			}
+			row(f.Name+" "+sign+" "+name+"'s", value(f.Unit, x, x != math.Round(x)), value(f.Unit, y, y != math.Round(y)), verdict+")")
 		}
 	}
-	if len(fl.MaxWait) == len(base.PerSeed) && n > 0 {
+	const maxWaitFloor = "max wait <= starvation bound + longest run, each seed"
+	if len(fl.MaxWait) != len(base.PerSeed) {
+		row(maxWaitFloor, "–", "–", fmt.Sprintf("not checked: %d bounds for %d seeds", len(fl.MaxWait), len(base.PerSeed)))
+	} else if n > 0 {
 		var waits, bars []string
 		seedsOK := 0
 		for i, sum := range base.PerSeed {
@@ -86,7 +107,7 @@ func writeFloors(b *strings.Builder, c Comparison) {
 				seedsOK++
 			}
 		}
-		row("max wait <= starvation bound + longest run, each seed", strings.Join(waits, ", "), strings.Join(bars, ", "), met(seedsOK == n, seedsOK))
+		row(maxWaitFloor, strings.Join(waits, ", "), strings.Join(bars, ", "), fmt.Sprintf("%s (%d/%d seeds)", word(seedsOK == n), seedsOK, n))
 	}
 	var gangs []string
 	bad, seedsOK := 0, 0
@@ -113,7 +134,7 @@ func writeFloors(b *strings.Builder, c Comparison) {
 		}
 	}
 	if len(gangs) > 0 {
-		row("0 deadlocks, partially placed jobs and waste: "+strings.Join(gangs, ", "), strconv.Itoa(bad)+" runs with any", "0", met(bad == 0, seedsOK))
+		row("0 deadlocks, partially placed jobs and waste: "+strings.Join(gangs, ", "), strconv.Itoa(bad)+" runs with any", "0", fmt.Sprintf("%s (%d/%d seeds)", word(bad == 0), seedsOK, n))
 	}
 }
 

@@ -282,7 +282,8 @@ func copyFiles(from, to string, names ...string) error {
 
 // floors are the bars of the default setup: no longer waits or runs than the rivals, no wait
 // past the starvation bound plus the seed's longest run, and no deadlock, partial placement
-// or waste under any cps-extender setup.
+// or waste under any cps-extender setup. The bound is this build's harness.StarvationBound:
+// runs.json does not record the one its runs had.
 func floors(rec record) *eval.Floors {
 	fl := &eval.Floors{Rivals: harness.Rivals}
 	for _, s := range harness.Setups {
