@@ -91,12 +91,14 @@ demo: controlplane ## Local control plane + extender + kube-scheduler + a sample
 
 # EVAL_SEEDS is how many workloads (seeds) every setup runs in `make eval`: the summary gives
 # 95% intervals over them (none with 1). EVAL_SIZE is the workload: small, medium or large.
+# EVAL_SETUPS, when set, runs only these setups (comma-separated names; default all nine).
 EVAL_SEEDS ?= 3
 EVAL_SIZE ?= medium
+EVAL_SETUPS ?=
 
 .PHONY: eval
 eval: controlplane ## Every scheduler setup on the EVAL_SIZE workload (default medium, ~18 min a seed; large ~35) of EVAL_SEEDS seeds (default 3), with 95% intervals: results/eval/<time>-<size>/, copied to docs/eval/<size>/.
-	CPS_CONTROLPLANE_BIN=$$(test/tools/build-controlplane.sh | tail -n1) $(GO) run ./test/eval/cmd/eval -size $(EVAL_SIZE) -seeds $(EVAL_SEEDS) -docs docs/eval/$(EVAL_SIZE)
+	CPS_CONTROLPLANE_BIN=$$(test/tools/build-controlplane.sh | tail -n1) $(GO) run ./test/eval/cmd/eval -size $(EVAL_SIZE) -seeds $(EVAL_SEEDS) -setups '$(EVAL_SETUPS)' -docs docs/eval/$(EVAL_SIZE)
 
 .PHONY: eval-small
 eval-small: ## make eval EVAL_SIZE=small (~8 min a seed).

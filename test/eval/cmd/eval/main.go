@@ -231,8 +231,17 @@ func write(dir string, rec record) error {
 		fmt.Fprintf(f, "%s; %d jobs per seed, %d nodes in %d racks (%d GPUs), %d %s; all setups run one after another on %s, %s in all.\n\n",
 			rec.Date.Format("2006-01-02 15:04 UTC"), len(rec.Seeds[0].Workload.Jobs), params.Nodes, params.Racks,
 			params.Nodes*eval.NodeGPU, len(seeds), plural(len(seeds), "seed"), "fresh local control planes", rec.Took.Round(time.Second))
-		fmt.Fprintf(f, "Made by `make eval EVAL_SIZE=%s EVAL_SEEDS=%d` (`go run ./test/eval/cmd/eval -size %s -seeds %d`). Times in simulated minutes (one per real second).\n\n",
-			params.Name, len(seeds), params.Name, len(seeds))
+		makeArgs, runArgs := "", ""
+		if len(rec.Seeds[0].Runs) < len(harness.Setups) {
+			var names []string
+			for _, r := range rec.Seeds[0].Runs {
+				names = append(names, r.Setup)
+			}
+			list := strings.Join(names, ",")
+			makeArgs, runArgs = " EVAL_SETUPS="+list, " -setups "+list
+		}
+		fmt.Fprintf(f, "Made by `make eval EVAL_SIZE=%s EVAL_SEEDS=%d%s` (`go run ./test/eval/cmd/eval -size %s -seeds %d%s`). Times in simulated minutes (one per real second).\n\n",
+			params.Name, len(seeds), makeArgs, params.Name, len(seeds), runArgs)
 		return eval.Markdown(f, c)
 	})
 	if err != nil {
