@@ -97,11 +97,11 @@ EVAL_SIZE ?= medium
 EVAL_SETUPS ?=
 
 .PHONY: eval
-eval: controlplane ## Every scheduler setup on the EVAL_SIZE workload (default medium, ~18 min a seed; large ~35) of EVAL_SEEDS seeds (default 3), with 95% intervals: results/eval/<time>-<size>/, copied to docs/eval/<size>/.
+eval: controlplane ## Every scheduler setup on the EVAL_SIZE workload (default medium, ~22 min a seed) of EVAL_SEEDS seeds (default 3), with 95% intervals: results/eval/<time>-<size>/, copied to docs/eval/<size>/.
 	CPS_CONTROLPLANE_BIN=$$(test/tools/build-controlplane.sh | tail -n1) $(GO) run ./test/eval/cmd/eval -size $(EVAL_SIZE) -seeds $(EVAL_SEEDS) -setups '$(EVAL_SETUPS)' -docs docs/eval/$(EVAL_SIZE)
 
 .PHONY: eval-small
-eval-small: ## make eval EVAL_SIZE=small (~8 min a seed).
+eval-small: ## make eval EVAL_SIZE=small (~9 min a seed).
 	$(MAKE) eval EVAL_SIZE=small
 
 .PHONY: clean
