@@ -82,8 +82,32 @@ func (r JobRecord) JCT() (jct time.Duration, ok bool) {
 
 // Waste is the time during which the job had some but not all pods bound, and the GPU- and
 // CPU-time its bound pods held meanwhile (resources held without running), up to its
-// completion or else the run's end.
+// completion or else the run's end. A teardown is left out: from a pod of a whole job going
+// (preempted) until none is bound, when no pod is bound again meanwhile; the job is being
+// stopped, not placed, and how long that takes is the pods' deletion, the same under every
+// scheduler. Teardown reports it.
 func (r JobRecord) Waste(end time.Duration) (partial time.Duration, gpuMin, cpuMin float64) {
+	w := r.waste(end)
+	return w.partial, w.gpuMin, w.cpuMin
+}
+
+// Teardown is the time the job's preempted runs took to go, from their first pod going
+// until none was bound, and the GPU-time their bound pods held meanwhile (see Waste).
+func (r JobRecord) Teardown(end time.Duration) (time.Duration, float64) {
+	w := r.waste(end)
+	return w.teardown, w.teardownGPUMin
+}
+
+// partTime is time with some but not all of a job's pods bound, and what they held.
+type partTime struct {
+	partial        time.Duration
+	gpuMin, cpuMin float64
+	// teardown and teardownGPUMin are the part of it while a preempted run went.
+	teardown       time.Duration
+	teardownGPUMin float64
+}
+
+func (r JobRecord) waste(end time.Duration) partTime {
 	stop := end
 	if r.Completed != Never {
 		stop = r.Completed
@@ -105,23 +129,50 @@ func (r JobRecord) Waste(end time.Duration) (partial time.Duration, gpuMin, cpuM
 	}
 	sort.SliceStable(events, func(a, b int) bool { return events[a].at < events[b].at })
 	size := r.Job.Size()
+	var out, going partTime // going: the current fall from whole, not yet known to be a teardown
+	falling := false
+	settle := func(teardown bool) {
+		if teardown {
+			out.teardown += going.partial
+			out.teardownGPUMin += going.gpuMin
+		} else {
+			out.partial += going.partial
+			out.gpuMin += going.gpuMin
+			out.cpuMin += going.cpuMin
+		}
+		going, falling = partTime{}, false
+	}
 	bound, cpu, gpu := 0, int64(0), int64(0)
 	for i, e := range events {
+		if e.pods < 0 && bound == size {
+			falling = true
+		}
 		bound += e.pods
 		cpu += e.cpu
 		gpu += e.gpu
+		switch {
+		case falling && e.pods > 0:
+			settle(false) // bound again before it emptied: partly placed, not stopped
+		case falling && bound == 0:
+			settle(true)
+		}
 		next := stop
 		if i+1 < len(events) {
 			next = events[i+1].at
 		}
 		if bound > 0 && bound < size && next > e.at {
+			at := &out
+			if falling {
+				at = &going
+			}
 			d := next - e.at
-			partial += d
-			gpuMin += float64(gpu) * d.Minutes()
-			cpuMin += float64(cpu) / 1000 * d.Minutes()
+			at.partial += d
+			at.gpuMin += float64(gpu) * d.Minutes()
+			at.cpuMin += float64(cpu) / 1000 * d.Minutes()
 		}
 	}
-	return partial, gpuMin, cpuMin
+	settle(false) // still partly bound at the completion or the run's end
+	return out
 }
 
 // PartialAt reports whether the job had some but not all pods bound at the end.

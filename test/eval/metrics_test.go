@@ -87,14 +87,28 @@ func TestWaste(t *testing.T) {
 		partial     time.Duration
 		gpu, cpuMin float64
 		atEnd       bool
+		// teardown and teardownGPU are what Teardown reports.
+		teardown    time.Duration
+		teardownGPU float64
 	}{
-		{"bound whole at once", JobRecord{Job: job3, Spans: []PodSpan{span(m, Never, 0), span(m, Never, 1), span(m, Never, 1)}, AllBound: m, Completed: 11 * m}, 20 * m, 0, 0, 0, false},
-		{"PS first, workers 2 minutes later", JobRecord{Job: job3, Spans: []PodSpan{span(m, 13*m, 0), span(3*m, 13*m, 1), span(3*m, 13*m, 1)}, AllBound: 3 * m, Completed: 13 * m}, 20 * m, 2 * m, 0, 4, false},
-		{"half placed until the end", JobRecord{Job: job3, Spans: []PodSpan{span(0, Never, 0), span(2*m, Never, 1)}, AllBound: Never, Completed: Never}, 10 * m, 10 * m, 8, 2*10 + 2*8, true},
-		{"the completion's deletes do not count", JobRecord{Job: job3, Spans: []PodSpan{span(0, 10*m, 0), span(0, 10*m+30*time.Second, 1), span(0, 11*m, 1)}, AllBound: 0, Completed: 10 * m}, 20 * m, 0, 0, 0, false},
-		{"a preempted worker", JobRecord{Job: job3, Spans: []PodSpan{span(0, Never, 0), span(0, Never, 1), span(0, 5*m, 1), span(8*m, Never, 1)}, AllBound: 0, Completed: 30 * m, Restarts: 1}, 40 * m, 3 * m, 3, 12, false},
+		{"bound whole at once", JobRecord{Job: job3, Spans: []PodSpan{span(m, Never, 0), span(m, Never, 1), span(m, Never, 1)}, AllBound: m, Completed: 11 * m}, 20 * m, 0, 0, 0, false, 0, 0},
+		{"PS first, workers 2 minutes later", JobRecord{Job: job3, Spans: []PodSpan{span(m, 13*m, 0), span(3*m, 13*m, 1), span(3*m, 13*m, 1)}, AllBound: 3 * m, Completed: 13 * m}, 20 * m, 2 * m, 0, 4, false, 0, 0},
+		{"half placed until the end", JobRecord{Job: job3, Spans: []PodSpan{span(0, Never, 0), span(2*m, Never, 1)}, AllBound: Never, Completed: Never}, 10 * m, 10 * m, 8, 2*10 + 2*8, true, 0, 0},
+		{"the completion's deletes do not count", JobRecord{Job: job3, Spans: []PodSpan{span(0, 10*m, 0), span(0, 10*m+30*time.Second, 1), span(0, 11*m, 1)}, AllBound: 0, Completed: 10 * m}, 20 * m, 0, 0, 0, false, 0, 0},
+		{"a preempted worker", JobRecord{Job: job3, Spans: []PodSpan{span(0, Never, 0), span(0, Never, 1), span(0, 5*m, 1), span(8*m, Never, 1)}, AllBound: 0, Completed: 30 * m, Restarts: 1}, 40 * m, 3 * m, 3, 12, false, 0, 0},
+		// PS gone at 5m, a worker at 5m30s, the other at 6m; all three back at 8m: the minute
+		// the run took to go is a teardown, not a partial placement.
+		{"a preempted run going whole", JobRecord{Job: job3, Spans: []PodSpan{span(0, 5*m, 0), span(0, 5*m+30*time.Second, 1), span(0, 6*m, 1),
+			span(8*m, Never, 0), span(8*m, Never, 1), span(8*m, Never, 1)}, AllBound: 0, Completed: 30 * m, Restarts: 1}, 40 * m, 0, 0, 0, false, m, 1.5},
+		// The same, but a worker is bound again at 5m45s before the last old one goes at 6m:
+		// all of it was a partial placement.
+		{"a fall refilled before it empties", JobRecord{Job: job3, Spans: []PodSpan{span(0, 5*m, 0), span(0, 5*m+30*time.Second, 1), span(0, 6*m, 1),
+			span(5*m+45*time.Second, Never, 1), span(8*m, Never, 0), span(8*m, Never, 1)}, AllBound: 0, Completed: 30 * m, Restarts: 1}, 40 * m, 3 * m, 2*0.5 + 1*0.25 + 2*0.25 + 1*2, 2*2*0.5 + 2*0.25 + 2*2*0.25 + 2*2, false, 0, 0},
 	} {
 		partial, gpu, cpu := c.rec.Waste(c.end)
+		if td, tdGPU := c.rec.Teardown(c.end); td != c.teardown || math.Abs(tdGPU-c.teardownGPU) > 1e-9 {
+			t.Errorf("%s: Teardown = %v, %v GPU·min; want %v, %v", c.name, td, tdGPU, c.teardown, c.teardownGPU)
+		}
 		if partial != c.partial || math.Abs(gpu-c.gpu) > 1e-9 || math.Abs(cpu-c.cpuMin) > 1e-9 {
 			t.Errorf("%s: Waste = %v, %v GPU·min, %v CPU·min; want %v, %v, %v", c.name, partial, gpu, cpu, c.partial, c.gpu, c.cpuMin)
 		}

@@ -15,7 +15,7 @@ func WriteCSV(w io.Writer, run Run) error {
 	cw := csv.NewWriter(w)
 	header := []string{"job", "user", "tier", "priority_class", "urgent", "ps", "workers", "arrival_min", "base_min",
 		"wait_min", "wait_censored", "all_bound_min", "completed_min", "jct_min", "partial_min", "waste_gpu_min", "waste_cpu_min",
-		"locality_node", "locality_rack", "run_factor", "restarts", "partial_at_end"}
+		"locality_node", "locality_rack", "run_factor", "restarts", "partial_at_end", "teardown_min", "teardown_gpu_min"}
 	if err := cw.Write(header); err != nil {
 		return err
 	}
@@ -23,10 +23,12 @@ func WriteCSV(w io.Writer, run Run) error {
 		j := r.Job
 		wait, cens := r.Wait(run.End)
 		partial, gpu, cpu := r.Waste(run.End)
+		teardown, tdGPU := r.Teardown(run.End)
 		row := []string{j.Name, j.User, j.Tier, j.PriorityClass, strconv.FormatBool(j.Urgent),
 			strconv.Itoa(j.PS), strconv.Itoa(j.Workers), num(Minutes(j.Arrival)), num(Minutes(j.Base)),
 			num(Minutes(wait)), strconv.FormatBool(cens), moment(r.AllBound), moment(r.Completed), "",
-			num(partial.Minutes()), num(gpu), num(cpu), "", "", "", strconv.Itoa(r.Restarts), strconv.FormatBool(r.PartialAtEnd())}
+			num(partial.Minutes()), num(gpu), num(cpu), "", "", "", strconv.Itoa(r.Restarts), strconv.FormatBool(r.PartialAtEnd()),
+			num(teardown.Minutes()), num(tdGPU)}
 		if jct, ok := r.JCT(); ok {
 			row[13] = num(Minutes(jct))
 		}
@@ -80,8 +82,8 @@ func Markdown(w io.Writer, c Comparison) error {
 	}
 
 	row("setup", "completed", "mean wait", "p95 wait", "max wait", "mean JCT (done)", "makespan", "GPU util",
-		"deadlocks", "partial at end", "partially placed jobs", "waste GPU·min", "preempted runs", "workers on PS node", "on PS node or rack")
-	rule(15)
+		"deadlocks", "partial at end", "partially placed jobs", "waste GPU·min", "preempted runs", "teardown GPU·min", "workers on PS node", "on PS node or rack")
+	rule(16)
 	for _, s := range c.Setups {
 		censored := 0
 		for _, sum := range s.PerSeed {
@@ -89,7 +91,7 @@ func Markdown(w io.Writer, c Comparison) error {
 		}
 		row(s.Setup, completed(s), waitCell(cell(s, FigMeanWait), censored), cell(s, FigP95Wait), cell(s, FigMaxWait),
 			jct(s), makespan(s), cell(s, FigUtilisation), cell(s, FigDeadlocks), cell(s, FigPartialEnd),
-			cell(s, FigPartialJobs), cell(s, FigWasteGPU), cell(s, FigPreempted), cell(s, FigLocalityNode), cell(s, FigLocalityRack))
+			cell(s, FigPartialJobs), cell(s, FigWasteGPU), cell(s, FigPreempted), cell(s, FigTeardownGPU), cell(s, FigLocalityNode), cell(s, FigLocalityRack))
 	}
 
 	b.WriteString("\nMean wait (arrival to all pods bound) by group, simulated minutes; jobs over all seeds; " +

@@ -155,6 +155,7 @@ var (
 	FigPartialJobs    = always("partially placed jobs", UnitCount, func(s Summary) float64 { return float64(s.PartialJobs) })
 	FigPartialMinutes = always("partial minutes", UnitWholeMinutes, func(s Summary) float64 { return s.PartialMin })
 	FigWasteGPU       = always("waste GPU·min", UnitWholeMinutes, func(s Summary) float64 { return s.WasteGPUMin })
+	FigTeardownGPU    = always("teardown GPU·min", UnitWholeMinutes, func(s Summary) float64 { return s.TeardownGPUMin })
 	FigPreempted      = always("preempted runs", UnitCount, func(s Summary) float64 { return float64(s.Restarts) })
 	FigLocalityNode   = always("workers on PS node", UnitShare, func(s Summary) float64 { return s.LocalityNode })
 	FigLocalityRack   = always("on PS node or rack", UnitShare, func(s Summary) float64 { return s.LocalityRack })
@@ -164,7 +165,7 @@ var (
 
 // RunFigures lists the figures of a run (not by group), in report order.
 var RunFigures = []Figure{FigCompleted, FigMeanWait, FigP95Wait, FigMaxWait, FigMeanJCT, FigMakespan, FigUtilisation,
-	FigDeadlocks, FigPartialEnd, FigPartialJobs, FigPartialMinutes, FigWasteGPU, FigPreempted, FigLocalityNode, FigLocalityRack}
+	FigDeadlocks, FigPartialEnd, FigPartialJobs, FigPartialMinutes, FigWasteGPU, FigTeardownGPU, FigPreempted, FigLocalityNode, FigLocalityRack}
 
 // GroupWait is the mean wait of a report group's jobs (see GroupNames); a seed whose workload
 // has no job of the group has no value.

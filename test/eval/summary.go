@@ -35,9 +35,12 @@ type Summary struct {
 	PartialJobs int
 	PartialMin  float64
 	WasteGPUMin float64
-	WasteCPUMin float64
-	Deadlocks   int
-	Restarts    int
+	// TeardownGPUMin adds up the GPU-minutes held while preempted runs went (see
+	// JobRecord.Teardown): not waste of a placement, but not free either.
+	TeardownGPUMin float64
+	WasteCPUMin    float64
+	Deadlocks      int
+	Restarts       int
 	// LocalityNode and LocalityRack are the shares of bound workers on a PS's node, and on a
 	// PS's node or rack: placed as when the job started, or as at the run's end for a job
 	// that never ran.
@@ -110,6 +113,8 @@ func Summarize(run Run) Summary {
 			s.WasteGPUMin += gpu
 			s.WasteCPUMin += cpu
 		}
+		_, tdGPU := r.Teardown(run.End)
+		s.TeardownGPUMin += tdGPU
 		s.Restarts += r.Restarts
 		if len(r.Placement.Workers) > 0 {
 			n, k := r.Placement.Locality()
