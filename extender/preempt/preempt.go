@@ -117,6 +117,7 @@ type Preemptor struct {
 	mu        sync.Mutex
 	evicted   map[string]time.Time // victim job -> when its eviction began
 	protected map[string]time.Time // job -> until
+	rounds    map[string]round     // preemptor job -> its victims under way
 	wg        sync.WaitGroup
 	ctx       context.Context
 }
@@ -140,7 +141,7 @@ func New(ctx context.Context, o Options) (*Preemptor, error) {
 		o.ProtectFor = 5 * time.Minute
 	}
 	return &Preemptor{log: o.Log, evictor: o.Evictor, events: o.Events, metrics: o.Metrics, clock: o.Clock,
-		protectFor: o.ProtectFor, budgets: o.Budgets, evicted: map[string]time.Time{}, protected: map[string]time.Time{}, ctx: ctx}, nil
+		protectFor: o.ProtectFor, budgets: o.Budgets, evicted: map[string]time.Time{}, protected: map[string]time.Time{}, rounds: map[string]round{}, ctx: ctx}, nil
 }
 
 // Protected maps the jobs that may not be victims to when that ends.
@@ -176,14 +177,27 @@ func (p *Preemptor) Evicted(since time.Time) int {
 	return n
 }
 
+// roundWait is the longest a preemptor's victims under way hold back its next victims:
+// pods stuck terminating must not keep it waiting for ever.
+const roundWait = time.Minute
+
+// round is a preemptor's victims under way: the jobs claimed for it, and since when.
+type round struct {
+	victims []string
+	since   time.Time
+}
+
 // Published starts the eviction of every victim of snap's preempting jobs not evicted yet.
-// It does not block.
+// A preemptor gets no new victims while those of its last round are still on their nodes
+// (up to roundWait): until the view sees them go, the model may count their room as taken
+// and name others, as it did on a loaded machine (two gangs evicted for one's room). It does
+// not block.
 func (p *Preemptor) Published(snap *view.Snapshot) {
 	if snap == nil || snap.Queue == nil {
 		return
 	}
 	for _, d := range snap.Queue.Order {
-		if d.Phase != priority.PhasePreempting {
+		if d.Phase != priority.PhasePreempting || p.underWay(d.Key, snap) {
 			continue
 		}
 		for _, victim := range d.Victims {
@@ -191,6 +205,7 @@ func (p *Preemptor) Published(snap *view.Snapshot) {
 			if !ok || !p.claim(victim.Key) {
 				continue
 			}
+			p.started(d.Key, victim.Key)
 			pods := boundPods(job)
 			p.wg.Add(1)
 			go func() {
@@ -203,6 +218,43 @@ func (p *Preemptor) Published(snap *view.Snapshot) {
 
 // Wait waits for the evictions under way (tests, shutdown).
 func (p *Preemptor) Wait() { p.wg.Wait() }
+
+// underWay reports whether a preemptor's last round has a victim still on its nodes in
+// snap (bound or leaving), not refused, for less than roundWait; it forgets a round that
+// has not.
+func (p *Preemptor) underWay(preemptor string, snap *view.Snapshot) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	r, ok := p.rounds[preemptor]
+	if !ok {
+		return false
+	}
+	now := p.clock.Now()
+	if now.Sub(r.since) < roundWait {
+		for _, v := range r.victims {
+			if until, refused := p.protected[v]; refused && until.After(now) {
+				continue // kept by a refusal: it is not leaving
+			}
+			if job, _, ok := snap.Job(v); ok && (job.Leaving > 0 || len(boundPods(job)) > 0) {
+				return true
+			}
+		}
+	}
+	delete(p.rounds, preemptor)
+	return false
+}
+
+// started adds a victim to its preemptor's round.
+func (p *Preemptor) started(preemptor, victim string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	r, ok := p.rounds[preemptor]
+	if !ok {
+		r.since = p.clock.Now()
+	}
+	r.victims = append(r.victims, victim)
+	p.rounds[preemptor] = r
+}
 
 // claim marks a victim job as being evicted, unless it already is (an earlier snapshot
 // named it) or its eviction was refused.

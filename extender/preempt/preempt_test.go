@@ -60,6 +60,13 @@ func (r *recordedEvents) Eventf(_ runtime.Object, eventtype, reason, format stri
 // has run an hour, and an urgent gold job of two pods: it preempts one of them.
 func preemptingSnapshot(t *testing.T) *view.Snapshot {
 	t.Helper()
+	return preemptingSnapshotWith(t, nil)
+}
+
+// preemptingSnapshotWith is preemptingSnapshot with change applied to the running jobs
+// first (nil: none).
+func preemptingSnapshotWith(t *testing.T, change func(jobs []priority.Job) []priority.Job) *view.Snapshot {
+	t.Helper()
 	var nodes []priority.Node
 	var jobs []priority.Job
 	for i := range 2 {
@@ -78,6 +85,9 @@ func preemptingSnapshot(t *testing.T) *view.Snapshot {
 		name := fmt.Sprintf("urgent-%d", k)
 		urgent.Pods = append(urgent.Pods, priority.Pod{UID: "uid-" + name, Name: "ns/" + name, Role: priority.RoleWorker, Index: k,
 			Request: priority.Resources{"cpu": 4000}})
+	}
+	if change != nil {
+		jobs = change(jobs)
 	}
 	m := priority.DefaultModel()
 	m.UserTiers = map[string]string{"alice": "gold"}
@@ -193,5 +203,50 @@ func TestPreemptorRespectsDisruptionBudgets(t *testing.T) {
 func TestNewRequiresDependencies(t *testing.T) {
 	if _, err := New(context.Background(), Options{}); err == nil || !strings.Contains(err.Error(), "log is required") || !strings.Contains(err.Error(), "evictor is required") {
 		t.Errorf("err = %v, want both missing dependencies named", err)
+	}
+}
+
+// TestPreemptorWaitsForItsVictimsToGo: a preemptor gets no new victim while one of its last
+// round is still on its nodes; once that one is gone, or after roundWait, it does.
+func TestPreemptorWaitsForItsVictimsToGo(t *testing.T) {
+	ev := &fakeEvictor{}
+	p, clk := newPreemptor(t, ev, nil)
+	first := preemptingSnapshot(t)
+	p.Published(first)
+	p.Wait()
+	d, _ := first.Queue.Lookup("ns/urgent")
+	firstVictim := d.Victims[0].Key
+	// The view still shows the first victim bound (it has just started to run, so it is no
+	// victim now) and the model names the other job.
+	still := preemptingSnapshotWith(t, func(jobs []priority.Job) []priority.Job {
+		for i := range jobs {
+			if jobs[i].Key == firstVictim {
+				jobs[i].RunningSince = t0
+			}
+		}
+		return jobs
+	})
+	d, _ = still.Queue.Lookup("ns/urgent")
+	if len(d.Victims) != 1 || d.Victims[0].Key == firstVictim {
+		t.Fatalf("second snapshot's victims %+v, want the other job", d.Victims)
+	}
+	p.Published(still)
+	p.Wait()
+	if len(ev.evicted) != 2 {
+		t.Fatalf("evicted %v while the first victim is still on its nodes, want its 2 pods only", ev.evicted)
+	}
+	// Gone from the view: the round is over.
+	if p.underWay("ns/urgent", preemptingSnapshotWith(t, func(jobs []priority.Job) []priority.Job {
+		return slices.DeleteFunc(jobs, func(j priority.Job) bool { return j.Key == firstVictim })
+	})) {
+		t.Error("round under way with its victim gone")
+	}
+	// Still there after roundWait: stuck pods hold it back no longer.
+	p.started("ns/urgent", firstVictim)
+	clk.Step(roundWait)
+	p.Published(still)
+	p.Wait()
+	if len(ev.evicted) != 4 {
+		t.Errorf("evicted %v after roundWait, want the second victim's pods too", ev.evicted)
 	}
 }
