@@ -14,7 +14,7 @@ const (
 	DefaultTau                   = 10 * time.Minute
 	DefaultMaxGang               = 64
 	DefaultStarvationBound       = 30 * time.Minute
-	DefaultPolicy                = PolicyBackfill
+	DefaultPolicy                = PolicyReserve
 	DefaultTierName              = "bronze"
 	// DefaultTurnHold is how long a job that got the turn keeps it ahead of the queue while
 	// kube-scheduler places its pods: a second or two normally, a few under load.
@@ -41,7 +41,7 @@ const weightTolerance = 1e-6
 // DefaultModel returns the model used where the config file is silent: weights user 0.3,
 // job 0.3, wait 0.2, parallelism 0.2; tiers gold 1.0, silver 0.6, bronze 0.3 with bronze
 // the default; priorities 0..1000000; tau 10m; maxGang 64; starvation bound 30m; policy
-// backfill (reserveAfter 10m). Every call returns fresh maps, so a caller may change them freely.
+// reserve. Every call returns fresh maps, so a caller may change them freely.
 func DefaultModel() Model {
 	return Model{
 		Weights:         Weights{User: 0.3, Job: 0.3, Wait: 0.2, Parallelism: 0.2},

@@ -22,7 +22,7 @@ func TestDefaultModel(t *testing.T) {
 		Tau:             10 * time.Minute,
 		MaxGang:         64,
 		StarvationBound: 30 * time.Minute,
-		Policy:          priority.PolicyBackfill,
+		Policy:          priority.PolicyReserve,
 		TurnHold:        10 * time.Second,
 		SpreadAfter:     5 * time.Minute,
 		ReserveAfter:    10 * time.Minute,

@@ -66,6 +66,15 @@ func TestAdmit(t *testing.T) {
 	policyNodes := cpuNodes(4000, 4000, 2000)
 	const hBlocker = "worker ns/h-w-2 needs cpu 3000m on a node; the most free on any node is 2000m"
 	const iBlocker = "gang incomplete: 2 of 4 pods exist"
+	// reserved is the policy scenario when h, which does not fit, reserves what fits of it:
+	// l (1500m) would fit on a bare n1 but not beside the reservation.
+	reserved := []row{
+		{Key: "ns/h", Phase: priority.PhaseWaiting, Position: 1, Blocker: hBlocker},
+		{Key: "ns/m", Phase: priority.PhaseAdmitted, Position: 2},
+		{Key: "ns/i", Phase: priority.PhaseWaiting, Position: 3, Ahead: "ns/m", Blocker: iBlocker},
+		{Key: "ns/l", Phase: priority.PhaseWaiting, Position: 4, Ahead: "ns/i",
+			Blocker: "does not fit beside the reservation of ns/h: worker ns/l-w-0 needs cpu 1500m on a node; the most free on any node is 1000m"},
+	}
 	// skipped is the policy scenario when h, which does not fit, takes nothing.
 	skipped := []row{
 		{Key: "ns/h", Phase: priority.PhaseWaiting, Position: 1, Blocker: hBlocker},
@@ -130,32 +139,32 @@ func TestAdmit(t *testing.T) {
 			},
 		},
 		{
-			// h has waited less than ReserveAfter: it reserves nothing yet, and l fits.
-			name:      "an empty policy is the default, backfill: before reserveAfter",
+			name:      "an empty policy is the default, reserve",
 			asDefault: true,
 			state:     priority.State{Nodes: policyNodes, Jobs: policyJobs()},
-			want:      skipped,
+			want:      reserved,
+		},
+		{
+			// h has waited less than ReserveAfter: it reserves nothing yet, and l fits.
+			name:   "backfill: before reserveAfter as besteffort",
+			policy: priority.PolicyBackfill,
+			state:  priority.State{Nodes: policyNodes, Jobs: policyJobs()},
+			want:   skipped,
 		},
 		{
 			// Every job has waited ReserveAfter (10m): h reserves, l no longer fits.
-			name:      "an empty policy is the default, backfill: from reserveAfter",
-			asDefault: true,
-			state:     priority.State{Nodes: policyNodes, Jobs: policyJobs()},
-			now:       t0.Add(10 * time.Minute),
-			want: []row{
-				{Key: "ns/h", Phase: priority.PhaseWaiting, Position: 1, Blocker: hBlocker},
-				{Key: "ns/m", Phase: priority.PhaseAdmitted, Position: 2},
-				{Key: "ns/i", Phase: priority.PhaseWaiting, Position: 3, Ahead: "ns/m", Blocker: iBlocker},
-				{Key: "ns/l", Phase: priority.PhaseWaiting, Position: 4, Ahead: "ns/i",
-					Blocker: "does not fit beside the reservation of ns/h: worker ns/l-w-0 needs cpu 1500m on a node; the most free on any node is 1000m"},
-			},
+			name:   "backfill: from reserveAfter as reserve",
+			policy: priority.PolicyBackfill,
+			state:  priority.State{Nodes: policyNodes, Jobs: policyJobs()},
+			now:    t0.Add(10 * time.Minute),
+			want:   reserved,
 		},
 		{
 			name:      "a policy Admit does not know is read as the default",
 			policy:    "fifo",
 			asDefault: true,
 			state:     priority.State{Nodes: policyNodes, Jobs: policyJobs()},
-			want:      skipped,
+			want:      reserved,
 		},
 		{
 			name:   "reserve: only the first job that does not fit reserves",

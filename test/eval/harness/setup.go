@@ -54,8 +54,8 @@ var Setups = []Setup{
 var Rivals = []string{"native-gang", "native-gang-tas"}
 
 // DefaultSetup names the setup that stands for cps-extender as shipped: the default policy
-// (backfill) and the default preemption rule. The report pairs every other setup with it.
-const DefaultSetup = "cps-backfill"
+// (reserve) and the default preemption rule. The report pairs every other setup with it.
+const DefaultSetup = "cps-reserve"
 
 // SetupsNamed returns the setups with the given names, in the order given.
 func SetupsNamed(names ...string) ([]Setup, error) {
