@@ -104,6 +104,28 @@ func appendFailedNodes(b []byte, m extenderv1.FailedNodesMap) []byte {
 	return append(b, '}')
 }
 
+// appendNamesWithReason writes a FailedNodesMap of names, all for one reason, and the
+// entries of more, as one JSON object; names is not empty.
+func appendNamesWithReason(b []byte, names []string, reason string, more extenderv1.FailedNodesMap) []byte {
+	b = append(b, '{')
+	quoted := appendJSONString(nil, reason) // one reason for every node: quoted once
+	for i, n := range names {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendJSONString(b, n)
+		b = append(b, ':')
+		b = append(b, quoted...)
+	}
+	for n, why := range more {
+		b = append(b, ',')
+		b = appendJSONString(b, n)
+		b = append(b, ':')
+		b = appendJSONString(b, why)
+	}
+	return append(b, '}')
+}
+
 // appendFilterResult is json.Marshal of a filter answer. Full Node objects (nodeCacheCapable
 // false) go through encoding/json: their shape is Kubernetes', not ours.
 func appendFilterResult(b []byte, r *extenderv1.ExtenderFilterResult) []byte {
@@ -137,28 +159,16 @@ func appendFilterAnswer(b []byte, a *filterAnswer) []byte {
 		b = append(b, ']')
 	}
 	b = append(b, `,"FailedNodes":`...)
-	b = appendFailedNodes(b, r.FailedNodes)
+	if len(a.notPlanned) == 0 {
+		b = appendFailedNodes(b, r.FailedNodes)
+	} else {
+		b = appendNamesWithReason(b, a.notPlanned, notPlannedReason(a.planned), r.FailedNodes)
+	}
 	b = append(b, `,"FailedAndUnresolvableNodes":`...)
 	if len(a.unresolvable) == 0 {
 		b = appendFailedNodes(b, r.FailedAndUnresolvableNodes)
 	} else {
-		b = append(b, '{')
-		quoted := appendJSONString(nil, a.reason) // one reason for every node: quoted once
-		for i, n := range a.unresolvable {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = appendJSONString(b, n)
-			b = append(b, ':')
-			b = append(b, quoted...)
-		}
-		for n, why := range r.FailedAndUnresolvableNodes {
-			b = append(b, ',')
-			b = appendJSONString(b, n)
-			b = append(b, ':')
-			b = appendJSONString(b, why)
-		}
-		b = append(b, '}')
+		b = appendNamesWithReason(b, a.unresolvable, a.reason, r.FailedAndUnresolvableNodes)
 	}
 	b = append(b, `,"Error":`...)
 	b = appendJSONString(b, r.Error)

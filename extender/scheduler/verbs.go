@@ -286,6 +286,17 @@ func (v *Verbs) decideFilter(d Decisions, adm view.Admission, args *extenderv1.E
 			pass[i] = true
 		}
 	}
+	if ok {
+		if planned := d.Planned(args.Pod); narrowToPlan(pass, names, planned) {
+			answer.notPlanned, answer.planned = sc.notPlanned[:0], planned
+			for i, name := range names {
+				if !pass[i] && result.FailedNodes[name] == "" {
+					answer.notPlanned = append(answer.notPlanned, name)
+				}
+			}
+			sc.notPlanned = answer.notPlanned
+		}
+	}
 	if args.NodeNames != nil {
 		passed := sc.passed[:0]
 		for i, name := range names {
@@ -307,6 +318,23 @@ func (v *Verbs) decideFilter(d Decisions, adm view.Admission, args *extenderv1.E
 	return answer
 }
 
+// narrowToPlan keeps only the planned node among the passing ones when it passes, and says
+// whether it did: with one feasible node kube-scheduler neither scores the nodes nor calls
+// prioritize, most of its cycle on 1000 nodes (docs/performance.md). A plan whose node does
+// not pass leaves every passing node, and prioritize ranks them.
+func narrowToPlan(pass []bool, names []string, planned string) bool {
+	if planned == "" {
+		return false
+	}
+	at := slices.Index(names, planned)
+	if at < 0 || !pass[at] {
+		return false
+	}
+	clear(pass)
+	pass[at] = true
+	return true
+}
+
 // filterAnswer is a filter result. A waiting pod's answer has every node unresolvable for
 // one reason: that is kept as the list of names and the reason, not as a map of thousands
 // of entries built for each request; appendFilterAnswer writes it as the map.
@@ -314,6 +342,15 @@ type filterAnswer struct {
 	extenderv1.ExtenderFilterResult
 	unresolvable []string // nodes unresolvable for reason, besides FailedAndUnresolvableNodes
 	reason       string
+	// notPlanned are the nodes that passed every check but are not the node planned for the
+	// pod (planned): failed, besides FailedNodes, with one reason naming it.
+	notPlanned []string
+	planned    string
+}
+
+// notPlannedReason is why a node that would do is not the one for an admitted pod.
+func notPlannedReason(planned string) string {
+	return "the job's plan puts this pod on node " + planned
 }
 
 // result is the answer as the plain result type, the list folded into the map.
@@ -328,6 +365,16 @@ func (a *filterAnswer) result() *extenderv1.ExtenderFilterResult {
 			r.FailedAndUnresolvableNodes[n] = a.reason
 		}
 	}
+	if len(a.notPlanned) > 0 {
+		r.FailedNodes = maps.Clone(r.FailedNodes)
+		if r.FailedNodes == nil {
+			r.FailedNodes = extenderv1.FailedNodesMap{}
+		}
+		why := notPlannedReason(a.planned)
+		for _, n := range a.notPlanned {
+			r.FailedNodes[n] = why
+		}
+	}
 	return &r
 }
 
@@ -339,7 +386,7 @@ func (a *filterAnswer) summary() string {
 	} else if r.Nodes != nil {
 		passed = len(r.Nodes.Items)
 	}
-	return fmt.Sprintf("passed %d, failed %d, unresolvable %d", passed, len(r.FailedNodes), len(r.FailedAndUnresolvableNodes)+len(a.unresolvable))
+	return fmt.Sprintf("passed %d, failed %d, unresolvable %d", passed, len(r.FailedNodes)+len(a.notPlanned), len(r.FailedAndUnresolvableNodes)+len(a.unresolvable))
 }
 
 func (v *Verbs) prioritize(w http.ResponseWriter, r *http.Request, c wire.Call) wire.Note {

@@ -47,6 +47,7 @@ type fakeDecider struct {
 	next      map[string]string // pod name -> reason, of job ns/a, which has the turn by now
 	conflicts map[string]string // "pod/node" -> reason
 	scores    map[string]int64  // node -> score
+	planned   map[string]string // pod name -> the node its job's plan puts it on
 }
 
 func (f *fakeDecider) NodeName(b []byte) (string, bool) {
@@ -79,7 +80,7 @@ func (f *fakeDecider) MayPreempt(pod *corev1.Pod) bool {
 	return !wait
 }
 
-func (f *fakeDecider) Planned(*corev1.Pod) string { return "" }
+func (f *fakeDecider) Planned(pod *corev1.Pod) string { return f.planned[pod.Name] }
 
 func (f *fakeDecider) MayEvict(victim gang.PodRef) bool {
 	return !strings.HasPrefix(string(victim.UID), "gang-") && !strings.HasPrefix(victim.Name, "gang-")
@@ -150,6 +151,8 @@ func newTestServer(t *testing.T, ready bool, maxBytes int64) *testServer {
 		next:      map[string]string{"next": "job default/x waits for its turn: 1st of 1"},
 		conflicts: map[string]string{"ps1/n2": "node n2 already hosts ps default/a-ps-0 of job default/a (hard PS anti-affinity)"},
 		scores:    map[string]int64{"n1": 10, "n2": 3},
+		// ps1's planned node fails its check: the other passing nodes stay.
+		planned: map[string]string{"planned": "n2", "ps1": "n2", "elsewhere": "n9"},
 	}
 	// The newest snapshot Turns has seen gives job ns/a the turn.
 	tu := &recordingTurns{Turns: turns.New(turns.Options{Log: log, Nudger: noNudger{}})}
@@ -247,6 +250,36 @@ func TestFilter(t *testing.T) {
 				FailedAndUnresolvableNodes: extenderv1.FailedNodesMap{"x1": waiterReason},
 			},
 			notified: []string{"default/waiter: " + waiterReason},
+		},
+		{
+			name: "an admitted pod with a plan passes its planned node alone; the others fail naming it",
+			body: `{"Pod":{"metadata":{"name":"planned","namespace":"default"}},"NodeNames":["n1","ghost","n2"]}`,
+			want: extenderv1.ExtenderFilterResult{
+				NodeNames: &[]string{"n2"},
+				FailedNodes: extenderv1.FailedNodesMap{
+					"n1":    "the job's plan puts this pod on node n2",
+					"ghost": "node ghost is not in the extender's cluster view (yet)",
+				},
+				FailedAndUnresolvableNodes: extenderv1.FailedNodesMap{},
+			},
+		},
+		{
+			name: "full node objects: the planned node alone",
+			body: `{"Pod":{"metadata":{"name":"planned","namespace":"default"}},"Nodes":{"items":[{"metadata":{"name":"n1"}},{"metadata":{"name":"n2"}}]}}`,
+			want: extenderv1.ExtenderFilterResult{
+				Nodes:                      &corev1.NodeList{Items: []corev1.Node{{ObjectMeta: metav1.ObjectMeta{Name: "n2"}}}},
+				FailedNodes:                extenderv1.FailedNodesMap{"n1": "the job's plan puts this pod on node n2"},
+				FailedAndUnresolvableNodes: extenderv1.FailedNodesMap{},
+			},
+		},
+		{
+			name: "a plan whose node is not a candidate leaves every passing node",
+			body: `{"Pod":{"metadata":{"name":"elsewhere","namespace":"default"}},"NodeNames":["n1","n2"]}`,
+			want: extenderv1.ExtenderFilterResult{
+				NodeNames:                  &[]string{"n1", "n2"},
+				FailedNodes:                extenderv1.FailedNodesMap{},
+				FailedAndUnresolvableNodes: extenderv1.FailedNodesMap{},
+			},
 		},
 		{
 			name: "lower-case keys are accepted",
