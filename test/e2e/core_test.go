@@ -41,11 +41,15 @@ func TestCorePathBothNodeModes(t *testing.T) {
 				return n == 6, fmt.Errorf("%d of 6 bound", n)
 			})
 			reqs := e.extenderRequests()
-			// Prioritize is skipped when only one node is feasible; here all three are.
-			for _, verb := range []string{"filter", "prioritize", "bind"} {
+			for _, verb := range []string{"filter", "bind"} {
 				if reqs["/scheduler/"+verb] < 6 {
 					t.Errorf("extender saw %d %s requests, want at least 6 (one per pod): %v", reqs["/scheduler/"+verb], verb, reqs)
 				}
+			}
+			// Prioritize is skipped when only one node is feasible: the plain pods have all
+			// three, the job's pods only the node their plan names (the filter passes it alone).
+			if n := reqs["/scheduler/prioritize"]; n < 4 || n >= reqs["/scheduler/filter"] {
+				t.Errorf("extender saw %d prioritize requests, want one per plain pod (4) and fewer than filter requests (none for the job's planned pods): %v", n, reqs)
 			}
 		})
 	}
