@@ -244,13 +244,20 @@ func (p *Preemptor) underWay(preemptor string, snap *view.Snapshot) bool {
 	return false
 }
 
-// started adds a victim to its preemptor's round.
+// started adds a victim to its preemptor's round. Rounds past roundWait are dropped here
+// too: a preemptor that got its turn is not asked about its round again.
 func (p *Preemptor) started(preemptor, victim string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	now := p.clock.Now()
+	for k, r := range p.rounds {
+		if now.Sub(r.since) >= roundWait {
+			delete(p.rounds, k)
+		}
+	}
 	r, ok := p.rounds[preemptor]
 	if !ok {
-		r.since = p.clock.Now()
+		r.since = now
 	}
 	r.victims = append(r.victims, victim)
 	p.rounds[preemptor] = r

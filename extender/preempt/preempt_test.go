@@ -249,4 +249,16 @@ func TestPreemptorWaitsForItsVictimsToGo(t *testing.T) {
 	if len(ev.evicted) != 4 {
 		t.Errorf("evicted %v after roundWait, want the second victim's pods too", ev.evicted)
 	}
+
+	// A round nobody asks about again (its preemptor got its turn) goes when a later one
+	// starts past roundWait.
+	p.started("ns/done", "ns/v")
+	clk.Step(roundWait)
+	p.started("ns/other", "ns/w")
+	p.mu.Lock()
+	_, kept := p.rounds["ns/done"]
+	p.mu.Unlock()
+	if kept {
+		t.Error("a round past roundWait is kept")
+	}
 }
