@@ -80,7 +80,8 @@ type WaitingNotifier interface {
 // comes (turns.Turns).
 type Turns interface {
 	// Parked records that pod was turned away while its job waited; true means the job
-	// has the turn already, and the filter should answer with a retry instead.
+	// has the turn already and nothing was recorded: the filter decides again on a newer
+	// snapshot (see settle).
 	Parked(pod *corev1.Pod, job string) (turnCame bool)
 	// Passed forgets a pod the filter let through.
 	Passed(pod *corev1.Pod)
@@ -127,27 +128,33 @@ func (v *Verbs) Observe(m *metrics.Metrics, w WaitingNotifier) {
 	v.metrics, v.waiting = m, w
 }
 
-// ViewCatchUp is how long the filter waits for the view to see a new pod (AwaitView): the
-// view recomputes within milliseconds of a pod event, and a pod not seen in a quarter of a
-// second is better retried after kube-scheduler's backoff than holding its scheduling
-// cycle longer.
+// ViewCatchUp is how long the filter waits for the view to see a new pod, or the rest of a
+// gang being created (AwaitView): the view recomputes within milliseconds of a pod event,
+// and a pod not seen in a quarter of a second is better retried after kube-scheduler's
+// backoff, or turned away, than holding its scheduling cycle longer.
 const ViewCatchUp = 250 * time.Millisecond
 
 // AwaitView makes the filter wait up to max for the cluster view to see a pod it has not
 // seen yet (kube-scheduler's informer delivered the pod first, or its job is new) instead
 // of answering at once with an error: kube-scheduler retries an error only after its
-// backoff, a second or more, while the view catches up in milliseconds. next is the view's
-// Next. The wait holds kube-scheduler's scheduling cycle, which places one pod at a time: a
-// view that stays behind costs every attempt of a pod it has not seen max.
+// backoff, a second or more, while the view catches up in milliseconds. It waits the same
+// way for the rest of a gang whose pods are being created (view.Admission.Gathering): a
+// controller creates a job's pods within milliseconds, kube-scheduler takes the first one
+// before the last exists, and a pod turned away comes back only after an event and its
+// backoff. next is the view's Next. The wait holds kube-scheduler's scheduling cycle,
+// which places one pod at a time: a view that stays behind costs every attempt of a pod it
+// has not seen max, and a gang whose pods come one by one costs max for each pod created
+// within view.GatherWindow of its first.
 func (v *Verbs) AwaitView(next func() <-chan struct{}, max time.Duration, clk clock.Clock) {
 	v.nextView, v.catchUp, v.clock = next, max, clk
 }
 
-// fresh returns d and its admission of pod, or, when d has not seen pod and AwaitView is
-// set, those of the first snapshot that has, or of the last one published within the wait.
+// fresh returns d and its admission of pod, or, when d has not seen pod or its gang is
+// still being created and AwaitView is set, those of the first snapshot that has seen it
+// and the whole gang, or of the last one published within the wait.
 func (v *Verbs) fresh(ctx context.Context, d Decisions, pod *corev1.Pod) (Decisions, view.Admission) {
 	adm := d.Admit(pod)
-	if v.nextView == nil || v.catchUp <= 0 || !adm.Retry {
+	if v.nextView == nil || v.catchUp <= 0 || !awaits(adm) {
 		return d, adm
 	}
 	timer := v.clock.NewTimer(v.catchUp)
@@ -155,7 +162,7 @@ func (v *Verbs) fresh(ctx context.Context, d Decisions, pod *corev1.Pod) (Decisi
 	for {
 		next := v.nextView()
 		d = v.decider()
-		if adm = d.Admit(pod); !adm.Retry {
+		if adm = d.Admit(pod); !awaits(adm) {
 			return d, adm
 		}
 		select {
@@ -166,6 +173,33 @@ func (v *Verbs) fresh(ctx context.Context, d Decisions, pod *corev1.Pod) (Decisi
 			return d, adm
 		}
 	}
+}
+
+// awaits says whether the filter should wait for a newer snapshot before answering adm.
+func awaits(adm view.Admission) bool { return adm.Retry || adm.Gathering }
+
+// redecideLimit is how many times the filter decides again, on the newest snapshot, for a
+// pod whose job got its turn while it was being decided, before it answers with a retry.
+const redecideLimit = 2
+
+// settle returns d and adm, or, when the newest published snapshot gives the job of a pod
+// d turns away its turn already, the decisions and admission of the newest snapshot. A pod
+// that still waits is recorded with Turns as parked, and parked reports it; one that would
+// be turned away on an older snapshot than its turn, again and again, is neither (the
+// filter answers it with a retry). Deciding again costs microseconds; the retry costs the
+// pod kube-scheduler's backoff, a second or more.
+func (v *Verbs) settle(d Decisions, adm view.Admission, pod *corev1.Pod) (_ Decisions, _ view.Admission, parked bool) {
+	for tries := 0; !adm.OK && !adm.Retry; tries++ {
+		if !v.turns.Parked(pod, adm.Job) {
+			return d, adm, true
+		}
+		if tries == redecideLimit {
+			break
+		}
+		d = v.decider()
+		adm = d.Admit(pod)
+	}
+	return d, adm, false
 }
 
 // Routes are the kube-scheduler verbs, served under prefix once the cluster view has synced.
@@ -217,7 +251,8 @@ func (v *Verbs) filter(w http.ResponseWriter, r *http.Request, c wire.Call) wire
 		return wire.Note{}
 	}
 	d, adm := v.fresh(r.Context(), d, args.Pod)
-	answer := v.decideFilter(d, adm, args, sc)
+	d, adm, parked := v.settle(d, adm, args.Pod)
+	answer := v.decideFilter(d, adm, parked, args, sc)
 	writeAnswer(w, func(b []byte) []byte { return appendFilterAnswer(b, answer) })
 	if !c.Detailed {
 		return wire.Note{}
@@ -226,11 +261,12 @@ func (v *Verbs) filter(w http.ResponseWriter, r *http.Request, c wire.Call) wire
 }
 
 // decideFilter applies the gang gate (adm, d's admission of the pod), then the per-node
-// checks. A pod whose job waits for its turn gets every node back as failed and
-// unresolvable (preempting victims would not give it the turn), with one reason. Nodes given
-// by name that are not in the cluster view fail: the extender cannot judge a node it has
-// not seen. sc, when not nil, lends the answer's lists.
-func (v *Verbs) decideFilter(d Decisions, adm view.Admission, args *extenderv1.ExtenderArgs, sc *scratch) *filterAnswer {
+// checks. A pod whose job waits for its turn, and that was recorded as parked (see settle),
+// gets every node back as failed and unresolvable (preempting victims would not give it
+// the turn), with one reason; one that was not gets a retry. Nodes given by name that are
+// not in the cluster view fail: the extender cannot judge a node it has not seen. sc, when
+// not nil, lends the answer's lists.
+func (v *Verbs) decideFilter(d Decisions, adm view.Admission, parked bool, args *extenderv1.ExtenderArgs, sc *scratch) *filterAnswer {
 	if sc == nil {
 		sc = &scratch{}
 	}
@@ -251,7 +287,7 @@ func (v *Verbs) decideFilter(d Decisions, adm view.Admission, args *extenderv1.E
 		if adm.Queued && v.waiting != nil {
 			v.waiting.NotifyWaiting(args.Pod, adm)
 		}
-		if adm.Retry || v.turns.Parked(args.Pod, adm.Job) {
+		if !parked {
 			// An error, not a rejection: kube-scheduler retries it after its backoff
 			// instead of parking the pod until the next cluster event. Either the view
 			// has not seen the job yet, or its turn came since the decision was made.

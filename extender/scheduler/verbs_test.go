@@ -45,6 +45,7 @@ type fakeDecider struct {
 	waiting   map[string]string // pod name -> reason
 	unseen    map[string]string // pod name -> reason
 	next      map[string]string // pod name -> reason, of job ns/a, which has the turn by now
+	gathering map[string]string // pod name -> reason, of job default/g, whose gang is being created
 	conflicts map[string]string // "pod/node" -> reason
 	scores    map[string]int64  // node -> score
 	planned   map[string]string // pod name -> the node its job's plan puts it on
@@ -64,6 +65,9 @@ func (f *fakeDecider) Admit(pod *corev1.Pod) view.Admission {
 	}
 	if reason, next := f.next[pod.Name]; next {
 		return view.Admission{Reason: reason, Queued: true, Job: "ns/a"}
+	}
+	if reason, gathering := f.gathering[pod.Name]; gathering {
+		return view.Admission{Reason: reason, Queued: true, Job: "default/g", Gathering: true}
 	}
 	return view.Admission{OK: true}
 }
@@ -223,7 +227,7 @@ func TestFilter(t *testing.T) {
 			},
 		},
 		{
-			name: "a pod whose job got the turn since the decision gets an error to retry",
+			name: "a pod whose job got the turn since, yet waits on every snapshot decided again, gets an error to retry",
 			body: `{"Pod":{"metadata":{"name":"next","namespace":"default"}},"NodeNames":["n1"]}`,
 			want: extenderv1.ExtenderFilterResult{
 				FailedNodes:                extenderv1.FailedNodesMap{},
@@ -617,15 +621,27 @@ type noNudger struct{}
 
 func (noNudger) Nudge(context.Context, gang.PodRef, time.Time) error { return nil }
 
+// inTurn is the Decider that gives each of snapshots in turn, the last again and again,
+// counting its calls in calls.
+func inTurn(snapshots []Decisions, calls *int) Decider {
+	return func() Decisions {
+		d := snapshots[min(*calls, len(snapshots)-1)]
+		*calls++
+		return d
+	}
+}
+
 // fixed is the Decider of one Decisions.
 func fixed(d Decisions) Decider { return func() Decisions { return d } }
 
-// TestFilterAwaitsView pins the catch-up of AwaitView: a pod the view has not seen yet is
-// decided on the first snapshot that has seen it, and only after ViewCatchUp with nothing
-// newer is it answered with the retry.
+// TestFilterAwaitsView pins the catch-up of AwaitView: a pod the view has not seen yet, or
+// whose gang is still being created, is decided on the first snapshot that has seen it and
+// the whole gang, and only after ViewCatchUp with nothing newer is it answered with the
+// retry (unseen) or turned away (gathering).
 func TestFilterAwaitsView(t *testing.T) {
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "newcomer", Namespace: "default"}}
 	unseen := &fakeDecider{unseen: map[string]string{"newcomer": "job default/n is not in the extender's view yet; it is retried shortly"}}
+	gathering := &fakeDecider{gathering: map[string]string{"newcomer": "job default/g waits for its turn: gang incomplete: 2 of 3 pods exist"}}
 	seen := &fakeDecider{}
 	closed := make(chan struct{})
 	close(closed)
@@ -635,21 +651,22 @@ func TestFilterAwaitsView(t *testing.T) {
 		snapshots []Decisions // what the decider gives, call by call; the last repeats
 		published bool        // whether newer snapshots get published
 		wantRetry bool
+		wantOK    bool
 		wantCalls int
 	}{
 		{name: "without AwaitView the retry is answered at once", snapshots: []Decisions{unseen, seen}, published: true, wantRetry: true, wantCalls: 0},
-		{name: "a seen pod is decided without waiting", await: true, snapshots: []Decisions{seen}, published: true, wantCalls: 0},
-		{name: "the view catches up after two publications", await: true, snapshots: []Decisions{unseen, unseen, seen}, published: true, wantCalls: 3},
+		{name: "a seen pod is decided without waiting", await: true, snapshots: []Decisions{seen}, published: true, wantOK: true, wantCalls: 0},
+		{name: "the view catches up after two publications", await: true, snapshots: []Decisions{unseen, unseen, seen}, published: true, wantOK: true, wantCalls: 3},
 		{name: "the view stays behind: the retry after ViewCatchUp", await: true, snapshots: []Decisions{unseen}, wantRetry: true, wantCalls: 1},
+		{name: "without AwaitView a gathering gang is decided at once", snapshots: []Decisions{gathering, seen}, published: true, wantCalls: 0},
+		{name: "the rest of a gang being created is awaited", await: true, snapshots: []Decisions{gathering, gathering, seen}, published: true, wantOK: true, wantCalls: 3},
+		{name: "a gang that stays incomplete is decided after ViewCatchUp", await: true, snapshots: []Decisions{gathering}, wantCalls: 1},
+		{name: "an unseen pod of a gathering gang is awaited too", await: true, snapshots: []Decisions{unseen, gathering, seen}, published: true, wantOK: true, wantCalls: 3},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			calls := 0
-			decider := func() Decisions {
-				d := tt.snapshots[min(calls, len(tt.snapshots)-1)]
-				calls++
-				return d
-			}
+			decider := inTurn(tt.snapshots, &calls)
 			v, err := New(zap.NewNop(), decider, &fakeBinder{}, nil)
 			if err != nil {
 				t.Fatal(err)
@@ -687,8 +704,63 @@ func TestFilterAwaitsView(t *testing.T) {
 			if retry := got.Admit(pod).Retry; retry != tt.wantRetry {
 				t.Errorf("retry = %v, want %v", retry, tt.wantRetry)
 			}
+			if ok := got.Admit(pod).OK; ok != tt.wantOK {
+				t.Errorf("admitted = %v, want %v", ok, tt.wantOK)
+			}
 			if calls != tt.wantCalls {
 				t.Errorf("decider called %d times, want %d", calls, tt.wantCalls)
+			}
+		})
+	}
+}
+
+// TestFilterDecidesAgainWhenTheTurnCame: a pod decided on a snapshot older than the one that
+// gives its job the turn is decided again on the newest snapshot, instead of being answered
+// with a retry (a trip through kube-scheduler's backoff); a pod that waits on the newest
+// snapshot is parked; one that keeps waiting on snapshots older than its turn gets the retry
+// after redecideLimit.
+func TestFilterDecidesAgainWhenTheTurnCame(t *testing.T) {
+	stale := &fakeDecider{next: map[string]string{"p": "job default/x waits for its turn: 1st of 1"}}
+	waiting := &fakeDecider{waiting: map[string]string{"p": "job default/w waits for its turn: 2nd of 2"}}
+	admitted := &fakeDecider{}
+	tests := []struct {
+		name       string
+		first      Decisions
+		newer      []Decisions // what the decider gives, call by call; the last repeats
+		wantOK     bool
+		wantParked bool
+		wantCalls  int
+	}{
+		{name: "admitted on the newest snapshot", first: stale, newer: []Decisions{admitted}, wantOK: true, wantCalls: 1},
+		{name: "admitted after two newer snapshots", first: stale, newer: []Decisions{stale, admitted}, wantOK: true, wantCalls: 2},
+		{name: "older than its turn every time: a retry", first: stale, newer: []Decisions{stale}, wantCalls: redecideLimit},
+		{name: "a job that waits is parked at once", first: waiting, newer: []Decisions{admitted}, wantParked: true, wantCalls: 0},
+		{name: "an admitted pod is neither decided again nor parked", first: admitted, newer: []Decisions{stale}, wantOK: true, wantCalls: 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			calls := 0
+			decider := inTurn(tt.newer, &calls)
+			// The newest snapshot Turns has seen gives job ns/a the turn.
+			tu := &recordingTurns{Turns: turns.New(turns.Options{Log: zap.NewNop(), Nudger: noNudger{}})}
+			tu.Published(view.SnapshotOf([]priority.Job{fixture.ThreePodJob()}, fixture.BigNodes(), priority.DefaultModel(), time.Unix(1_700_000_000, 0)))
+			v, err := New(zap.NewNop(), decider, &fakeBinder{}, tu)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "default"}}
+			d, adm, parked := v.settle(tt.first, tt.first.Admit(pod), pod)
+			if adm != d.Admit(pod) {
+				t.Errorf("admission %+v is not that of the decisions returned", adm)
+			}
+			if adm.OK != tt.wantOK || parked != tt.wantParked {
+				t.Errorf("admitted %v, parked %v; want %v, %v", adm.OK, parked, tt.wantOK, tt.wantParked)
+			}
+			if calls != tt.wantCalls {
+				t.Errorf("decider called %d times, want %d", calls, tt.wantCalls)
+			}
+			if got := len(tu.parked) > 0; got != tt.wantParked {
+				t.Errorf("recorded as parked: %v (%v), want %v", got, tu.parked, tt.wantParked)
 			}
 		})
 	}

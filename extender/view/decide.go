@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/cps-extender/cps-extender/extender/gang"
 
@@ -37,7 +38,17 @@ type Admission struct {
 	// away (which parks it until a cluster event). Every other wait ends with the job's
 	// turn, which Turns brings to the pod.
 	Retry bool
+	// Gathering is true when the job waits only for the rest of its gang, whose first pod
+	// was created less than GatherWindow ago: its pods are most likely being created right
+	// now, and the filter may wait a moment for them (see scheduler.AwaitView) rather than
+	// turn the pod away, which costs it a trip through kube-scheduler's queues.
+	Gathering bool
 }
+
+// GatherWindow is how long after a job's first pod was created its gang counts as still
+// being created (Admission.Gathering). Creation times have whole seconds, so a job created
+// a moment ago can look up to a second older.
+const GatherWindow = 2 * time.Second
 
 // Decisions are the per-pod answers of one snapshot and configuration: a request asks all
 // its questions of one Decisions, so that its answer never mixes two snapshots. The node
@@ -84,14 +95,15 @@ func (ds *Decisions) Admit(pod *corev1.Pod) Admission {
 		return Admission{OK: true}
 	}
 	snap := ds.snap
-	_, d, ok := snap.Job(m.jobKey)
+	job, d, ok := snap.Job(m.jobKey)
 	if !ok {
 		return Admission{Reason: fmt.Sprintf("job %s is not in the extender's view yet; it is retried shortly", m.jobKey), Job: m.jobKey, Retry: true}
 	}
 	if d.Phase != priority.PhaseAdmitted && d.Phase != priority.PhaseRunning { // waiting, preempting, unschedulable
 		_, seen := snap.JobOf(pod.UID, pod.Namespace, pod.Name)
 		return Admission{Reason: d.Wait, Explain: d.Reason, Job: m.jobKey, Queued: true,
-			Unschedulable: d.Phase == priority.PhaseUnschedulable, Retry: !seen}
+			Unschedulable: d.Phase == priority.PhaseUnschedulable, Retry: !seen,
+			Gathering: d.Pods < d.MinMember && snap.Computed.Sub(job.Created) < GatherWindow}
 	}
 	return Admission{OK: true, Job: m.jobKey}
 }

@@ -1,0 +1,56 @@
+package view
+
+import (
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/cps-extender/cps-extender/extender/config"
+)
+
+// TestAdmissionGathering: a pod whose job waits only for the rest of its gang is Gathering
+// while the job's first pod is younger than GatherWindow, and not once it is older or the
+// gang is complete.
+func TestAdmissionGathering(t *testing.T) {
+	created := time.Unix(1_700_000_000, 0)
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}, Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{
+		corev1.ResourceCPU: resource.MustParse("8"), corev1.ResourcePods: resource.MustParse("110"),
+	}}}
+	member := func(name string) *corev1.Pod {
+		p := capacityPod("default", name, "g", "", 1000)
+		p.Labels["cps-extender.io/min-member"] = "3"
+		p.CreationTimestamp = metav1.Time{Time: created}
+		return p
+	}
+	tests := []struct {
+		name          string
+		pods          int
+		after         time.Duration // from the first pod's creation to the recompute
+		wantOK        bool
+		wantGathering bool
+	}{
+		{name: "2 of 3 pods, just created", pods: 2, after: time.Second, wantGathering: true},
+		{name: "2 of 3 pods, past the window", pods: 2, after: GatherWindow},
+		{name: "the gang complete", pods: 3, after: time.Second, wantOK: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var pods []*corev1.Pod
+			for _, name := range []string{"g-0", "g-1", "g-2"}[:tt.pods] {
+				pods = append(pods, member(name))
+			}
+			c := NewCluster(ClusterOptions{Log: zap.NewNop(), Client: fake.NewClientset(), Config: config.DefaultConfig(), Holds: &fixedHolds{coolDowns: map[string]time.Time{}}})
+			fillStores(t, c, []*corev1.Node{node}, pods)
+			c.recompute(created.Add(tt.after))
+			adm := c.Decisions().Admit(pods[0])
+			if adm.OK != tt.wantOK || adm.Gathering != tt.wantGathering || adm.Retry {
+				t.Errorf("admission %+v: want OK %v, Gathering %v, no retry", adm, tt.wantOK, tt.wantGathering)
+			}
+		})
+	}
+}
