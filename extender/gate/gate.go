@@ -181,6 +181,13 @@ func (g *Gate) bind(ctx context.Context, view JobView, pod gang.PodRef, node str
 	if !ok {
 		return metrics.OutcomeRefused, fmt.Errorf("not bound: job %s is not in the extender's view yet; the scheduler retries", key)
 	}
+	if pod.UID != "" && !hasPod(job, pod.UID) {
+		// What a snapshot that has not seen the pod counts as bound may be gone by now: an
+		// evicted pod whose controller made this one under its name, or another of the
+		// gang evicted with it. Binding on it could bind part of a gang (seen in make eval:
+		// two of three recreated pods bound a second before the third).
+		return metrics.OutcomeRefused, fmt.Errorf("not bound: the extender's view has not seen pod %s yet; the scheduler retries", pod)
+	}
 	if decision.Phase == priority.PhaseRunning || g.releasedEnough(job, decision) {
 		return g.bindNow(ctx, pod, node)
 	}
@@ -424,6 +431,16 @@ func (g *Gate) bindAll(holds []*hold) error {
 	}
 	wg.Wait()
 	return errors.Join(errs...)
+}
+
+// hasPod reports whether the job has the pod of this UID.
+func hasPod(job *priority.Job, uid types.UID) bool {
+	for _, p := range job.Pods {
+		if p.UID == string(uid) {
+			return true
+		}
+	}
+	return false
 }
 
 // releasedEnough reports whether a job whose snapshot is not yet Running has, counting the

@@ -393,19 +393,26 @@ func TestGatePassesAndRefuses(t *testing.T) {
 	tests := []struct {
 		name      string
 		pod       string
+		uid       types.UID // the request's pod UID when not ref(pod)'s
 		wantError string
 		wantBinds []string
 	}{
 		{name: "pod in no job binds at once", pod: "plain", wantBinds: []string{"ns/plain->n1"}},
 		{name: "elastic pod of a running job binds at once", pod: "run-2", wantBinds: []string{"ns/run-2->n1"}},
 		{name: "pod of a waiting job is refused with the reason", pod: "big-0", wantError: "not bound: job ns/big waits for its turn"},
+		{name: "a pod the view has not seen, named as a bound one, is refused", pod: "run-1", uid: "uid-run-1-again",
+			wantError: "not bound: the extender's view has not seen pod ns/run-1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			view := newFakeJobView(t, []priority.Job{running, tooBig}, fixture.BigNodes())
 			binder := &fakeBinder{}
 			g := newTestGate(view, binder, time.Minute)
-			err := g.Bind(context.Background(), ref(tt.pod), "n1")
+			pod := ref(tt.pod)
+			if tt.uid != "" {
+				pod.UID = tt.uid
+			}
+			err := g.Bind(context.Background(), pod, "n1")
 			got := ""
 			if err != nil {
 				got = err.Error()
