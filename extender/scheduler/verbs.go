@@ -141,7 +141,10 @@ const ViewCatchUp = 250 * time.Millisecond
 // way for the rest of a gang whose pods are being created (view.Admission.Gathering): a
 // controller creates a job's pods within milliseconds, kube-scheduler takes the first one
 // before the last exists, and a pod turned away comes back only after an event and its
-// backoff. next is the view's Next. The wait holds kube-scheduler's scheduling cycle,
+// backoff. And it waits for the snapshot of the changes the view had received when a pod
+// it would turn away came (view.Admission.Changes, Latest): kube-scheduler tries a parked pod
+// again on the event that frees its room, and the view recomputes for that event a few
+// milliseconds later. next is the view's Next. The wait holds kube-scheduler's scheduling cycle,
 // which places one pod at a time: a view that stays behind costs every attempt of a pod it
 // has not seen max, and a gang whose pods come one by one costs max for each pod created
 // within view.GatherWindow of its first.
@@ -149,12 +152,14 @@ func (v *Verbs) AwaitView(next func() <-chan struct{}, max time.Duration, clk cl
 	v.nextView, v.catchUp, v.clock = next, max, clk
 }
 
-// fresh returns d and its admission of pod, or, when d has not seen pod or its gang is
-// still being created and AwaitView is set, those of the first snapshot that has seen it
-// and the whole gang, or of the last one published within the wait.
+// fresh returns d and its admission of pod, or, when AwaitView is set and d has not seen
+// pod, its gang is still being created, or it turns pod away on a snapshot older than the
+// view's changes, those of the first snapshot without that cause, or of the last one
+// published within the wait.
 func (v *Verbs) fresh(ctx context.Context, d Decisions, pod *corev1.Pod) (Decisions, view.Admission) {
 	adm := d.Admit(pod)
-	if v.nextView == nil || v.catchUp <= 0 || !awaits(adm) {
+	latest := adm.Latest
+	if v.nextView == nil || v.catchUp <= 0 || !awaits(adm, latest) {
 		return d, adm
 	}
 	timer := v.clock.NewTimer(v.catchUp)
@@ -162,7 +167,7 @@ func (v *Verbs) fresh(ctx context.Context, d Decisions, pod *corev1.Pod) (Decisi
 	for {
 		next := v.nextView()
 		d = v.decider()
-		if adm = d.Admit(pod); !awaits(adm) {
+		if adm = d.Admit(pod); !awaits(adm, latest) {
 			return d, adm
 		}
 		select {
@@ -175,8 +180,16 @@ func (v *Verbs) fresh(ctx context.Context, d Decisions, pod *corev1.Pod) (Decisi
 	}
 }
 
-// awaits says whether the filter should wait for a newer snapshot before answering adm.
-func awaits(adm view.Admission) bool { return adm.Retry || adm.Gathering }
+// awaits says whether the filter should wait for a newer snapshot before answering adm: the
+// snapshot has not seen the pod, its gang is being created, or the pod waits for its turn
+// on a snapshot older than the changes the view had received when the request came
+// (latest). kube-scheduler tries a parked pod again on the event that frees room for it,
+// often before the view has recomputed for that event; turned away then, the pod would come
+// back only after its backoff. The last wait is bounded by one recompute, not by the
+// changes that come meanwhile.
+func awaits(adm view.Admission, latest uint64) bool {
+	return adm.Retry || adm.Gathering || (adm.Queued && adm.Changes < latest)
+}
 
 // redecideLimit is how many times the filter decides again, on the newest snapshot, for a
 // pod whose job got its turn while it was being decided, before it answers with a retry.

@@ -49,6 +49,8 @@ type fakeDecider struct {
 	conflicts map[string]string // "pod/node" -> reason
 	scores    map[string]int64  // node -> score
 	planned   map[string]string // pod name -> the node its job's plan puts it on
+	// changes and latest are the snapshot's and the view's change counts, on every answer.
+	changes, latest uint64
 }
 
 func (f *fakeDecider) NodeName(b []byte) (string, bool) {
@@ -57,6 +59,12 @@ func (f *fakeDecider) NodeName(b []byte) (string, bool) {
 }
 
 func (f *fakeDecider) Admit(pod *corev1.Pod) view.Admission {
+	adm := f.admit(pod)
+	adm.Changes, adm.Latest = f.changes, f.latest
+	return adm
+}
+
+func (f *fakeDecider) admit(pod *corev1.Pod) view.Admission {
 	if reason, wait := f.waiting[pod.Name]; wait {
 		return view.Admission{Reason: reason, Queued: true, Job: "default/w"}
 	}
@@ -637,12 +645,17 @@ func fixed(d Decisions) Decider { return func() Decisions { return d } }
 // TestFilterAwaitsView pins the catch-up of AwaitView: a pod the view has not seen yet, or
 // whose gang is still being created, is decided on the first snapshot that has seen it and
 // the whole gang, and only after ViewCatchUp with nothing newer is it answered with the
-// retry (unseen) or turned away (gathering).
+// retry (unseen) or turned away (gathering). A waiting pod decided on a snapshot older than
+// the changes the view had then is decided on the first snapshot that has them.
 func TestFilterAwaitsView(t *testing.T) {
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "newcomer", Namespace: "default"}}
 	unseen := &fakeDecider{unseen: map[string]string{"newcomer": "job default/n is not in the extender's view yet; it is retried shortly"}}
 	gathering := &fakeDecider{gathering: map[string]string{"newcomer": "job default/g waits for its turn: gang incomplete: 2 of 3 pods exist"}}
 	seen := &fakeDecider{}
+	waitingAt := func(changes, latest uint64) *fakeDecider {
+		return &fakeDecider{waiting: map[string]string{"newcomer": "job default/w waits for its turn: it does not fit yet"}, changes: changes, latest: latest}
+	}
+	admittedAt := func(changes, latest uint64) *fakeDecider { return &fakeDecider{changes: changes, latest: latest} }
 	closed := make(chan struct{})
 	close(closed)
 	tests := []struct {
@@ -662,6 +675,11 @@ func TestFilterAwaitsView(t *testing.T) {
 		{name: "the rest of a gang being created is awaited", await: true, snapshots: []Decisions{gathering, gathering, seen}, published: true, wantOK: true, wantCalls: 3},
 		{name: "a gang that stays incomplete is decided after ViewCatchUp", await: true, snapshots: []Decisions{gathering}, wantCalls: 1},
 		{name: "an unseen pod of a gathering gang is awaited too", await: true, snapshots: []Decisions{unseen, gathering, seen}, published: true, wantOK: true, wantCalls: 3},
+		{name: "a waiting pod on a snapshot with every change is turned away at once", await: true, snapshots: []Decisions{waitingAt(5, 5)}, published: true, wantCalls: 0},
+		{name: "a waiting pod on a snapshot behind the view is decided on the one with the changes", await: true, snapshots: []Decisions{waitingAt(4, 5), waitingAt(4, 5), admittedAt(5, 5)}, published: true, wantOK: true, wantCalls: 3},
+		{name: "changes that come while it waits do not make it wait longer", await: true, snapshots: []Decisions{waitingAt(4, 5), waitingAt(5, 7), admittedAt(7, 7)}, published: true, wantCalls: 2},
+		{name: "a view that does not recompute: turned away after ViewCatchUp", await: true, snapshots: []Decisions{waitingAt(4, 5)}, wantCalls: 1},
+		{name: "without AwaitView a waiting pod behind the view is decided at once", snapshots: []Decisions{waitingAt(4, 5), admittedAt(5, 5)}, published: true, wantCalls: 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -689,18 +707,21 @@ func TestFilterAwaitsView(t *testing.T) {
 				}
 				done <- d
 			}()
+			var got Decisions
 			if tt.await && !tt.published {
-				for !fc.HasWaiters() {
-					time.Sleep(time.Millisecond)
-				}
-				select {
-				case <-done:
-					t.Fatal("answered before ViewCatchUp passed")
-				default:
+				for deadline := time.Now().Add(5 * time.Second); !fc.HasWaiters(); time.Sleep(time.Millisecond) {
+					select {
+					case <-done:
+						t.Fatal("answered before ViewCatchUp passed")
+					default:
+					}
+					if time.Now().After(deadline) {
+						t.Fatal("the filter neither answered nor waited for a newer snapshot")
+					}
 				}
 				fc.Step(ViewCatchUp)
 			}
-			got := <-done
+			got = <-done
 			if retry := got.Admit(pod).Retry; retry != tt.wantRetry {
 				t.Errorf("retry = %v, want %v", retry, tt.wantRetry)
 			}

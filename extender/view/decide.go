@@ -43,6 +43,11 @@ type Admission struct {
 	// now, and the filter may wait a moment for them (see scheduler.AwaitView) rather than
 	// turn the pod away, which costs it a trip through kube-scheduler's queues.
 	Gathering bool
+	// Changes is how many changes the snapshot the answer comes from reflects, and Latest
+	// how many the view had received when the answer was made: a waiting pod decided on a
+	// snapshot with Changes < Latest may be waiting for room an event just freed (see
+	// scheduler.AwaitView).
+	Changes, Latest uint64
 }
 
 // GatherWindow is how long after a job's first pod was created its gang counts as still
@@ -103,7 +108,8 @@ func (ds *Decisions) Admit(pod *corev1.Pod) Admission {
 		_, seen := snap.JobOf(pod.UID, pod.Namespace, pod.Name)
 		return Admission{Reason: d.Wait, Explain: d.Reason, Job: m.jobKey, Queued: true,
 			Unschedulable: d.Phase == priority.PhaseUnschedulable, Retry: !seen,
-			Gathering: d.Pods < d.MinMember && snap.Computed.Sub(job.Created) < GatherWindow}
+			Gathering: d.Pods < d.MinMember && snap.Computed.Sub(job.Created) < GatherWindow,
+			Changes:   snap.changes, Latest: ds.c.index.changes.Load()}
 	}
 	return Admission{OK: true, Job: m.jobKey}
 }

@@ -54,3 +54,34 @@ func TestAdmissionGathering(t *testing.T) {
 		})
 	}
 }
+
+// TestAdmissionBehindTheView: a waiting pod's admission tells how many changes its snapshot
+// reflects and how many the view had received, so that the filter can wait for the
+// snapshot of an event that frees the job's room (kube-scheduler acts on such an event,
+// often before the view has recomputed for it).
+func TestAdmissionBehindTheView(t *testing.T) {
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}, Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{
+		corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourcePods: resource.MustParse("110"),
+	}}}
+	running := capacityPod("default", "r-0", "r", "n1", 3000)
+	waiting := capacityPod("default", "w-0", "w", "", 2000)
+	c := NewCluster(ClusterOptions{Log: zap.NewNop(), Client: fake.NewClientset(), Config: config.DefaultConfig(), Holds: &fixedHolds{coolDowns: map[string]time.Time{}}})
+	fillStores(t, c, []*corev1.Node{node}, []*corev1.Pod{running, waiting})
+	now := time.Unix(1_700_000_000, 0)
+	c.recompute(now)
+	if adm := c.Decisions().Admit(waiting); adm.OK || !adm.Queued || adm.Changes != adm.Latest {
+		t.Fatalf("before the running job ends: %+v, want it queued on a snapshot with every change", adm)
+	}
+	if err := c.factory.Core().V1().Pods().Informer().GetStore().Delete(running); err != nil {
+		t.Fatal(err)
+	}
+	c.onPod(running, true) // the informer's event; the recompute it asks for has not run
+	adm := c.Decisions().Admit(waiting)
+	if adm.OK || !adm.Queued || adm.Changes >= adm.Latest {
+		t.Fatalf("after the event, before the recompute: %+v, want it queued on a snapshot behind the view", adm)
+	}
+	c.recompute(now.Add(time.Millisecond))
+	if adm := c.Decisions().Admit(waiting); !adm.OK {
+		t.Fatalf("after the recompute: %+v, want it admitted", adm)
+	}
+}
