@@ -39,6 +39,7 @@ func TestNamesAreWhatIsServed(t *testing.T) {
 	m.HoldTimeout(4)
 	m.Preemption(PreemptionEvicted)
 	m.PodsEvicted("preempted", 2)
+	m.ViewWait(ViewWaitGathering, time.Millisecond)
 	families, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)

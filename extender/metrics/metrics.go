@@ -33,6 +33,7 @@ type Metrics struct {
 	nudges        *prometheus.CounterVec
 	preemptions   *prometheus.CounterVec
 	evictedPods   *prometheus.CounterVec
+	viewWaits     *prometheus.HistogramVec
 	informers     *informerCollector
 	jobs          *jobMetrics
 	// names are the metric names served, a histogram's as its series (see Names).
@@ -117,6 +118,12 @@ func New(reg *prometheus.Registry) *Metrics {
 		Name: "cps_extender_evicted_pods_total",
 		Help: "Pods evicted through the Eviction API, by reason (preempted: a whole gang evicted for a job of higher combined priority).",
 	}, "reason")
+	m.viewWaits = m.histogramVec(prometheus.HistogramOpts{
+		Name: "cps_extender_filter_view_wait_seconds",
+		Help: "Time the filter held kube-scheduler's scheduling cycle waiting for a newer view snapshot, by cause: unseen (the view had not seen the pod), gathering (the rest of its gang was being created), behind (the snapshot was older than the changes the view had).",
+		// Bounded by ViewCatchUp (250 ms); a recompute takes milliseconds.
+		Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5},
+	}, "cause")
 	m.informers = &informerCollector{
 		syncedDesc: prometheus.NewDesc("cps_extender_informer_synced", "1 when the informer's cache has synced, by informer.", []string{"informer"}, nil),
 		readyDesc: prometheus.NewDesc("cps_extender_ready",
@@ -125,7 +132,7 @@ func New(reg *prometheus.Registry) *Metrics {
 	m.names = append(m.names, "cps_extender_informer_synced", "cps_extender_ready")
 	m.jobs = newJobMetrics(m)
 	reg.MustRegister(m.requests, m.duration, m.decisions, m.queueJobs, m.queueLength, m.heldBinds,
-		m.bindFailures, m.waitingEvents, m.reloads, m.nudges, m.preemptions, m.evictedPods, m.informers)
+		m.bindFailures, m.waitingEvents, m.reloads, m.nudges, m.preemptions, m.evictedPods, m.viewWaits, m.informers)
 	m.jobs.register(reg)
 	for _, state := range []priority.JobPhase{priority.PhaseWaiting, priority.PhaseAdmitted, priority.PhaseRunning, priority.PhaseUnschedulable, priority.PhasePreempting} {
 		m.queueJobs.WithLabelValues(phaseLabel(state))
@@ -207,6 +214,21 @@ func (m *Metrics) TurnNudge(result string) {
 		return
 	}
 	m.nudges.WithLabelValues(result).Inc()
+}
+
+// The causes of cps_extender_filter_view_wait_seconds.
+const (
+	ViewWaitUnseen    = "unseen"
+	ViewWaitGathering = "gathering"
+	ViewWaitBehind    = "behind"
+)
+
+// ViewWait observes how long the filter waited for a newer snapshot, by cause.
+func (m *Metrics) ViewWait(cause string, took time.Duration) {
+	if m == nil {
+		return
+	}
+	m.viewWaits.WithLabelValues(cause).Observe(took.Seconds())
 }
 
 // The results counted by cps_extender_preemptions_total.

@@ -162,6 +162,8 @@ func (v *Verbs) fresh(ctx context.Context, d Decisions, pod *corev1.Pod) (Decisi
 	if v.nextView == nil || v.catchUp <= 0 || !awaits(adm, latest) {
 		return d, adm
 	}
+	start, cause := v.clock.Now(), waitCause(adm)
+	defer func() { v.metrics.ViewWait(cause, v.clock.Since(start)) }()
 	timer := v.clock.NewTimer(v.catchUp)
 	defer timer.Stop()
 	for {
@@ -189,6 +191,18 @@ func (v *Verbs) fresh(ctx context.Context, d Decisions, pod *corev1.Pod) (Decisi
 // changes that come meanwhile.
 func awaits(adm view.Admission, latest uint64) bool {
 	return adm.Retry || adm.Gathering || (adm.Queued && adm.Changes < latest)
+}
+
+// waitCause names what the filter waits for on adm, for the metrics.
+func waitCause(adm view.Admission) string {
+	switch {
+	case adm.Retry:
+		return metrics.ViewWaitUnseen
+	case adm.Gathering:
+		return metrics.ViewWaitGathering
+	default:
+		return metrics.ViewWaitBehind
+	}
 }
 
 // redecideLimit is how many times the filter decides again, on the newest snapshot, for a

@@ -666,19 +666,20 @@ func TestFilterAwaitsView(t *testing.T) {
 		wantRetry bool
 		wantOK    bool
 		wantCalls int
+		wantCause string // the cause of the wait counted in the metrics; "" when none
 	}{
 		{name: "without AwaitView the retry is answered at once", snapshots: []Decisions{unseen, seen}, published: true, wantRetry: true, wantCalls: 0},
 		{name: "a seen pod is decided without waiting", await: true, snapshots: []Decisions{seen}, published: true, wantOK: true, wantCalls: 0},
-		{name: "the view catches up after two publications", await: true, snapshots: []Decisions{unseen, unseen, seen}, published: true, wantOK: true, wantCalls: 3},
-		{name: "the view stays behind: the retry after ViewCatchUp", await: true, snapshots: []Decisions{unseen}, wantRetry: true, wantCalls: 1},
+		{name: "the view catches up after two publications", await: true, snapshots: []Decisions{unseen, unseen, seen}, published: true, wantOK: true, wantCalls: 3, wantCause: "unseen"},
+		{name: "the view stays behind: the retry after ViewCatchUp", await: true, snapshots: []Decisions{unseen}, wantRetry: true, wantCalls: 1, wantCause: "unseen"},
 		{name: "without AwaitView a gathering gang is decided at once", snapshots: []Decisions{gathering, seen}, published: true, wantCalls: 0},
-		{name: "the rest of a gang being created is awaited", await: true, snapshots: []Decisions{gathering, gathering, seen}, published: true, wantOK: true, wantCalls: 3},
-		{name: "a gang that stays incomplete is decided after ViewCatchUp", await: true, snapshots: []Decisions{gathering}, wantCalls: 1},
-		{name: "an unseen pod of a gathering gang is awaited too", await: true, snapshots: []Decisions{unseen, gathering, seen}, published: true, wantOK: true, wantCalls: 3},
+		{name: "the rest of a gang being created is awaited", await: true, snapshots: []Decisions{gathering, gathering, seen}, published: true, wantOK: true, wantCalls: 3, wantCause: "gathering"},
+		{name: "a gang that stays incomplete is decided after ViewCatchUp", await: true, snapshots: []Decisions{gathering}, wantCalls: 1, wantCause: "gathering"},
+		{name: "an unseen pod of a gathering gang is awaited too", await: true, snapshots: []Decisions{unseen, gathering, seen}, published: true, wantOK: true, wantCalls: 3, wantCause: "unseen"},
 		{name: "a waiting pod on a snapshot with every change is turned away at once", await: true, snapshots: []Decisions{waitingAt(5, 5)}, published: true, wantCalls: 0},
-		{name: "a waiting pod on a snapshot behind the view is decided on the one with the changes", await: true, snapshots: []Decisions{waitingAt(4, 5), waitingAt(4, 5), admittedAt(5, 5)}, published: true, wantOK: true, wantCalls: 3},
-		{name: "changes that come while it waits do not make it wait longer", await: true, snapshots: []Decisions{waitingAt(4, 5), waitingAt(5, 7), admittedAt(7, 7)}, published: true, wantCalls: 2},
-		{name: "a view that does not recompute: turned away after ViewCatchUp", await: true, snapshots: []Decisions{waitingAt(4, 5)}, wantCalls: 1},
+		{name: "a waiting pod on a snapshot behind the view is decided on the one with the changes", await: true, snapshots: []Decisions{waitingAt(4, 5), waitingAt(4, 5), admittedAt(5, 5)}, published: true, wantOK: true, wantCalls: 3, wantCause: "behind"},
+		{name: "changes that come while it waits do not make it wait longer", await: true, snapshots: []Decisions{waitingAt(4, 5), waitingAt(5, 7), admittedAt(7, 7)}, published: true, wantCalls: 2, wantCause: "behind"},
+		{name: "a view that does not recompute: turned away after ViewCatchUp", await: true, snapshots: []Decisions{waitingAt(4, 5)}, wantCalls: 1, wantCause: "behind"},
 		{name: "without AwaitView a waiting pod behind the view is decided at once", snapshots: []Decisions{waitingAt(4, 5), admittedAt(5, 5)}, published: true, wantCalls: 0},
 	}
 	for _, tt := range tests {
@@ -689,6 +690,8 @@ func TestFilterAwaitsView(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			reg := prometheus.NewRegistry()
+			v.Observe(metrics.New(reg), nil)
 			fc := clocktesting.NewFakeClock(time.Unix(1_700_000_000, 0))
 			if tt.await {
 				next := func() <-chan struct{} {
@@ -707,7 +710,6 @@ func TestFilterAwaitsView(t *testing.T) {
 				}
 				done <- d
 			}()
-			var got Decisions
 			if tt.await && !tt.published {
 				for deadline := time.Now().Add(5 * time.Second); !fc.HasWaiters(); time.Sleep(time.Millisecond) {
 					select {
@@ -721,7 +723,10 @@ func TestFilterAwaitsView(t *testing.T) {
 				}
 				fc.Step(ViewCatchUp)
 			}
-			got = <-done
+			got := <-done
+			if waits := viewWaits(t, reg); tt.wantCause == "" && len(waits) > 0 || tt.wantCause != "" && (len(waits) != 1 || waits[tt.wantCause] != 1) {
+				t.Errorf("view waits counted %v, want one of cause %q", waits, tt.wantCause)
+			}
 			if retry := got.Admit(pod).Retry; retry != tt.wantRetry {
 				t.Errorf("retry = %v, want %v", retry, tt.wantRetry)
 			}
@@ -733,6 +738,29 @@ func TestFilterAwaitsView(t *testing.T) {
 			}
 		})
 	}
+}
+
+// viewWaits counts the filter's view waits in reg by cause.
+func viewWaits(t *testing.T, reg *prometheus.Registry) map[string]uint64 {
+	t.Helper()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]uint64{}
+	for _, f := range families {
+		if f.GetName() != "cps_extender_filter_view_wait_seconds" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "cause" {
+					out[l.GetValue()] += m.GetHistogram().GetSampleCount()
+				}
+			}
+		}
+	}
+	return out
 }
 
 // TestFilterDecidesAgainWhenTheTurnCame: a pod decided on a snapshot older than the one that

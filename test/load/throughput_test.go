@@ -67,6 +67,7 @@ func TestThroughput(t *testing.T) {
 	cp := framework.Start(t, framework.Options{FeatureGates: framework.NativeGangFeatureGate, RuntimeConfig: framework.WorkloadAPIRuntimeConfig})
 	createNodes(t, cp.Client, fixture.Nodes(fixture.Spec{Nodes: nodeCount, KwokNodes: true}))
 
+	var cpsAddr string // cps-extender's, once its run started
 	// Each extender starts just before its own run, so that no run shares the cores with
 	// an extender it does not use.
 	runs := []throughputRun{
@@ -78,9 +79,9 @@ func TestThroughput(t *testing.T) {
 		}},
 		{name: "native gang", namespace: "gang", nativeGang: true, wholeGangs: true},
 		{name: "cps-extender", namespace: "cps", wholeGangs: true, extender: func() string {
-			addr := framework.FreeAddr(t)
-			startExtender(t, cp, addr, "")
-			return "http://" + addr + "/scheduler"
+			cpsAddr = framework.FreeAddr(t)
+			startExtender(t, cp, cpsAddr, "")
+			return "http://" + cpsAddr + "/scheduler"
 		}},
 	}
 	figures := map[string]throughputFigures{}
@@ -141,6 +142,9 @@ func TestThroughput(t *testing.T) {
 				jobs.whole[0].Sub(first).Round(time.Millisecond), jobs.whole[len(jobs.whole)-1].Sub(first).Round(time.Millisecond), f.jobsPerSecond,
 				jobs.longestPartial.Round(time.Millisecond))
 		}
+		if run.name == "cps-extender" {
+			logViewWaits(t, cpsAddr)
+		}
 		deleteAll(t, cp.Client, run.namespace)
 	}
 	if len(figures) < len(runs) {
@@ -158,6 +162,32 @@ func TestThroughput(t *testing.T) {
 	}
 	t.Logf("throughput on %d nodes, %d pods of %d jobs: %s", nodeCount, len(pods), 3*scale, strings.Join(rates, ", "))
 	t.Logf("cps-extender pods/s ratio %s", strings.Join(ratios, ", "))
+}
+
+// logViewWaits logs how long, in all, the filter of the extender at addr held kube-scheduler's
+// cycle waiting for a newer snapshot, by cause, against the filter's whole time: the cycle
+// places one pod at a time, so those waits come straight off the binding rate.
+func logViewWaits(t *testing.T, addr string) {
+	t.Helper()
+	var parts []string
+	for _, sample := range []string{
+		`cps_extender_request_duration_seconds_sum{verb="filter"}`,
+		`cps_extender_request_duration_seconds_count{verb="filter"}`,
+		`cps_extender_filter_view_wait_seconds_sum{cause="unseen"}`,
+		`cps_extender_filter_view_wait_seconds_count{cause="unseen"}`,
+		`cps_extender_filter_view_wait_seconds_sum{cause="gathering"}`,
+		`cps_extender_filter_view_wait_seconds_count{cause="gathering"}`,
+		`cps_extender_filter_view_wait_seconds_sum{cause="behind"}`,
+		`cps_extender_filter_view_wait_seconds_count{cause="behind"}`,
+	} {
+		v, err := metric(addr, sample)
+		if err != nil {
+			t.Logf("reading %s: %v", sample, err)
+			return
+		}
+		parts = append(parts, fmt.Sprintf("%s %.3g", strings.TrimPrefix(sample, "cps_extender_"), v))
+	}
+	t.Logf("cps-extender filter: %s", strings.Join(parts, ", "))
 }
 
 // throughputBacklog is the backlog of TestThroughput in namespace: scale jobs each of 1 PS
