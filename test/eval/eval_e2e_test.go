@@ -72,14 +72,16 @@ func TestEvalSmall(t *testing.T) {
 			t.Errorf("%s: mean wait %.1f min with cps-extender (%d jobs), %.1f with plain kube-scheduler: want less", g, c.Mean, c.N, p.Mean)
 		}
 	}
-	// Locality: the placement keeps gangs in a rack when one holds them (one run here had
-	// 97% on a PS's node or rack); 0.8 leaves room for a run's noise, not for a placement
-	// blind to racks (53% before it, 32% for plain kube-scheduler).
+	// Locality: the placement keeps gangs in a rack when one holds them. Under strict a job
+	// is spread as soon as no rack has room, so the share moves with the run's timing: 97%,
+	// 89% and 72% on a PS's node or rack in single runs here, 91% ± 15 over three seeds.
+	// 0.65 leaves room for that, not for a placement blind to racks (53% before it, 32-38%
+	// for plain kube-scheduler).
 	if cps.LocalityNode <= plain.LocalityNode {
 		t.Errorf("workers on a PS's node: %.2f with cps-extender, %.2f with plain kube-scheduler: want more", cps.LocalityNode, plain.LocalityNode)
 	}
-	if cps.LocalityRack < 0.8 || cps.LocalityRack <= plain.LocalityRack {
-		t.Errorf("workers on a PS's node or rack: %.2f with cps-extender, %.2f with plain kube-scheduler: want >= 0.8 and more", cps.LocalityRack, plain.LocalityRack)
+	if cps.LocalityRack < 0.65 || cps.LocalityRack <= plain.LocalityRack {
+		t.Errorf("workers on a PS's node or rack: %.2f with cps-extender, %.2f with plain kube-scheduler: want >= 0.65 and more", cps.LocalityRack, plain.LocalityRack)
 	}
 	if limit := harness.StarvationBound + starvationSlack; time.Duration(cps.Wait.Max*float64(time.Minute)) > limit {
 		t.Errorf("cps-extender: a job waited %.1f min, past the starvation bound %v plus slack %v", cps.Wait.Max, harness.StarvationBound, starvationSlack)
