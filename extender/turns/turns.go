@@ -79,7 +79,8 @@ func (n *APINudger) Nudge(ctx context.Context, pod gang.PodRef, at time.Time) er
 // the pod too early. So the filter records each pod it turns away, and when a published
 // snapshot gives the job the turn (Admitted, or Running), Turns writes TurnAnnotation on
 // the pod: one API write per parked pod per turn, and no polling. kube-scheduler moves the
-// pod to its backoff queue, and it is tried again within the backoff (1 s shipped).
+// pod to its backoff queue, and it is tried again when that ends (10 s at most, shipped), or
+// at once when the scheduler has nothing else to do.
 //
 // What it records is soft state, as the gate's: after a restart, the pods kube-scheduler
 // had already turned away (PodScheduled False) are taken as parked (see Seed).
