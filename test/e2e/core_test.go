@@ -40,13 +40,8 @@ func TestCorePathBothNodeModes(t *testing.T) {
 				n := len(e.bound("default"))
 				return n == 6, fmt.Errorf("%d of 6 bound", n)
 			})
-			// The extender logs a request when its handler returns, after the Binding it
-			// created is visible: wait for the log to catch up with the pods.
-			var reqs map[string]int
-			framework.WaitFor(t, 30*time.Second, "a filter and a bind request logged per pod", func() (bool, error) {
-				reqs = e.extenderRequests()
-				return reqs["/scheduler/filter"] >= 6 && reqs["/scheduler/bind"] >= 6, fmt.Errorf("requests logged: %v", reqs)
-			})
+			// At least one filter and one bind request per pod.
+			reqs := e.waitRequestsLogged(map[string]int{"/scheduler/filter": 6, "/scheduler/bind": 6})
 			// Prioritize is skipped when only one node is feasible: the plain pods have all
 			// three, the job's pods only the node their plan names (the filter passes it alone).
 			if n := reqs["/scheduler/prioritize"]; n < 4 || n >= reqs["/scheduler/filter"] {

@@ -336,13 +336,8 @@ func TestDeployStandalone(t *testing.T) {
 		node := d.bound("default")["plain"]
 		return node != "", fmt.Errorf("plain pod not bound")
 	})
-	// A request is logged when its handler returns, just after the Binding it created.
 	want := len(pods) + 1
-	framework.WaitFor(t, 30*time.Second, "every pod's bind request logged", func() (bool, error) {
-		got := d.extenderRequests()["/scheduler/bind"]
-		return got >= want, fmt.Errorf("%d bind requests logged, want %d", got, want)
-	})
-	if got := d.extenderRequests()["/scheduler/bind"]; got != want {
+	if got := d.waitRequestsLogged(map[string]int{"/scheduler/bind": want})["/scheduler/bind"]; got != want {
 		t.Errorf("the extender saw %d binds, want %d (every pod's)", got, want)
 	}
 	d.assertNothingRefused(d.ext)

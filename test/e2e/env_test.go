@@ -477,6 +477,25 @@ func (e *env) extenderRequests() map[string]int {
 	return out
 }
 
+// waitRequestsLogged waits until the extender's log shows at least atLeast's count of
+// requests for each path, and returns the counts. A request is logged when its handler
+// returns, which may be just after the Binding it created is visible: read once after the
+// pods are bound, the log can be one request short.
+func (e *env) waitRequestsLogged(atLeast map[string]int) map[string]int {
+	e.t.Helper()
+	var reqs map[string]int
+	framework.WaitFor(e.t, 30*time.Second, fmt.Sprintf("requests logged: at least %v", atLeast), func() (bool, error) {
+		reqs = e.extenderRequests()
+		for path, n := range atLeast {
+			if reqs[path] < n {
+				return false, fmt.Errorf("requests logged: %v", reqs)
+			}
+		}
+		return true, nil
+	})
+	return reqs
+}
+
 // use points the env's helpers at a subtest's t; call as defer e.use(t)().
 func (e *env) use(t *testing.T) func() {
 	prev := e.t

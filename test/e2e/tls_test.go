@@ -43,12 +43,8 @@ func TestSchedulerOverHTTPS(t *testing.T) {
 	first := jobSpec{name: "tls-a", ps: 1, workers: 3}
 	e.createJobs(first)
 	e.waitJobBound(first, 90*time.Second)
-	// A held bind's request is logged when it is answered, which may be just after the
-	// Bindings the test saw: wait for the log rather than read it once.
-	framework.WaitFor(t, 30*time.Second, "the scheduler's filter and bind calls over HTTPS", func() (bool, error) {
-		reqs := e.extenderRequests()
-		return reqs["/scheduler/filter"] >= 4 && reqs["/scheduler/bind"] >= 4, fmt.Errorf("extender requests %v", reqs)
-	})
+	// The scheduler's filter and bind calls reached the extender over HTTPS.
+	e.waitRequestsLogged(map[string]int{"/scheduler/filter": 4, "/scheduler/bind": 4})
 	if got := servedSerial(t, e.extAddr, roots); got != 100 {
 		t.Fatalf("served certificate serial %d, want 100", got)
 	}
