@@ -98,7 +98,8 @@ func run(args []string, stderr io.Writer) error {
 		return fmt.Errorf("building the dynamic API client: %w", err)
 	}
 	meters := newMetrics()
-	podTurns := turns.New(turns.Options{Log: log, Nudger: turns.NewAPINudger(client, cfg.BindTimeout.Duration), Metrics: meters,
+	apiNudger := turns.NewAPINudger(client, cfg.BindTimeout.Duration)
+	podTurns := turns.New(turns.Options{Log: log, Nudger: apiNudger, Ungater: apiNudger, Metrics: meters,
 		Delay: 200 * time.Millisecond})
 	go podTurns.Run(ctx, 4)
 	gangGate := gate.New(gate.Options{

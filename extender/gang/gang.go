@@ -29,6 +29,25 @@ const (
 	VolcanoTopologyAntiAffinity = "volcano.sh/task-topology-anti-affinity"
 )
 
+// TurnGate is the scheduling gate (KEP-3521) the extender lifts from a pending pod once its
+// job has the turn. A pod created with it is not tried by kube-scheduler before then, so it
+// costs no scheduling cycles and no backoff while its job waits; the lift, an update of the
+// pod, moves it straight to kube-scheduler's active queue.
+const TurnGate = "cps-extender.io/turn"
+
+// SchedulingGates reports whether pod carries TurnGate, and whether it carries any other
+// scheduling gate (one the extender does not lift).
+func SchedulingGates(pod *corev1.Pod) (turn, other bool) {
+	for _, g := range pod.Spec.SchedulingGates {
+		if g.Name == TurnGate {
+			turn = true
+		} else {
+			other = true
+		}
+	}
+	return turn, other
+}
+
 // NamesPSTask reports whether a Volcano task-topology list names a parameter-server task.
 func NamesPSTask(list string) bool {
 	for _, group := range strings.Split(list, ";") {

@@ -28,6 +28,7 @@ func TestNamesAreWhatIsServed(t *testing.T) {
 	m.BindFailed()
 	m.WaitingEvent(true)
 	m.TurnNudge(NudgeSent)
+	m.TurnLift(NudgeSent)
 	m.ConfigReload(true)
 	m.ObserveQueue(&priority.Queue{}, 1)
 	m.WatchInformers(fixedStatus(true))

@@ -31,6 +31,7 @@ type Metrics struct {
 	waitingEvents *prometheus.CounterVec
 	reloads       *prometheus.CounterVec
 	nudges        *prometheus.CounterVec
+	lifts         *prometheus.CounterVec
 	preemptions   *prometheus.CounterVec
 	evictedPods   *prometheus.CounterVec
 	viewWaits     *prometheus.HistogramVec
@@ -110,6 +111,10 @@ func New(reg *prometheus.Registry) *Metrics {
 		Name: "cps_extender_turn_nudges_total",
 		Help: "Writes of the turn annotation on pods the filter had turned away, once their job's turn came: sent, skipped (not needed), failed.",
 	}, "result")
+	m.lifts = m.counterVec(prometheus.CounterOpts{
+		Name: "cps_extender_turn_gate_lifts_total",
+		Help: "Lifts of the cps-extender.io/turn scheduling gate from pending pods whose job got the turn: sent, skipped (the turn passed, or the pod is gone), failed.",
+	}, "result")
 	m.preemptions = m.counterVec(prometheus.CounterOpts{
 		Name: "cps_extender_preemptions_total",
 		Help: "Victim jobs of preemptions by result: evicted (every pod), refused (a PodDisruptionBudget refused it: nothing evicted, the job is protected), partial (refused after some pods passed: the rest get a PreemptionIncomplete Event, the job is protected like a refused one), failed (an API error).",
@@ -132,7 +137,7 @@ func New(reg *prometheus.Registry) *Metrics {
 	m.names = append(m.names, "cps_extender_informer_synced", "cps_extender_ready")
 	m.jobs = newJobMetrics(m)
 	reg.MustRegister(m.requests, m.duration, m.decisions, m.queueJobs, m.queueLength, m.heldBinds,
-		m.bindFailures, m.waitingEvents, m.reloads, m.nudges, m.preemptions, m.evictedPods, m.viewWaits, m.informers)
+		m.bindFailures, m.waitingEvents, m.reloads, m.nudges, m.lifts, m.preemptions, m.evictedPods, m.viewWaits, m.informers)
 	m.jobs.register(reg)
 	for _, state := range []priority.JobPhase{priority.PhaseWaiting, priority.PhaseAdmitted, priority.PhaseRunning, priority.PhaseUnschedulable, priority.PhasePreempting} {
 		m.queueJobs.WithLabelValues(phaseLabel(state))
@@ -209,6 +214,16 @@ func (m *Metrics) WaitingEvent(sent bool) {
 	m.waitingEvents.WithLabelValues(result).Inc()
 }
 
+// TurnLift counts one lift of the turn gate by result (NudgeSent, NudgeSkipped,
+// NudgeFailed).
+func (m *Metrics) TurnLift(result string) {
+	if m == nil {
+		return
+	}
+	m.lifts.WithLabelValues(result).Inc()
+}
+
+// TurnNudge counts one nudge by result.
 func (m *Metrics) TurnNudge(result string) {
 	if m == nil {
 		return

@@ -104,6 +104,14 @@ type Turns struct {
 
 	queue workqueue.TypedRateLimitingInterface[gang.PodRef]
 	sent  atomic.Uint64
+
+	// ungater lifts gang.TurnGate from pods whose job has the turn (nil: gates are left
+	// alone); lifts is the pods queued for it, lifting the same by UID until the view sees
+	// the gate gone, lifted how many lifts were written.
+	ungater PodUngater
+	lifts   workqueue.TypedRateLimitingInterface[gang.PodRef]
+	lifting map[types.UID]struct{}
+	lifted  atomic.Uint64
 }
 
 // parkedPod is a pod the filter turned away.
@@ -116,6 +124,9 @@ type parkedPod struct {
 type Options struct {
 	Log    *zap.Logger
 	Nudger PodNudger
+	// Ungater lifts gang.TurnGate from the pods of jobs that have the turn; nil leaves
+	// scheduling gates alone.
+	Ungater PodUngater
 	// Metrics counts the nudges; nil means none.
 	Metrics *metrics.Metrics
 	// Clock is the clock; nil means the real one.
@@ -145,6 +156,10 @@ func New(o Options) *Turns {
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(limiter, workqueue.TypedRateLimitingQueueConfig[gang.PodRef]{
 			Name: "turns", Clock: o.Clock,
 		}),
+		ungater: o.Ungater, lifting: map[types.UID]struct{}{},
+		lifts: workqueue.NewTypedRateLimitingQueueWithConfig(
+			workqueue.NewTypedItemExponentialFailureRateLimiter[gang.PodRef](100*time.Millisecond, 10*time.Second),
+			workqueue.TypedRateLimitingQueueConfig[gang.PodRef]{Name: "turn-gates", Clock: o.Clock}),
 	}
 }
 
@@ -243,6 +258,7 @@ func (t *Turns) Published(snap *view.Snapshot) {
 	defer t.mu.Unlock()
 	t.current = snap
 	t.release(snap)
+	t.queueLifts(snap)
 }
 
 // release queues the parked pods of the jobs that have the turn in snap. t.mu is held.
@@ -277,16 +293,22 @@ func (t *Turns) release(snap *view.Snapshot) {
 	}
 }
 
-// Run nudges queued pods with workers goroutines until ctx ends.
+// Run nudges queued pods, and lifts queued gates, with workers goroutines each until ctx
+// ends.
 func (t *Turns) Run(ctx context.Context, workers int) {
 	go func() {
 		<-ctx.Done()
 		t.queue.ShutDown()
+		t.lifts.ShutDown()
 	}()
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Go(func() {
 			for t.next(ctx) {
+			}
+		})
+		wg.Go(func() {
+			for t.nextLift(ctx) {
 			}
 		})
 	}

@@ -26,11 +26,12 @@ import (
 	"github.com/cps-extender/cps-extender/priority"
 )
 
-// fakeNudger records the pods it nudges and fails those named in fail.
+// fakeNudger records the pods it nudges, and those whose gate it lifts, and fails those
+// named in fail.
 type fakeNudger struct {
-	mu     sync.Mutex
-	nudged []string
-	fail   map[string]error
+	mu             sync.Mutex
+	nudged, lifted []string
+	fail           map[string]error
 }
 
 func (f *fakeNudger) Nudge(_ context.Context, pod gang.PodRef, _ time.Time) error {
@@ -43,10 +44,24 @@ func (f *fakeNudger) Nudge(_ context.Context, pod gang.PodRef, _ time.Time) erro
 	return nil
 }
 
-func (f *fakeNudger) calls() []string {
+func (f *fakeNudger) Ungate(_ context.Context, pod gang.PodRef) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	out := slices.Clone(f.nudged)
+	if err := f.fail[pod.Name]; err != nil {
+		return err
+	}
+	f.lifted = append(f.lifted, pod.Name)
+	return nil
+}
+
+func (f *fakeNudger) calls() []string { return f.sorted(&f.nudged) }
+
+func (f *fakeNudger) liftCalls() []string { return f.sorted(&f.lifted) }
+
+func (f *fakeNudger) sorted(list *[]string) []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := slices.Clone(*list)
 	slices.Sort(out)
 	return out
 }

@@ -36,7 +36,9 @@ type podRecord struct {
 	deleting   bool
 	// deleteBy is the pod's deletionTimestamp: the end of its grace period.
 	deleteBy time.Time
-	gated    bool
+	// gated: the pod carries a scheduling gate other than gang.TurnGate, which the
+	// extender does not lift; turnGated: it carries gang.TurnGate.
+	gated, turnGated bool
 	// turnedAway: kube-scheduler has tried the pod and failed (PodScheduled False). Not
 	// part of what the queue depends on.
 	turnedAway bool
@@ -117,9 +119,10 @@ func newViewIndex() *viewIndex {
 func newPodRecord(pod *corev1.Pod, gangCfg config.GangConfig) *podRecord {
 	r := &podRecord{
 		uid: pod.UID, namespace: pod.Namespace, nsName: pod.Namespace + "/" + pod.Name, node: pod.Spec.NodeName,
-		terminated: gang.PodTerminated(pod), deleting: pod.DeletionTimestamp != nil, gated: len(pod.Spec.SchedulingGates) > 0,
+		terminated: gang.PodTerminated(pod), deleting: pod.DeletionTimestamp != nil,
 		priority: pod.Spec.Priority, created: pod.CreationTimestamp.Time, turnedAway: scheduledFalse(pod), scheduledAt: gang.ScheduledAt(pod),
 	}
+	r.turnGated, r.gated = gang.SchedulingGates(pod)
 	if pod.DeletionTimestamp != nil {
 		r.deleteBy = pod.DeletionTimestamp.Time
 	}
@@ -292,7 +295,7 @@ func (r *podRecord) leaving(now time.Time) bool {
 // samePodRecord reports whether two records of a pod are the same to the queue.
 func samePodRecord(a, b *podRecord) bool {
 	return (a.uid == b.uid && a.nsName == b.nsName && a.node == b.node && a.terminated == b.terminated &&
-		a.deleting == b.deleting && a.deleteBy.Equal(b.deleteBy) && a.gated == b.gated && samePriority(a.priority, b.priority) && a.created.Equal(b.created) &&
+		a.deleting == b.deleting && a.deleteBy.Equal(b.deleteBy) && a.gated == b.gated && a.turnGated == b.turnGated && samePriority(a.priority, b.priority) && a.created.Equal(b.created) &&
 		a.scheduledAt.Equal(b.scheduledAt) && a.inJob == b.inJob && sameJobPart(&a.m, &b.m) &&
 		maps.Equal(a.request, b.request) && sameConstraints(a.constraints, b.constraints))
 }

@@ -61,6 +61,10 @@ type Snapshot struct {
 	nodeAt   map[string]int
 	topology *priority.NodeIndex // nodes' topology labels, numbered
 	hardPS   map[string]bool     // jobs whose PodGroup asks for hard PS anti-affinity
+	// turnGated is the pending pods that carry gang.TurnGate, by job key ("" for pods the
+	// queue does not count, whose gate nothing holds), and turnGatedJob the same by UID.
+	turnGated    map[string][]gang.PodRef
+	turnGatedJob map[types.UID]string
 	// membership is the index's membership count this snapshot was computed at.
 	membership uint64
 	// changes is the index's change count this snapshot was computed at.
@@ -110,6 +114,39 @@ func (s *Snapshot) Job(key string) (*priority.Job, *priority.Decision, bool) {
 	}
 	d, ok := s.Queue.Lookup(key)
 	return j, d, ok
+}
+
+// TurnGated returns the pending pods that carry gang.TurnGate, by job key; key "" holds the
+// pods of no counted job (not in a gang, or in an exempt namespace). The map is shared: do
+// not modify it.
+func (s *Snapshot) TurnGated() map[string][]gang.PodRef {
+	if s == nil {
+		return nil
+	}
+	return s.turnGated
+}
+
+// TurnGatedJob reports whether the pod of that UID is pending with gang.TurnGate in s, and
+// its job key ("" when the queue does not count it).
+func (s *Snapshot) TurnGatedJob(uid types.UID) (string, bool) {
+	if s == nil {
+		return "", false
+	}
+	job, ok := s.turnGatedJob[uid]
+	return job, ok
+}
+
+// WithTurnGated returns a copy of s in which the given pods, by job key, carry
+// gang.TurnGate, for callers that build snapshots outside the informers (tests, tools).
+func (s *Snapshot) WithTurnGated(pods map[string][]gang.PodRef) *Snapshot {
+	c := *s
+	c.turnGated, c.turnGatedJob = pods, map[types.UID]string{}
+	for job, refs := range pods {
+		for _, r := range refs {
+			c.turnGatedJob[r.UID] = job
+		}
+	}
+	return &c
 }
 
 // SnapshotOf is the snapshot of jobs on nodes as model admits them at now, for callers
@@ -211,6 +248,18 @@ func (c *Cluster) recompute(now time.Time) {
 		}
 	}
 	for _, pod := range idx.pods {
+		if pod.turnGated && pod.node == "" && !pod.terminated && !pod.deleting {
+			if snap.turnGated == nil {
+				snap.turnGated, snap.turnGatedJob = map[string][]gang.PodRef{}, map[types.UID]string{}
+			}
+			job := ""
+			if pod.counted {
+				job = pod.m.jobKey
+			}
+			ns, name, _ := strings.Cut(pod.nsName, "/")
+			snap.turnGated[job] = append(snap.turnGated[job], gang.PodRef{Namespace: ns, Name: name, UID: pod.uid})
+			snap.turnGatedJob[pod.uid] = job
+		}
 		if pod.leaving(now) && pod.inJob && pod.node != "" && !pod.terminated {
 			if job := snap.jobs[pod.m.jobKey]; job != nil {
 				job.Leaving++

@@ -222,6 +222,8 @@ type podSpec struct {
 	// these labels: a constraint kube-scheduler enforces and the admission fit does not
 	// model.
 	affinityTo map[string]string
+	// gates are the pod's scheduling gates.
+	gates []string
 }
 
 func (p podSpec) pod() *corev1.Pod {
@@ -257,6 +259,9 @@ func (p podSpec) pod() *corev1.Pod {
 			}},
 		}}
 	}
+	for _, g := range p.gates {
+		pod.Spec.SchedulingGates = append(pod.Spec.SchedulingGates, corev1.PodSchedulingGate{Name: g})
+	}
 	if p.sidecarCPU != "" {
 		always := corev1.ContainerRestartPolicyAlways
 		pod.Spec.InitContainers = []corev1.Container{{
@@ -283,6 +288,8 @@ type jobSpec struct {
 	selector    map[string]string
 	tolerations []corev1.Toleration
 	sidecarCPU  string
+	// gates are every pod's scheduling gates.
+	gates []string
 }
 
 // pods lists the job's pods, PS first.
@@ -308,7 +315,7 @@ func (j jobSpec) pods() []podSpec {
 			cpu = j.psCPU
 		}
 		out = append(out, podSpec{name: fmt.Sprintf("%s-%s-%d", j.name, role, i), namespace: j.namespace, cpu: cpu, labels: labels, priority: j.priority,
-			selector: j.selector, tolerations: j.tolerations, sidecarCPU: j.sidecarCPU})
+			selector: j.selector, tolerations: j.tolerations, sidecarCPU: j.sidecarCPU, gates: j.gates})
 	}
 	for i := 0; i < j.ps; i++ {
 		add("ps", i)

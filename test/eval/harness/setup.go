@@ -31,12 +31,15 @@ type Setup struct {
 	NativeTopology bool
 	// Preemption is the extender's model.preemption; empty keeps the default (urgent).
 	Preemption string
+	// TurnGate creates every pod with cps-extender's scheduling gate (gang.TurnGate), which
+	// the extender lifts when the job's turn comes.
+	TurnGate bool
 }
 
 // Extender tells whether the setup runs cps-extender.
 func (s Setup) Extender() bool { return s.Policy != "" }
 
-// Setups are the nine setups, in report order.
+// Setups are the ten setups, in report order.
 var Setups = []Setup{
 	{Name: "plain"},
 	{Name: "priorityclasses", PriorityClasses: true},
@@ -47,6 +50,7 @@ var Setups = []Setup{
 	{Name: "cps-besteffort", PriorityClasses: true, Policy: "besteffort"},
 	{Name: "cps-backfill", PriorityClasses: true, Policy: "backfill"},
 	{Name: "cps-reserve-nopreempt", PriorityClasses: true, Policy: "reserve", Preemption: "off"},
+	{Name: "cps-reserve-gated", PriorityClasses: true, Policy: "reserve", TurnGate: true},
 }
 
 // Rivals name the setups a user would run instead of cps-extender for gangs: the default

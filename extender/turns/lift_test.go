@@ -1,0 +1,118 @@
+package turns
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"go.uber.org/zap"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	testingclock "k8s.io/utils/clock/testing"
+
+	"github.com/cps-extender/cps-extender/extender/gang"
+	"github.com/cps-extender/cps-extender/extender/view"
+)
+
+func gatedRefs(names ...string) []gang.PodRef {
+	var out []gang.PodRef
+	for _, n := range names {
+		out = append(out, gang.PodRef{Namespace: "ns", Name: n, UID: types.UID("uid-" + n)})
+	}
+	return out
+}
+
+// drainLifts runs the lift worker over want queued items.
+func drainLifts(t *testing.T, tu *Turns, want int) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for done := 0; done < want; done++ {
+		for tu.lifts.Len() == 0 {
+			if time.Now().After(deadline) {
+				t.Fatalf("%d of %d queued lifts processed; the queue stays empty", done, want)
+			}
+			time.Sleep(time.Millisecond)
+		}
+		tu.nextLift(context.Background())
+	}
+}
+
+// TestTurnsLiftGates: the turn gate is lifted from the pods of a job once a snapshot gives
+// it the turn, not before; from a pod in no job at once; once per pod however many
+// snapshots repeat the turn before the view sees the gate gone; and not when the turn has
+// passed by the time the worker gets to the pod.
+func TestTurnsLiftGates(t *testing.T) {
+	waiting, turn := turnsSnapshots(t)
+	gated := map[string][]gang.PodRef{"ns/a": gatedRefs("a-ps-0", "a-w-0"), "": gatedRefs("loose")}
+	tests := []struct {
+		name      string
+		publish   []*view.Snapshot
+		process   int // lifts the worker processes after the last publish
+		wantQueue int // lifts queued before processing
+		want      []string
+	}{
+		{name: "job waits: only the pod in no job", publish: []*view.Snapshot{waiting.WithTurnGated(gated)}, process: 1, wantQueue: 1, want: []string{"loose"}},
+		{name: "job has the turn", publish: []*view.Snapshot{turn.WithTurnGated(gated)}, process: 3, wantQueue: 3, want: []string{"a-ps-0", "a-w-0", "loose"}},
+		{name: "the turn repeated: queued once", publish: []*view.Snapshot{turn.WithTurnGated(gated), turn.WithTurnGated(gated), turn.WithTurnGated(gated)}, process: 3, wantQueue: 3, want: []string{"a-ps-0", "a-w-0", "loose"}},
+		{name: "the turn passed before the write", publish: []*view.Snapshot{turn.WithTurnGated(gated), waiting.WithTurnGated(gated)}, process: 3, wantQueue: 3, want: []string{"loose"}},
+		{name: "gate gone in the view: nothing to lift", publish: []*view.Snapshot{turn}, wantQueue: 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			u := &fakeNudger{}
+			tu := New(Options{Log: zap.NewNop(), Nudger: u, Ungater: u, Clock: testingclock.NewFakeClock(time.Unix(1_700_000_000, 0))})
+			for _, s := range tt.publish {
+				tu.Published(s)
+			}
+			if got := tu.lifts.Len(); got != tt.wantQueue {
+				t.Fatalf("%d lifts queued, want %d", got, tt.wantQueue)
+			}
+			drainLifts(t, tu, tt.process)
+			if diff := cmp.Diff(tt.want, u.liftCalls()); diff != "" {
+				t.Errorf("lifted (-want +got):\n%s", diff)
+			}
+			if got := tu.Lifts(); got != uint64(len(tt.want)) {
+				t.Errorf("Lifts() = %d, want %d", got, len(tt.want))
+			}
+		})
+	}
+}
+
+// TestTurnsLiftFailures: a lift that fails for a passing reason is retried; one refused
+// because the pod is another by now is dropped; one that keeps failing is given up and
+// queued again by the next snapshot that gives the job the turn.
+func TestTurnsLiftFailures(t *testing.T) {
+	_, turn := turnsSnapshots(t)
+	snap := turn.WithTurnGated(map[string][]gang.PodRef{"ns/a": gatedRefs("a-ps-0", "a-w-0")})
+	conflict := apierrors.NewConflict(schema.GroupResource{Resource: "pods"}, "a-w-0", errors.New("uid precondition"))
+	u := &fakeNudger{fail: map[string]error{"a-ps-0": errors.New("connection refused"), "a-w-0": conflict}}
+	tu := New(Options{Log: zap.NewNop(), Nudger: u, Ungater: u, Clock: testingclock.NewFakeClock(time.Unix(1_700_000_000, 0))})
+	tu.Published(snap)
+	drainLifts(t, tu, 2) // a-w-0 dropped; a-ps-0 queued for a retry
+	if got := tu.lifts.NumRequeues(gatedRefs("a-ps-0")[0]); got != 1 {
+		t.Fatalf("a-ps-0 requeued %d times after one failure, want 1", got)
+	}
+	// The retries come after the rate limiter's delay, on the real clock of the delaying
+	// queue's fake: step it past each one.
+	for range maxNudgeRetries {
+		tu.clock.(*testingclock.FakeClock).Step(time.Minute)
+		drainLifts(t, tu, 1)
+	}
+	if _, queued := tu.lifting[types.UID("uid-a-ps-0")]; queued {
+		t.Fatal("a-ps-0 still counted as queued after the retries were used up")
+	}
+	u.mu.Lock()
+	u.fail = nil
+	u.mu.Unlock()
+	tu.Published(snap) // a-w-0 is not queued again: its UID is gone from the cluster
+	drainLifts(t, tu, 1)
+	if tu.lifts.Len() != 0 {
+		t.Errorf("%d lifts still queued", tu.lifts.Len())
+	}
+	if diff := cmp.Diff([]string{"a-ps-0"}, u.liftCalls()); diff != "" {
+		t.Errorf("lifted after the next turn (-want +got):\n%s", diff)
+	}
+}

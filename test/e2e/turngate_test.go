@@ -1,0 +1,141 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/cps-extender/cps-extender/test/e2e/framework"
+)
+
+// turnGate is the scheduling gate cps-extender lifts when a job's turn comes
+// (gang.TurnGate); the test names it as a user's pod template would.
+const turnGate = "cps-extender.io/turn"
+
+// gatesOf returns the names of a pod's scheduling gates.
+func (e *env) gatesOf(name string) []string {
+	e.t.Helper()
+	pod, err := e.cp.Client.CoreV1().Pods("default").Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var out []string
+	for _, g := range pod.Spec.SchedulingGates {
+		out = append(out, g.Name)
+	}
+	return out
+}
+
+// TestTurnGate: pods created with the turn gate are never tried by kube-scheduler while
+// their job waits; the extender lifts the gate when the turn comes and the job is bound
+// at once, with no backoff to wait out. The turn here comes with the end of a running job,
+// with a gang's last pod, at once for a pod in no job, and with the removal of another
+// gate, which the extender leaves alone.
+func TestTurnGate(t *testing.T) {
+	e := newEnv(t, framework.Nodes("node", 2, "4", "8Gi")...)
+	e.startExtender("")
+	e.startScheduler(true)
+	rec := e.recordBindings("default")
+	gate := []string{turnGate}
+
+	t.Run("a running job ends", func(t *testing.T) {
+		defer e.use(t)()
+		first := jobSpec{name: "first", workers: 2, cpu: "4", gates: gate}
+		e.createJobs(first)
+		e.waitJobBound(first, 30*time.Second)
+		second := jobSpec{name: "second", ps: 1, workers: 1, cpu: "4", gates: gate}
+		e.createJobs(second)
+		e.waitWaiting(second)
+		time.Sleep(3 * time.Second) // recomputes come and go; the gate stays
+		for _, p := range second.pods() {
+			if got := e.gatesOf(p.name); !slices.Equal(got, gate) {
+				t.Errorf("%s waits for its turn with gates %q, want %q", p.name, got, gate)
+			}
+			if msgs := e.failedSchedulingMessages("default", p.name); len(msgs) != 0 {
+				t.Errorf("kube-scheduler tried %s while it was gated: %q", p.name, msgs)
+			}
+		}
+		e.deleteJob(first)
+		freed := time.Now()
+		e.waitJobBound(second, 30*time.Second)
+		took := lastBound(t, rec, second).Sub(freed)
+		t.Logf("second bound %v after first was gone", took.Round(time.Millisecond))
+		if took > 5*time.Second {
+			t.Errorf("bound %v after its turn; want within 5s", took.Round(time.Millisecond))
+		}
+		checkWhole(t, rec, first, second)
+		e.deleteJob(second)
+	})
+
+	t.Run("pods one by one", func(t *testing.T) {
+		defer e.use(t)()
+		late := jobSpec{name: "late", ps: 1, workers: 3, cpu: "1", gates: gate}
+		var lastCreated time.Time
+		for i, p := range late.pods() {
+			if i > 0 {
+				time.Sleep(300 * time.Millisecond)
+			}
+			e.createPods(p)
+			lastCreated = time.Now()
+		}
+		e.waitJobBound(late, 30*time.Second)
+		took := lastBound(t, rec, late).Sub(lastCreated)
+		t.Logf("late bound %v after its last pod was created", took.Round(time.Millisecond))
+		if took > 5*time.Second {
+			t.Errorf("bound %v after the last pod; want within 5s", took.Round(time.Millisecond))
+		}
+		for _, p := range late.pods() {
+			if msgs := e.failedSchedulingMessages("default", p.name); len(msgs) != 0 {
+				t.Errorf("kube-scheduler turned %s away: %q", p.name, msgs)
+			}
+		}
+		checkWhole(t, rec, late)
+		e.deleteJob(late)
+	})
+
+	t.Run("a pod in no job", func(t *testing.T) {
+		defer e.use(t)()
+		e.createPods(podSpec{name: "loose", cpu: "1", gates: gate})
+		framework.WaitFor(t, 30*time.Second, "loose bound", func() (bool, error) {
+			node := e.bound("default")["loose"]
+			return node != "", fmt.Errorf("gates %q", e.gatesOf("loose"))
+		})
+		e.deletePods("default", "loose")
+	})
+
+	t.Run("another gate", func(t *testing.T) {
+		defer e.use(t)()
+		both := []string{turnGate, "example.com/quota"}
+		quota := jobSpec{name: "quota", workers: 1, cpu: "1", gates: both}
+		e.createJobs(quota)
+		name := quota.pods()[0].name
+		framework.WaitFor(t, 30*time.Second, "quota blocked by the other gate", func() (bool, error) {
+			q, err := e.queue()
+			d := q["default/quota"]
+			return err == nil && strings.Contains(d.Blocker, "scheduling gated"), fmt.Errorf("quota: %+v (%v)", d, err)
+		})
+		time.Sleep(2 * time.Second)
+		if got := e.gatesOf(name); !slices.Equal(got, both) {
+			t.Fatalf("gates %q while another gate holds the job, want %q", got, both)
+		}
+		pod, err := e.cp.Client.CoreV1().Pods("default").Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pod.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: turnGate}}
+		if _, err := e.cp.Client.CoreV1().Pods("default").Update(context.Background(), pod, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		e.waitJobBound(quota, 30*time.Second)
+		checkWhole(t, rec, quota)
+		e.deleteJob(quota)
+	})
+}
