@@ -8,7 +8,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -84,7 +86,10 @@ const bindLanes = 2
 
 // gathering is one job's held binds while its gang gathers.
 type gathering struct {
-	job   string
+	job string
+	// view is the cluster view the gathering's binds came through; the release checks its
+	// members against it.
+	view  JobView
 	min   int
 	start time.Time
 	holds map[types.UID]*hold
@@ -194,7 +199,7 @@ func (g *Gate) bind(ctx context.Context, view JobView, pod gang.PodRef, node str
 	if decision.Phase != priority.PhaseAdmitted {
 		return metrics.OutcomeRefused, fmt.Errorf("not bound: %s", decision.Reason)
 	}
-	err = g.hold(ctx, job, decision, pod, node)
+	err = g.hold(ctx, view, job, decision, pod, node)
 	var ge *gateError
 	switch {
 	case err == nil:
@@ -235,13 +240,14 @@ func (e *gateError) Unwrap() error { return e.err }
 
 // hold parks one bind until its gang has gathered, the hold times out, or the scheduler
 // drops the request.
-func (g *Gate) hold(ctx context.Context, job *priority.Job, d *priority.Decision, pod gang.PodRef, node string) error {
+func (g *Gate) hold(ctx context.Context, view JobView, job *priority.Job, d *priority.Decision, pod gang.PodRef, node string) error {
 	member := gang.MemberOf(job, pod)
 	now := g.clock.Now()
 	h := &hold{pod: pod, node: node, role: member.Role, index: member.Index, arrived: now, result: make(chan error, 1)}
 
 	g.mu.Lock()
 	gat := g.gathering(job.Key, d.MinMember)
+	gat.view = view
 	if old, ok := gat.holds[pod.UID]; ok {
 		// The scheduler retried this pod; the older request is stale.
 		old.timer.Stop()
@@ -405,32 +411,112 @@ func (g *Gate) release(gat *gathering) {
 		}
 		return holds[i].pod.Name < holds[j].pod.Name
 	})
-	split := sort.Search(len(holds), func(i int) bool { return holds[i].role > priority.RoleChief })
-	if err := g.bindAll(holds[:split]); err != nil {
-		for _, h := range holds[split:] {
-			h.result <- fmt.Errorf("not bound: a parameter server of job %s failed to bind: %v", gat.job, err)
+	if gone := goneMembers(gat.view, gat.job, holds); len(gone) > 0 {
+		// A member was deleted (evicted, say) or replaced while the gang gathered: binding
+		// the others would place part of the gang. They come back and gather anew.
+		err := fmt.Errorf("not bound: %s of job %s left while its gang gathered", strings.Join(gone, ", "), gat.job)
+		failed := make([]error, 0, len(holds))
+		for _, h := range holds {
+			h.result <- err
+			failed = append(failed, &unbound{uid: h.pod.UID, err: err})
 		}
+		g.unrelease(gat.job, failed)
 		return
 	}
-	_ = g.bindAll(holds[split:])
+	split := sort.Search(len(holds), func(i int) bool { return holds[i].role > priority.RoleChief })
+	if failed := g.bindAll(holds[:split]); len(failed) > 0 {
+		err := fmt.Errorf("not bound: a parameter server of job %s failed to bind: %w", gat.job, errors.Join(failed...))
+		for _, h := range holds[split:] {
+			h.result <- err
+			failed = append(failed, &unbound{uid: h.pod.UID, err: err})
+		}
+		g.unrelease(gat.job, failed)
+		return
+	}
+	if failed := g.bindAll(holds[split:]); len(failed) > 0 {
+		g.unrelease(gat.job, failed)
+	}
 	g.failures.Delete(gat.job)
 }
 
+// goneMembers names the held pods that the view no longer has pending in the job: deleted,
+// being deleted, replaced by a pod of the same name, or bound meanwhile by someone else.
+func goneMembers(view JobView, key string, holds []*hold) []string {
+	if view == nil {
+		return nil
+	}
+	job, _, ok := view.Job(key)
+	state := map[string]priority.PodState{}
+	if ok {
+		for _, p := range job.Pods {
+			state[p.UID] = p.State
+		}
+	}
+	var gone []string
+	for _, h := range holds {
+		if h.pod.UID == "" {
+			continue // a bind without a UID: nothing to check it by
+		}
+		if st, ok := state[string(h.pod.UID)]; !ok || st == priority.PodBound {
+			gone = append(gone, h.pod.String())
+		}
+	}
+	return gone
+}
+
+// unbound is the error of one held pod that was not bound.
+type unbound struct {
+	uid types.UID
+	err error
+}
+
+func (u *unbound) Error() string { return u.err.Error() }
+
+// unrelease takes the pods that were not bound out of the job's released set: the
+// scheduler retries them, and they must gather again rather than pass as members of a
+// released gang (releasedEnough), which could bind a gang's workers without its PS.
+func (g *Gate) unrelease(job string, failed []error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	v, ok := g.released.Get(job)
+	if !ok {
+		return
+	}
+	uids := maps.Clone(v.(map[string]bool))
+	for _, err := range failed {
+		var u *unbound
+		if errors.As(err, &u) {
+			delete(uids, string(u.uid))
+		}
+	}
+	g.released.SetDefault(job, uids)
+}
+
 // bindAll posts the Bindings in parallel and answers each held request; it returns the
-// first error.
-func (g *Gate) bindAll(holds []*hold) error {
+// errors of the pods not bound (each an *unbound).
+func (g *Gate) bindAll(holds []*hold) []error {
 	errs := make([]error, len(holds))
 	var wg sync.WaitGroup
 	for i, h := range holds {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = g.post(context.Background(), h.pod, h.node)
-			h.result <- errs[i]
+			if err := g.post(context.Background(), h.pod, h.node); err != nil {
+				errs[i] = &unbound{uid: h.pod.UID, err: err}
+				h.result <- err
+				return
+			}
+			h.result <- nil
 		}()
 	}
 	wg.Wait()
-	return errors.Join(errs...)
+	var failed []error
+	for _, err := range errs {
+		if err != nil {
+			failed = append(failed, err)
+		}
+	}
+	return failed
 }
 
 // hasPod reports whether the job has the pod of this UID.

@@ -551,3 +551,59 @@ func TestGateCountsOutcomes(t *testing.T) {
 		})
 	}
 }
+
+// TestGateFailedReleaseLetsNothingThrough: when a gathered gang's parameter server fails to
+// bind, its workers are not bound, and their retries must gather anew: the failed release
+// does not count as released (seen in make eval: two workers bound a second after their
+// PS's Binding failed, and the job ran partly placed for 26 minutes).
+func TestGateFailedReleaseLetsNothingThrough(t *testing.T) {
+	view := newFakeJobView(t, []priority.Job{fixture.ThreePodJob()}, fixture.BigNodes())
+	binder := &fakeBinder{fail: map[string]error{"a-ps-0": errors.New("pods \"a-ps-0\" not found")}}
+	g, clk := newClockedGate(view, binder, 20*time.Second)
+	for pod, e := range bindConcurrently(context.Background(), g, "a-ps-0", "a-w-0", "a-w-1") {
+		if e == "" {
+			t.Fatalf("%s bound though its PS failed to", pod)
+		}
+	}
+	// The scheduler retries the workers; the PS is gone (its controller makes a new one).
+	answers := startBinds(g, "a-w-0", "a-w-1")
+	waitHeld(t, g, 2)
+	clk.Step(20 * time.Second)
+	for pod, e := range answers() {
+		if e == "" {
+			t.Errorf("%s bound on its retry without its PS", pod)
+		}
+	}
+	if len(binder.binds) != 0 {
+		t.Errorf("binds %v, want none", binder.binds)
+	}
+}
+
+// TestGateDoesNotBindAGangWhoseMemberLeft: a held pod that the view no longer has (evicted
+// and made anew by its controller while the gang gathered) fails the whole gang at release:
+// nothing is bound, and the retries gather anew.
+func TestGateDoesNotBindAGangWhoseMemberLeft(t *testing.T) {
+	view := newFakeJobView(t, []priority.Job{fixture.ThreePodJob()}, fixture.BigNodes())
+	binder := &fakeBinder{}
+	g, _ := newClockedGate(view, binder, 20*time.Second)
+	first := startBinds(g, "a-ps-0", "a-w-0")
+	waitHeld(t, g, 2)
+	replaced := fixture.ThreePodJob()
+	for i := range replaced.Pods {
+		if replaced.Pods[i].UID == "uid-a-w-0" {
+			replaced.Pods[i].UID += "-new"
+		}
+	}
+	g.view = newFakeJobView(t, []priority.Job{replaced}, fixture.BigNodes())
+	if err := g.Bind(context.Background(), ref("a-w-1"), "n1"); err == nil || !strings.Contains(err.Error(), "ns/a-w-0 of job ns/a left while its gang gathered") {
+		t.Errorf("a-w-1: %v, want the gang failed for a-w-0", err)
+	}
+	for pod, e := range first() {
+		if e == "" {
+			t.Errorf("%s bound without a-w-0", pod)
+		}
+	}
+	if len(binder.binds) != 0 {
+		t.Errorf("binds %v, want none", binder.binds)
+	}
+}
