@@ -20,6 +20,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/cps-extender/cps-extender/extender/admission"
 	"github.com/cps-extender/cps-extender/extender/config"
 	"github.com/cps-extender/cps-extender/extender/gate"
 	"github.com/cps-extender/cps-extender/extender/server"
@@ -42,6 +43,7 @@ import (
 	"github.com/cps-extender/cps-extender/extender/scheduler"
 	"github.com/cps-extender/cps-extender/extender/turns"
 	"github.com/cps-extender/cps-extender/extender/view"
+	"github.com/cps-extender/cps-extender/extender/wire"
 )
 
 // version and revision name the build; `make image` sets them (-ldflags -X).
@@ -98,15 +100,19 @@ func run(args []string, stderr io.Writer) error {
 		return fmt.Errorf("building the dynamic API client: %w", err)
 	}
 	meters := newMetrics()
+	recorder, stopEvents := scheduler.NewAPIEventRecorder(client, "cps-extender")
+	defer stopEvents()
+	var waiting scheduler.WaitingNotifier
+	if interval := cfg.Events.WaitingInterval.Duration; interval > 0 {
+		waiting = scheduler.NewWaitingEvents(recorder, interval, meters, nil)
+	}
 	apiNudger := turns.NewAPINudger(client, cfg.BindTimeout.Duration)
-	podTurns := turns.New(turns.Options{Log: log, Nudger: apiNudger, Ungater: apiNudger, Metrics: meters,
+	podTurns := turns.New(turns.Options{Log: log, Nudger: apiNudger, Ungater: apiNudger, Waiting: waiting, Metrics: meters,
 		Delay: 200 * time.Millisecond})
 	go podTurns.Run(ctx, 4)
 	gangGate := gate.New(gate.Options{
 		Log: log, Binder: gate.NewAPIBinder(client, cfg.BindTimeout.Duration), Config: cfg.Gate, Metrics: meters,
 	})
-	recorder, stopEvents := scheduler.NewAPIEventRecorder(client, "cps-extender")
-	defer stopEvents()
 	// The budgets a victim gang is checked against as a whole; until the informer has
 	// synced, the Eviction API's own checks, one pod at a time, stand alone.
 	budgetInformers := informers.NewSharedInformerFactory(client, 0)
@@ -132,10 +138,6 @@ func run(args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	var waiting scheduler.WaitingNotifier
-	if interval := cfg.Events.WaitingInterval.Duration; interval > 0 {
-		waiting = scheduler.NewWaitingEvents(recorder, interval, meters, nil)
-	}
 	verbs.Observe(meters, waiting)
 	verbs.AwaitView(cluster.Next, scheduler.ViewCatchUp, clock.RealClock{})
 	vc, err := volcano.New(log, cfg.Volcano, cfg.Model.PriorityModel(), cfg.Affinity, cfg.Gang, nil)
@@ -144,7 +146,8 @@ func run(args []string, stderr io.Writer) error {
 	}
 	handler, err := server.New(server.Options{
 		Log: log, MaxRequestBytes: cfg.MaxRequestBytes, Ready: cluster, Queue: cluster, Layout: cluster, Metrics: meters,
-		Routes: slices.Concat(verbs.Routes(cfg.URLPrefix), vc.Routes()),
+		Routes: slices.Concat(verbs.Routes(cfg.URLPrefix), vc.Routes(),
+			[]wire.Route{admission.New(cfg.Gang.ExemptNamespaces).Route(admission.Path)}),
 	})
 	if err != nil {
 		return err

@@ -14,9 +14,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cps-extender/cps-extender/extender/admission"
 	"github.com/cps-extender/cps-extender/extender/config"
 
 	"github.com/google/go-cmp/cmp"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
@@ -238,4 +240,40 @@ func mustRead(t *testing.T, path string) []byte {
 		t.Fatal(err)
 	}
 	return raw
+}
+
+// TestTurnGateWebhook: the webhook calls the path the extender serves it on, through the
+// standalone overlay's Service and port, for the pods of the shipped scheduler profile, and
+// never blocks a pod creation.
+func TestTurnGateWebhook(t *testing.T) {
+	var cfg admissionregistrationv1.MutatingWebhookConfiguration
+	if err := yaml.UnmarshalStrict(mustRead(t, "webhook/turn-gate.yaml"), &cfg); err != nil {
+		t.Fatal(err)
+	}
+	var svc corev1.Service
+	if err := yaml.UnmarshalStrict(mustRead(t, "overlays/standalone/service.yaml"), &svc); err != nil {
+		t.Fatal(err)
+	}
+	shipped := readYAML(t, shippedScheduler)
+	profiles, _ := shipped["profiles"].([]any)
+	if len(profiles) != 1 {
+		t.Fatalf("%s has %d profiles, want one", shippedScheduler, len(profiles))
+	}
+	profile, _ := profiles[0].(map[string]any)["schedulerName"].(string)
+	if len(cfg.Webhooks) != 1 {
+		t.Fatalf("%d webhooks, want one", len(cfg.Webhooks))
+	}
+	w := cfg.Webhooks[0]
+	s := w.ClientConfig.Service
+	if s == nil || s.Namespace != svc.Namespace || s.Name != svc.Name || s.Port == nil || *s.Port != svc.Spec.Ports[0].Port ||
+		s.Path == nil || *s.Path != admission.Path {
+		t.Errorf("clientConfig.service %+v: want %s/%s port %d path %s", s, svc.Namespace, svc.Name, svc.Spec.Ports[0].Port, admission.Path)
+	}
+	wantCond := "object.spec.schedulerName == '" + profile + "'"
+	if len(w.MatchConditions) != 1 || w.MatchConditions[0].Expression != wantCond {
+		t.Errorf("matchConditions %+v, want %q", w.MatchConditions, wantCond)
+	}
+	if w.FailurePolicy == nil || *w.FailurePolicy != admissionregistrationv1.Ignore {
+		t.Errorf("failurePolicy %v, want Ignore: a webhook outage must not block pod creation", w.FailurePolicy)
+	}
 }

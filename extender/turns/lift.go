@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"time"
 
 	"go.uber.org/zap"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -13,7 +15,14 @@ import (
 	"github.com/cps-extender/cps-extender/extender/gang"
 	"github.com/cps-extender/cps-extender/extender/metrics"
 	"github.com/cps-extender/cps-extender/extender/view"
+	"github.com/cps-extender/cps-extender/priority"
 )
+
+// WaitingNotifier tells a pod that waits for its job's turn why (an Event on the pod). It
+// must not block.
+type WaitingNotifier interface {
+	NotifyWaiting(pod *corev1.Pod, adm view.Admission)
+}
 
 // PodUngater lifts gang.TurnGate from a pod.
 type PodUngater interface {
@@ -46,8 +55,15 @@ func (t *Turns) queueLifts(snap *view.Snapshot) {
 	if t.ungater == nil {
 		return
 	}
+	explain := t.waiting != nil && !t.clock.Now().Before(t.explainedAt.Add(explainEvery))
+	if explain {
+		t.explainedAt = t.clock.Now()
+	}
 	for job, pods := range snap.TurnGated() {
 		if job != "" && !hasTurn(snap, job) {
+			if explain {
+				t.explainGated(snap, job, pods)
+			}
 			continue
 		}
 		for _, ref := range pods {
@@ -62,6 +78,24 @@ func (t *Turns) queueLifts(snap *view.Snapshot) {
 		if _, gated := snap.TurnGatedJob(uid); !gated {
 			delete(t.lifting, uid) // lifted (or gone): the view has seen it
 		}
+	}
+}
+
+// explainEvery is how often the waiting gated pods are told why they wait; the notifier
+// limits each pod's Events further (events.waitingInterval).
+const explainEvery = time.Second
+
+// explainGated tells the gated pods of a job that waits why, as the filter tells the pods it
+// turns away: kube-scheduler never tries a gated pod, so no FailedScheduling says it.
+func (t *Turns) explainGated(snap *view.Snapshot, job string, pods []gang.PodRef) {
+	_, d, ok := snap.Job(job)
+	if !ok {
+		return
+	}
+	adm := view.Admission{Reason: d.Wait, Explain: d.Reason, Job: job, Queued: true,
+		Unschedulable: d.Phase == priority.PhaseUnschedulable}
+	for _, ref := range pods {
+		t.waiting.NotifyWaiting(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ref.Namespace, Name: ref.Name, UID: ref.UID}}, adm)
 	}
 }
 

@@ -3,11 +3,13 @@ package turns
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"go.uber.org/zap"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -114,5 +116,50 @@ func TestTurnsLiftFailures(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{"a-ps-0"}, u.liftCalls()); diff != "" {
 		t.Errorf("lifted after the next turn (-want +got):\n%s", diff)
+	}
+}
+
+// fakeWaiting records the pods told why they wait.
+type fakeWaiting struct {
+	told []string
+	adm  []view.Admission
+}
+
+func (f *fakeWaiting) NotifyWaiting(pod *corev1.Pod, adm view.Admission) {
+	f.told = append(f.told, pod.Name)
+	f.adm = append(f.adm, adm)
+}
+
+// TestTurnsExplainGated: the gated pods of a job that waits are told why, as the filter
+// tells the pods it turns away, at most once a second; not those of a job with the turn.
+func TestTurnsExplainGated(t *testing.T) {
+	waiting, turn := turnsSnapshots(t)
+	gated := map[string][]gang.PodRef{"ns/a": gatedRefs("a-ps-0", "a-w-0"), "": gatedRefs("loose")}
+	clk := testingclock.NewFakeClock(time.Unix(1_700_000_000, 0))
+	w := &fakeWaiting{}
+	tu := New(Options{Log: zap.NewNop(), Nudger: &fakeNudger{}, Ungater: &fakeNudger{}, Waiting: w, Clock: clk})
+	tu.Published(waiting.WithTurnGated(gated))
+	told := slices.Clone(w.told)
+	slices.Sort(told)
+	if diff := cmp.Diff([]string{"a-ps-0", "a-w-0"}, told); diff != "" {
+		t.Fatalf("told (-want +got):\n%s", diff)
+	}
+	_, d, _ := waiting.Job("ns/a")
+	if a := w.adm[0]; !a.Queued || a.Job != "ns/a" || a.Reason != d.Wait || a.Explain != d.Reason || a.Unschedulable {
+		t.Errorf("admission %+v: want the job's wait %q and reason %q, queued", a, d.Wait, d.Reason)
+	}
+	tu.Published(waiting.WithTurnGated(gated))
+	if len(w.told) != 2 {
+		t.Errorf("told %d times within a second, want 2", len(w.told))
+	}
+	clk.Step(time.Second)
+	tu.Published(waiting.WithTurnGated(gated))
+	if len(w.told) != 4 {
+		t.Errorf("told %d times after a second, want 4", len(w.told))
+	}
+	clk.Step(time.Second)
+	tu.Published(turn.WithTurnGated(gated))
+	if len(w.told) != 4 {
+		t.Errorf("told %d times once the job has the turn, want 4", len(w.told))
 	}
 }

@@ -112,6 +112,10 @@ type Turns struct {
 	lifts   workqueue.TypedRateLimitingInterface[gang.PodRef]
 	lifting map[types.UID]struct{}
 	lifted  atomic.Uint64
+	// waiting is told why gated pods wait (nil: nobody), at most every explainEvery, the
+	// last time at explainedAt.
+	waiting     WaitingNotifier
+	explainedAt time.Time
 }
 
 // parkedPod is a pod the filter turned away.
@@ -127,6 +131,8 @@ type Options struct {
 	// Ungater lifts gang.TurnGate from the pods of jobs that have the turn; nil leaves
 	// scheduling gates alone.
 	Ungater PodUngater
+	// Waiting is told why the gated pods of waiting jobs wait; nil tells nobody.
+	Waiting WaitingNotifier
 	// Metrics counts the nudges; nil means none.
 	Metrics *metrics.Metrics
 	// Clock is the clock; nil means the real one.
@@ -156,7 +162,7 @@ func New(o Options) *Turns {
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(limiter, workqueue.TypedRateLimitingQueueConfig[gang.PodRef]{
 			Name: "turns", Clock: o.Clock,
 		}),
-		ungater: o.Ungater, lifting: map[types.UID]struct{}{},
+		ungater: o.Ungater, lifting: map[types.UID]struct{}{}, waiting: o.Waiting,
 		lifts: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.NewTypedItemExponentialFailureRateLimiter[gang.PodRef](100*time.Millisecond, 10*time.Second),
 			workqueue.TypedRateLimitingQueueConfig[gang.PodRef]{Name: "turn-gates", Clock: o.Clock}),

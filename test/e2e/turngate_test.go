@@ -5,14 +5,17 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/cps-extender/cps-extender/internal/testcerts"
 	"github.com/cps-extender/cps-extender/test/e2e/framework"
 )
 
@@ -49,29 +52,8 @@ func TestTurnGate(t *testing.T) {
 	t.Run("a running job ends", func(t *testing.T) {
 		defer e.use(t)()
 		first := jobSpec{name: "first", workers: 2, cpu: "4", gates: gate}
-		e.createJobs(first)
-		e.waitJobBound(first, 30*time.Second)
 		second := jobSpec{name: "second", ps: 1, workers: 1, cpu: "4", gates: gate}
-		e.createJobs(second)
-		e.waitWaiting(second)
-		time.Sleep(3 * time.Second) // recomputes come and go; the gate stays
-		for _, p := range second.pods() {
-			if got := e.gatesOf(p.name); !slices.Equal(got, gate) {
-				t.Errorf("%s waits for its turn with gates %q, want %q", p.name, got, gate)
-			}
-			if msgs := e.failedSchedulingMessages("default", p.name); len(msgs) != 0 {
-				t.Errorf("kube-scheduler tried %s while it was gated: %q", p.name, msgs)
-			}
-		}
-		e.deleteJob(first)
-		freed := time.Now()
-		e.waitJobBound(second, 30*time.Second)
-		took := lastBound(t, rec, second).Sub(freed)
-		t.Logf("second bound %v after first was gone", took.Round(time.Millisecond))
-		if took > 5*time.Second {
-			t.Errorf("bound %v after its turn; want within 5s", took.Round(time.Millisecond))
-		}
-		checkWhole(t, rec, first, second)
+		e.gatedHandover(rec, first, second)
 		e.deleteJob(second)
 	})
 
@@ -138,4 +120,108 @@ func TestTurnGate(t *testing.T) {
 		checkWhole(t, rec, quota)
 		e.deleteJob(quota)
 	})
+}
+
+// registerTurnGateWebhook registers cps-extender's admission webhook with the API server,
+// as docs/deploy.md does for a cluster: pod creations for cps-scheduler outside kube-system,
+// over HTTPS trusting caPEM, failure policy Ignore.
+func (e *env) registerTurnGateWebhook(caPEM []byte) {
+	e.t.Helper()
+	url := "https://" + e.extAddr + "/webhook/turn-gate"
+	ignore, none, timeout := admissionregistrationv1.Ignore, admissionregistrationv1.SideEffectClassNone, int32(5)
+	cfg := &admissionregistrationv1.MutatingWebhookConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: "cps-extender-turn-gate"},
+		Webhooks: []admissionregistrationv1.MutatingWebhook{{
+			Name:         "turn-gate.cps-extender.io",
+			ClientConfig: admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: caPEM},
+			Rules: []admissionregistrationv1.RuleWithOperations{{
+				Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+				Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"}},
+			}},
+			MatchConditions: []admissionregistrationv1.MatchCondition{{Name: "cps-scheduler", Expression: "object.spec.schedulerName == '" + schedulerName + "'"}},
+			NamespaceSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
+				Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"kube-system"},
+			}}},
+			FailurePolicy: &ignore, SideEffects: &none, TimeoutSeconds: &timeout, AdmissionReviewVersions: []string{"v1"},
+		}},
+	}
+	if _, err := e.cp.Client.AdmissionregistrationV1().MutatingWebhookConfigurations().Create(context.Background(), cfg, metav1.CreateOptions{}); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// TestTurnGateWebhook: with the extender's admission webhook registered, pods created with
+// no gate get the turn gate; a job that waits is not tried by kube-scheduler, and runs at
+// once when its turn comes. A pod of another scheduler is left alone.
+func TestTurnGateWebhook(t *testing.T) {
+	e := newEnv(t, framework.Nodes("node", 2, "4", "8Gi")...)
+	dir := t.TempDir()
+	caFile, certFile, keyFile := filepath.Join(dir, "ca.crt"), filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
+	ca := testcerts.NewCA(t)
+	testcerts.WriteFile(t, caFile, ca.PEM)
+	ca.IssueFiles(t, 1, certFile, keyFile)
+	e.extTLS = newTLSClientConfig(ca)
+	e.startExtender(fmt.Sprintf("tls:\n  certFile: %s\n  keyFile: %s\n", certFile, keyFile))
+	e.startScheduler(true, schedulerOverHTTPS(t, e, caFile))
+	e.registerTurnGateWebhook(ca.PEM)
+	rec := e.recordBindings("default")
+
+	// The API server caches webhook configurations: wait until a new pod gets the gate.
+	// The API server picks up a new webhook configuration within a second or so: wait until
+	// a pod created for cps-scheduler comes back from the create with the gate.
+	gatesAtCreate := func(p podSpec) []string {
+		pod, err := e.cp.Client.CoreV1().Pods("default").Create(context.Background(), p.pod(), metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, g := range pod.Spec.SchedulingGates {
+			out = append(out, g.Name)
+		}
+		return out
+	}
+	framework.WaitFor(t, 30*time.Second, "the webhook gating new pods", func() (bool, error) {
+		gates := gatesAtCreate(podSpec{name: "probe"})
+		e.deletePods("default", "probe")
+		return slices.Equal(gates, []string{turnGate}), fmt.Errorf("probe created with gates %q", gates)
+	})
+	if gates := gatesAtCreate(podSpec{name: "other", scheduler: "other-scheduler"}); len(gates) != 0 {
+		t.Errorf("a pod of another scheduler was created with gates %q", gates)
+	}
+	e.deletePods("default", "other")
+
+	e.gatedHandover(rec, jobSpec{name: "wh-first", workers: 2, cpu: "4"}, jobSpec{name: "wh-second", ps: 1, workers: 1, cpu: "4"})
+}
+
+// gatedHandover runs first, which fills the cluster, then second behind it: second's pods
+// must wait with the turn gate alone (from their spec or the webhook), never tried by
+// kube-scheduler, with the extender's WaitingForTurn Event saying why; once first is gone,
+// second is bound whole within 5 s.
+func (e *env) gatedHandover(rec *bindRecorder, first, second jobSpec) {
+	t := e.t
+	t.Helper()
+	e.createJobs(first)
+	e.waitJobBound(first, 30*time.Second)
+	e.createJobs(second)
+	e.waitWaiting(second)
+	waiting := second.pods()[0].name
+	e.waitEvent("default", waiting, "WaitingForTurn", "waits for its turn")
+	time.Sleep(3 * time.Second) // recomputes come and go; the gate stays
+	for _, p := range second.pods() {
+		if got := e.gatesOf(p.name); !slices.Equal(got, []string{turnGate}) {
+			t.Errorf("%s waits for its turn with gates %q, want %q", p.name, got, turnGate)
+		}
+		if msgs := e.failedSchedulingMessages("default", p.name); len(msgs) != 0 {
+			t.Errorf("kube-scheduler tried %s while it was gated: %q", p.name, msgs)
+		}
+	}
+	e.deleteJob(first)
+	freed := time.Now()
+	e.waitJobBound(second, 30*time.Second)
+	took := lastBound(t, rec, second).Sub(freed)
+	t.Logf("%s bound %v after %s was gone", second.name, took.Round(time.Millisecond), first.name)
+	if took > 5*time.Second {
+		t.Errorf("bound %v after its turn; want within 5s", took.Round(time.Millisecond))
+	}
+	checkWhole(t, rec, first, second)
 }
