@@ -91,7 +91,7 @@ demo: controlplane ## Local control plane + extender + kube-scheduler + a sample
 
 # EVAL_SEEDS is how many workloads (seeds) every setup runs in `make eval`: the summary gives
 # 95% intervals over them (none with 1). EVAL_SIZE is the workload: small, medium or large.
-# EVAL_SETUPS, when set, runs only these setups (comma-separated names; default all nine).
+# EVAL_SETUPS, when set, runs only these setups (comma-separated names; default all ten).
 EVAL_SEEDS ?= 3
 EVAL_SIZE ?= medium
 EVAL_SETUPS ?=
