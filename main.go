@@ -110,9 +110,6 @@ func run(args []string, stderr io.Writer) error {
 	podTurns := turns.New(turns.Options{Log: log, Nudger: apiNudger, Ungater: apiNudger, Waiting: waiting, Metrics: meters,
 		Delay: 200 * time.Millisecond})
 	go podTurns.Run(ctx, 4)
-	gangGate := gate.New(gate.Options{
-		Log: log, Binder: gate.NewAPIBinder(client, cfg.BindTimeout.Duration), Config: cfg.Gate, Metrics: meters,
-	})
 	// The budgets a victim gang is checked against as a whole; until the informer has
 	// synced, the Eviction API's own checks, one pod at a time, stand alone.
 	budgetInformers := informers.NewSharedInformerFactory(client, 0)
@@ -130,6 +127,10 @@ func run(args []string, stderr io.Writer) error {
 	}
 	// Evictions under way finish (and record their Events) before the recorder stops.
 	defer preemptor.Wait()
+	gangGate := gate.New(gate.Options{
+		Log: log, Binder: gate.NewAPIBinder(client, cfg.BindTimeout.Duration), Config: cfg.Gate, Metrics: meters,
+		Victims: preemptor,
+	})
 	cluster = view.NewCluster(view.ClusterOptions{Log: log, Client: client, Dynamic: dyn, Config: cfg, Metrics: meters,
 		Turns: podTurns, Holds: gangGate, Preemptor: preemptor})
 	meters.WatchInformers(cluster)

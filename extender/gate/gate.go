@@ -75,6 +75,9 @@ type Gate struct {
 	// laneWaits counts the gathered gangs waiting for a bind lane.
 	laneWaits atomic.Int32
 
+	// victims says which jobs are being evicted (nil: none).
+	victims Victims
+
 	mu         sync.Mutex
 	gatherings *gocache.Cache // job key -> *gathering
 	failures   *gocache.Cache // job key -> *coolState
@@ -126,6 +129,14 @@ type Options struct {
 	Metrics *metrics.Metrics
 	// Clock times the holds and cool-downs; nil means the real clock.
 	Clock clock.WithDelayedExecution
+	// Victims says which jobs are being evicted by a preemption; their pods are not bound
+	// meanwhile. Nil: none are.
+	Victims Victims
+}
+
+// Victims tells the gate which jobs a preemption is evicting.
+type Victims interface {
+	Evicting(job string) bool
 }
 
 // New builds the bind gate.
@@ -137,6 +148,7 @@ func New(o Options) *Gate {
 	hold := o.Config.HoldTimeout.Duration
 	return &Gate{
 		log: o.Log, binder: o.Binder, changed: make(chan struct{}, 1), metrics: o.Metrics, clock: clk, lanes: make(chan struct{}, bindLanes),
+		victims:     o.Victims,
 		holdTimeout: hold, maxHold: max(o.Config.MaxHold.Duration, hold),
 		coolDown: o.Config.CoolDown.Duration, maxCoolDown: o.Config.MaxCoolDown.Duration,
 		// The timers do the work; the TTLs are a safety net so nothing outlives a restart's worth.
@@ -185,6 +197,9 @@ func (g *Gate) bind(ctx context.Context, view JobView, pod gang.PodRef, node str
 	job, decision, ok := view.Job(key)
 	if !ok {
 		return metrics.OutcomeRefused, fmt.Errorf("not bound: job %s is not in the extender's view yet; the scheduler retries", key)
+	}
+	if g.evicting(key) {
+		return metrics.OutcomeRefused, fmt.Errorf("not bound: job %s is being evicted by a preemption; the scheduler retries", key)
 	}
 	if pod.UID != "" && !hasPod(job, pod.UID) {
 		// What a snapshot that has not seen the pod counts as bound may be gone by now: an
@@ -411,16 +426,14 @@ func (g *Gate) release(gat *gathering) {
 		}
 		return holds[i].pod.Name < holds[j].pod.Name
 	})
+	if g.evicting(gat.job) {
+		g.refuseAll(gat.job, holds, fmt.Errorf("not bound: job %s is being evicted by a preemption; the scheduler retries", gat.job))
+		return
+	}
 	if gone := goneMembers(gat.view, gat.job, holds); len(gone) > 0 {
 		// A member was deleted (evicted, say) or replaced while the gang gathered: binding
 		// the others would place part of the gang. They come back and gather anew.
-		err := fmt.Errorf("not bound: %s of job %s left while its gang gathered", strings.Join(gone, ", "), gat.job)
-		failed := make([]error, 0, len(holds))
-		for _, h := range holds {
-			h.result <- err
-			failed = append(failed, &unbound{uid: h.pod.UID, err: err})
-		}
-		g.unrelease(gat.job, failed)
+		g.refuseAll(gat.job, holds, fmt.Errorf("not bound: %s of job %s left while its gang gathered", strings.Join(gone, ", "), gat.job))
 		return
 	}
 	split := sort.Search(len(holds), func(i int) bool { return holds[i].role > priority.RoleChief })
@@ -438,6 +451,19 @@ func (g *Gate) release(gat *gathering) {
 	}
 	g.failures.Delete(gat.job)
 }
+
+// refuseAll answers every held bind of a gathered gang with err, binding none.
+func (g *Gate) refuseAll(job string, holds []*hold, err error) {
+	failed := make([]error, 0, len(holds))
+	for _, h := range holds {
+		h.result <- err
+		failed = append(failed, &unbound{uid: h.pod.UID, err: err})
+	}
+	g.unrelease(job, failed)
+}
+
+// evicting reports whether a preemption is evicting the job.
+func (g *Gate) evicting(job string) bool { return g.victims != nil && g.victims.Evicting(job) }
 
 // goneMembers names the held pods that the view no longer has pending in the job: deleted,
 // being deleted, replaced by a pod of the same name, or bound meanwhile by someone else.

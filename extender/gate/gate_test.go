@@ -607,3 +607,70 @@ func TestGateDoesNotBindAGangWhoseMemberLeft(t *testing.T) {
 		t.Errorf("binds %v, want none", binder.binds)
 	}
 }
+
+// fakeVictims names the jobs being evicted.
+type fakeVictims struct {
+	mu   sync.Mutex
+	jobs map[string]bool
+}
+
+func (f *fakeVictims) Evicting(job string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.jobs[job]
+}
+
+func (f *fakeVictims) set(job string, on bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.jobs[job] = on
+}
+
+// TestGateBindsNothingOfAJobBeingEvicted: while a preemption evicts a job, none of its pods
+// is bound, neither a bind that arrives then nor a gang that gathers across the start of the
+// eviction; once it is over the job's pods gather and bind again.
+func TestGateBindsNothingOfAJobBeingEvicted(t *testing.T) {
+	view := newFakeJobView(t, []priority.Job{fixture.ThreePodJob()}, fixture.BigNodes())
+	binder := &fakeBinder{}
+	victims := &fakeVictims{jobs: map[string]bool{"ns/a": true}}
+	clk := testingclock.NewFakeClock(time.Unix(1_700_000_000, 0))
+	g := newGateOn(view, Options{Log: zap.NewNop(), Binder: binder, Clock: clk, Victims: victims, Config: config.GateConfig{
+		HoldTimeout: metav1.Duration{Duration: 20 * time.Second}, CoolDown: metav1.Duration{Duration: time.Minute}, MaxCoolDown: metav1.Duration{Duration: 4 * time.Minute},
+	}})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second) // a held bind would wait for ever
+	defer cancel()
+	if err := g.Bind(ctx, ref("a-ps-0"), "n1"); err == nil || !strings.Contains(err.Error(), "being evicted") {
+		t.Fatalf("bind during the eviction: %v, want a refusal", err)
+	}
+	// A gang that gathers across the start of the eviction: its last member reaches bind
+	// just before, and the release finds the eviction under way.
+	victims.set("ns/a", false)
+	first := startBinds(g, "a-ps-0", "a-w-0")
+	waitHeld(t, g, 2)
+	g.lanes <- struct{}{} // every bind lane busy: the release waits for one
+	g.lanes <- struct{}{}
+	last := startBinds(g, "a-w-1")
+	for g.laneWaits.Load() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	victims.set("ns/a", true)
+	<-g.lanes
+	<-g.lanes
+	if e := last()["a-w-1"]; !strings.Contains(e, "being evicted") {
+		t.Errorf("a-w-1: %q, want the gang refused", e)
+	}
+	for pod, e := range first() {
+		if e == "" {
+			t.Errorf("%s bound while its job was being evicted", pod)
+		}
+	}
+	if len(binder.binds) != 0 {
+		t.Fatalf("binds %v, want none", binder.binds)
+	}
+	victims.set("ns/a", false)
+	for pod, e := range bindConcurrently(context.Background(), g, "a-ps-0", "a-w-0", "a-w-1") {
+		if e != "" {
+			t.Errorf("%s after the eviction: %s", pod, e)
+		}
+	}
+}

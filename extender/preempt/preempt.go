@@ -116,6 +116,7 @@ type Preemptor struct {
 
 	mu        sync.Mutex
 	evicted   map[string]time.Time // victim job -> when its eviction began
+	finished  map[string]time.Time // victim job -> when its eviction calls returned
 	protected map[string]time.Time // job -> until
 	rounds    map[string]round     // preemptor job -> its victims under way
 	wg        sync.WaitGroup
@@ -141,7 +142,7 @@ func New(ctx context.Context, o Options) (*Preemptor, error) {
 		o.ProtectFor = 5 * time.Minute
 	}
 	return &Preemptor{log: o.Log, evictor: o.Evictor, events: o.Events, metrics: o.Metrics, clock: o.Clock,
-		protectFor: o.ProtectFor, budgets: o.Budgets, evicted: map[string]time.Time{}, protected: map[string]time.Time{}, rounds: map[string]round{}, ctx: ctx}, nil
+		protectFor: o.ProtectFor, budgets: o.Budgets, evicted: map[string]time.Time{}, finished: map[string]time.Time{}, protected: map[string]time.Time{}, rounds: map[string]round{}, ctx: ctx}, nil
 }
 
 // Protected maps the jobs that may not be victims to when that ends.
@@ -172,9 +173,32 @@ func (p *Preemptor) Evicted(since time.Time) int {
 			n++
 		case p.clock.Since(at) > p.protectFor:
 			delete(p.evicted, k)
+			delete(p.finished, k)
 		}
 	}
 	return n
+}
+
+// evictSettle is how long after its evictions returned a victim still counts as being
+// evicted (Evicting): the view needs a moment to see its pods' deletions, and until then it
+// counts them as bound.
+const evictSettle = 2 * time.Second
+
+// Evicting reports whether a victim job's eviction is under way or ended less than
+// evictSettle ago. The gate binds none of its pods meanwhile: a pod its controller made
+// anew after an early eviction could otherwise gather with the gang's doomed pods and stay
+// bound alone (seen in make eval).
+func (p *Preemptor) Evicting(job string) bool {
+	if p == nil {
+		return false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if _, ok := p.evicted[job]; !ok {
+		return false
+	}
+	done, ok := p.finished[job]
+	return !ok || p.clock.Since(done) < evictSettle
 }
 
 // roundWait is the longest a preemptor's victims under way hold back its next victims:
@@ -276,6 +300,7 @@ func (p *Preemptor) claim(job string) bool {
 		return false
 	}
 	p.evicted[job] = now
+	delete(p.finished, job)
 	return true
 }
 
@@ -283,6 +308,11 @@ func (p *Preemptor) claim(job string) bool {
 // go out together, so that the model, which sees the victim running until its first pod is
 // deleted, chooses another victim meanwhile only for as long as one round trip.
 func (p *Preemptor) evict(preemptor string, preemptorP float64, victim priority.Victim, pods []gang.PodRef) {
+	defer func() {
+		p.mu.Lock()
+		p.finished[victim.Key] = p.clock.Now()
+		p.mu.Unlock()
+	}()
 	log := p.log.With(zap.String("preemptor", preemptor), zap.String("victim", victim.Key), zap.Int("pods", len(pods)))
 	if p.budgets != nil {
 		if why := p.budgets.Refusal(pods); why != "" {

@@ -262,3 +262,47 @@ func TestPreemptorWaitsForItsVictimsToGo(t *testing.T) {
 		t.Error("a round past roundWait is kept")
 	}
 }
+
+// blockingEvictor holds every real eviction until release is closed.
+type blockingEvictor struct {
+	fakeEvictor
+	release chan struct{}
+}
+
+func (b *blockingEvictor) Evict(ctx context.Context, pod gang.PodRef, dryRun bool) error {
+	if !dryRun {
+		<-b.release
+	}
+	return b.fakeEvictor.Evict(ctx, pod, dryRun)
+}
+
+// TestPreemptorEvictingUntilItsVictimSettles: a victim counts as being evicted from its claim
+// until evictSettle after its evictions returned (the gate binds none of its pods meanwhile);
+// a job never chosen never does.
+func TestPreemptorEvictingUntilItsVictimSettles(t *testing.T) {
+	ev := &blockingEvictor{release: make(chan struct{})}
+	p, clk := newPreemptor(t, ev, nil)
+	snap := preemptingSnapshot(t)
+	d, _ := snap.Queue.Lookup("ns/urgent")
+	victim := d.Victims[0].Key
+	p.Published(snap)
+	if !p.Evicting(victim) {
+		t.Error("not evicting while its evictions are under way")
+	}
+	clk.Step(time.Minute) // however long they take
+	if !p.Evicting(victim) {
+		t.Error("not evicting while its evictions are still under way a minute later")
+	}
+	close(ev.release)
+	p.Wait()
+	if !p.Evicting(victim) {
+		t.Error("not evicting right after its evictions returned")
+	}
+	clk.Step(evictSettle)
+	if p.Evicting(victim) {
+		t.Errorf("still evicting %v after its evictions returned", evictSettle)
+	}
+	if p.Evicting("ns/urgent") {
+		t.Error("the preempting job counts as evicted")
+	}
+}

@@ -168,7 +168,7 @@ func TestDeployDryRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	dirs := kustomizations(t, root)
-	want := []string{"deploy/base", "deploy/monitoring", "deploy/overlays/sidecar", "deploy/overlays/standalone"}
+	want := []string{"deploy/base", "deploy/monitoring", "deploy/overlays/sidecar", "deploy/overlays/standalone", "deploy/webhook"}
 	if strings.Join(dirs, " ") != strings.Join(want, " ") {
 		t.Errorf("kustomizations %v, want %v", dirs, want)
 	}
