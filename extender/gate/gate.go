@@ -280,11 +280,6 @@ func (g *Gate) hold(ctx context.Context, view JobView, job *priority.Job, d *pri
 	gathered := d.Bound+held >= gat.min
 	if gathered {
 		g.closeGathering(gat)
-		uids := make(map[string]bool, len(gat.holds))
-		for uid := range gat.holds {
-			uids[string(uid)] = true
-		}
-		g.released.SetDefault(job.Key, uids)
 	}
 	g.mu.Unlock()
 	g.notify() // held pods count as placed
@@ -436,30 +431,36 @@ func (g *Gate) release(gat *gathering) {
 		g.refuseAll(gat.job, holds, fmt.Errorf("not bound: %s of job %s left while its gang gathered", strings.Join(gone, ", "), gat.job))
 		return
 	}
+	// Released only now, once the checks passed: until its Bindings are in the informer the
+	// view may still call the job Admitted, and a further pod of it passes as a member of a
+	// released gang (releasedEnough).
+	uids := make(map[string]bool, len(holds))
+	for _, h := range holds {
+		uids[string(h.pod.UID)] = true
+	}
+	g.mu.Lock()
+	g.released.SetDefault(gat.job, uids)
+	g.mu.Unlock()
 	split := sort.Search(len(holds), func(i int) bool { return holds[i].role > priority.RoleChief })
-	if failed := g.bindAll(holds[:split]); len(failed) > 0 {
-		err := fmt.Errorf("not bound: a parameter server of job %s failed to bind: %w", gat.job, errors.Join(failed...))
-		for _, h := range holds[split:] {
-			h.result <- err
-			failed = append(failed, &unbound{uid: h.pod.UID, err: err})
-		}
-		g.unrelease(gat.job, failed)
+	if failed := g.bindAll(gat.job, holds[:split]); len(failed) > 0 {
+		g.refuseAll(gat.job, holds[split:], fmt.Errorf("not bound: a parameter server of job %s failed to bind: %w", gat.job, errors.Join(failed...)))
 		return
 	}
-	if failed := g.bindAll(holds[split:]); len(failed) > 0 {
-		g.unrelease(gat.job, failed)
-	}
+	g.bindAll(gat.job, holds[split:])
 	g.failures.Delete(gat.job)
 }
 
-// refuseAll answers every held bind of a gathered gang with err, binding none.
+// refuseAll answers every held bind of holds with err, binding none; they are taken out of
+// the job's released set first, so that a retry cannot pass as a member of a released gang.
 func (g *Gate) refuseAll(job string, holds []*hold, err error) {
 	failed := make([]error, 0, len(holds))
 	for _, h := range holds {
-		h.result <- err
 		failed = append(failed, &unbound{uid: h.pod.UID, err: err})
 	}
 	g.unrelease(job, failed)
+	for _, h := range holds {
+		h.result <- &gateError{metrics.OutcomeRefused, err}
+	}
 }
 
 // evicting reports whether a preemption is evicting the job.
@@ -498,6 +499,8 @@ type unbound struct {
 
 func (u *unbound) Error() string { return u.err.Error() }
 
+func (u *unbound) Unwrap() error { return u.err }
+
 // unrelease takes the pods that were not bound out of the job's released set: the
 // scheduler retries them, and they must gather again rather than pass as members of a
 // released gang (releasedEnough), which could bind a gang's workers without its PS.
@@ -518,9 +521,10 @@ func (g *Gate) unrelease(job string, failed []error) {
 	g.released.SetDefault(job, uids)
 }
 
-// bindAll posts the Bindings in parallel and answers each held request; it returns the
-// errors of the pods not bound (each an *unbound).
-func (g *Gate) bindAll(holds []*hold) []error {
+// bindAll posts the Bindings in parallel and answers each held request; a pod not bound is
+// taken out of the job's released set before its answer. It returns the errors of the pods
+// not bound (each an *unbound).
+func (g *Gate) bindAll(job string, holds []*hold) []error {
 	errs := make([]error, len(holds))
 	var wg sync.WaitGroup
 	for i, h := range holds {
@@ -529,6 +533,7 @@ func (g *Gate) bindAll(holds []*hold) []error {
 			defer wg.Done()
 			if err := g.post(context.Background(), h.pod, h.node); err != nil {
 				errs[i] = &unbound{uid: h.pod.UID, err: err}
+				g.unrelease(job, errs[i:i+1])
 				h.result <- err
 				return
 			}

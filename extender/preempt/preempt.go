@@ -197,6 +197,9 @@ func (p *Preemptor) Evicting(job string) bool {
 	if _, ok := p.evicted[job]; !ok {
 		return false
 	}
+	if until, kept := p.protected[job]; kept && until.After(p.clock.Now()) {
+		return false // its eviction was refused: it keeps running
+	}
 	done, ok := p.finished[job]
 	return !ok || p.clock.Since(done) < evictSettle
 }

@@ -306,3 +306,26 @@ func TestPreemptorEvictingUntilItsVictimSettles(t *testing.T) {
 		t.Error("the preempting job counts as evicted")
 	}
 }
+
+// TestPreemptorNotEvictingARefusedVictim: a victim whose eviction a budget refused keeps
+// running, so its binds are not held back.
+func TestPreemptorNotEvictingARefusedVictim(t *testing.T) {
+	snap := preemptingSnapshot(t)
+	d, _ := snap.Queue.Lookup("ns/urgent")
+	victim := d.Victims[0].Key
+	refused := apierrors.NewTooManyRequests("a disruption budget refuses it", 0)
+	ev := &fakeEvictor{dryErr: map[string]error{}}
+	job, _, _ := snap.Job(victim)
+	for _, pod := range boundPods(job) {
+		ev.dryErr[pod.Name] = refused
+	}
+	p, _ := newPreemptor(t, ev, nil)
+	p.Published(snap)
+	p.Wait()
+	if len(ev.evicted) != 0 {
+		t.Fatalf("evicted %v, want none", ev.evicted)
+	}
+	if p.Evicting(victim) {
+		t.Error("a victim whose eviction was refused counts as being evicted")
+	}
+}

@@ -132,8 +132,13 @@ func (t *Turns) nextLift(ctx context.Context) bool {
 		t.lifted.Add(1)
 		t.metrics.TurnLift(metrics.NudgeSent)
 		t.log.Debug("lifted the turn gate", zap.Stringer("pod", ref))
-	case apierrors.IsNotFound(err) || apierrors.IsConflict(err) || errors.Is(err, context.Canceled):
+	case apierrors.IsNotFound(err) || apierrors.IsConflict(err) || apierrors.IsInvalid(err) || errors.Is(err, context.Canceled):
+		// Gone, or another pod of that name by now. Should the same pod still be gated,
+		// the next snapshot with its job's turn queues it again.
 		t.lifts.Forget(ref)
+		t.mu.Lock()
+		delete(t.lifting, ref.UID)
+		t.mu.Unlock()
 		t.metrics.TurnLift(metrics.NudgeSkipped)
 	case t.lifts.NumRequeues(ref) < maxNudgeRetries:
 		t.lifts.AddRateLimited(ref)

@@ -84,8 +84,8 @@ func TestTurnsLiftGates(t *testing.T) {
 }
 
 // TestTurnsLiftFailures: a lift that fails for a passing reason is retried; one refused
-// because the pod is another by now is dropped; one that keeps failing is given up and
-// queued again by the next snapshot that gives the job the turn.
+// because the pod is another by now is dropped; one that keeps failing is given up; either is
+// queued again by the next snapshot that still has it gated with its job's turn.
 func TestTurnsLiftFailures(t *testing.T) {
 	_, turn := turnsSnapshots(t)
 	snap := turn.WithTurnGated(map[string][]gang.PodRef{"ns/a": gatedRefs("a-ps-0", "a-w-0")})
@@ -109,12 +109,11 @@ func TestTurnsLiftFailures(t *testing.T) {
 	u.mu.Lock()
 	u.fail = nil
 	u.mu.Unlock()
-	tu.Published(snap) // a-w-0 is not queued again: its UID is gone from the cluster
-	drainLifts(t, tu, 1)
-	if tu.lifts.Len() != 0 {
-		t.Errorf("%d lifts still queued", tu.lifts.Len())
-	}
-	if diff := cmp.Diff([]string{"a-ps-0"}, u.liftCalls()); diff != "" {
+	// Both are queued again while the snapshot still has them gated in a job with the turn
+	// (a-w-0's conflict might not have been another pod): nothing stays gated for good.
+	tu.Published(snap)
+	drainLifts(t, tu, 2)
+	if diff := cmp.Diff([]string{"a-ps-0", "a-w-0"}, u.liftCalls()); diff != "" {
 		t.Errorf("lifted after the next turn (-want +got):\n%s", diff)
 	}
 }

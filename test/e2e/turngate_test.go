@@ -166,7 +166,6 @@ func TestTurnGateWebhook(t *testing.T) {
 	e.registerTurnGateWebhook(ca.PEM)
 	rec := e.recordBindings("default")
 
-	// The API server caches webhook configurations: wait until a new pod gets the gate.
 	// The API server picks up a new webhook configuration within a second or so: wait until
 	// a pod created for cps-scheduler comes back from the create with the gate.
 	gatesAtCreate := func(p podSpec) []string {
