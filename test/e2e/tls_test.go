@@ -23,13 +23,8 @@ import (
 // scheduling goes on.
 func TestSchedulerOverHTTPS(t *testing.T) {
 	e := newEnv(t, framework.Nodes("node", 2, "4", "8Gi")...)
-	dir := t.TempDir()
-	caFile, certFile, keyFile := filepath.Join(dir, "ca.crt"), filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
-	ca := testcerts.NewCA(t)
-	testcerts.WriteFile(t, caFile, ca.PEM)
-	ca.IssueFiles(t, 100, certFile, keyFile)
+	ca, caFile, certFile, keyFile := e.extenderCerts(100)
 	roots := ca.Pool()
-	e.extTLS = newTLSClientConfig(ca)
 
 	e.startExtender(fmt.Sprintf("tls:\n  certFile: %s\n  keyFile: %s\nreload:\n  interval: 1s\n", certFile, keyFile))
 	e.startScheduler(true, schedulerOverHTTPS(t, e, caFile))
@@ -61,6 +56,19 @@ func TestSchedulerOverHTTPS(t *testing.T) {
 	second := jobSpec{name: "tls-b", ps: 1, workers: 3}
 	e.createJobs(second)
 	e.waitJobBound(second, 90*time.Second)
+}
+
+// extenderCerts makes a CA in a test folder, writes its certificate to caFile and a serving
+// certificate of that serial to certFile and keyFile, and has the test's helpers trust it.
+func (e *env) extenderCerts(serial int64) (ca *testcerts.CA, caFile, certFile, keyFile string) {
+	e.t.Helper()
+	dir := e.t.TempDir()
+	caFile, certFile, keyFile = filepath.Join(dir, "ca.crt"), filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
+	ca = testcerts.NewCA(e.t)
+	testcerts.WriteFile(e.t, caFile, ca.PEM)
+	ca.IssueFiles(e.t, serial, certFile, keyFile)
+	e.extTLS = newTLSClientConfig(ca)
+	return ca, caFile, certFile, keyFile
 }
 
 // newTLSClientConfig trusts the certificates ca issues, for the helpers that talk to the

@@ -5,7 +5,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -15,7 +14,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/cps-extender/cps-extender/internal/testcerts"
 	"github.com/cps-extender/cps-extender/test/e2e/framework"
 )
 
@@ -155,12 +153,7 @@ func (e *env) registerTurnGateWebhook(caPEM []byte) {
 // once when its turn comes. A pod of another scheduler is left alone.
 func TestTurnGateWebhook(t *testing.T) {
 	e := newEnv(t, framework.Nodes("node", 2, "4", "8Gi")...)
-	dir := t.TempDir()
-	caFile, certFile, keyFile := filepath.Join(dir, "ca.crt"), filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
-	ca := testcerts.NewCA(t)
-	testcerts.WriteFile(t, caFile, ca.PEM)
-	ca.IssueFiles(t, 1, certFile, keyFile)
-	e.extTLS = newTLSClientConfig(ca)
+	ca, caFile, certFile, keyFile := e.extenderCerts(1)
 	e.startExtender(fmt.Sprintf("tls:\n  certFile: %s\n  keyFile: %s\n", certFile, keyFile))
 	e.startScheduler(true, schedulerOverHTTPS(t, e, caFile))
 	e.registerTurnGateWebhook(ca.PEM)

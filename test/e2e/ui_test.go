@@ -27,7 +27,6 @@ import (
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 
-	"github.com/cps-extender/cps-extender/internal/testcerts"
 	"github.com/cps-extender/cps-extender/test/e2e/framework"
 )
 
@@ -90,12 +89,7 @@ func TestQueuePage(t *testing.T) {
 	}
 	e := newEnv(t, nodes...)
 	createPriorityClasses(t, e, map[string]int32{"high": 1000000})
-	dir := t.TempDir()
-	caFile, certFile, keyFile := filepath.Join(dir, "ca.crt"), filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
-	ca := testcerts.NewCA(t)
-	testcerts.WriteFile(t, caFile, ca.PEM)
-	ca.IssueFiles(t, 1, certFile, keyFile)
-	e.extTLS = newTLSClientConfig(ca)
+	_, caFile, certFile, keyFile := e.extenderCerts(1)
 	e.startExtender(fmt.Sprintf(`model:
   userTiers: {alice: gold, bob: silver}
   policy: reserve # the page shows where the head reserves room
