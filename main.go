@@ -153,19 +153,35 @@ func run(args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{
-		Addr:              cfg.Listen,
-		Handler:           handler,
-		ReadHeaderTimeout: cfg.ReadTimeout.Duration,
-		ReadTimeout:       cfg.ReadTimeout.Duration,
-		WriteTimeout:      cfg.WriteTimeout.Duration,
-	}
+	srv := newServer(cfg, cfg.Listen, handler)
 	if cfg.TLS.Enabled() {
 		certs, err := server.NewCertReloader(log, cfg.TLS.CertFile, cfg.TLS.KeyFile, cfg.Reload.Interval.Duration)
 		if err != nil {
 			return err
 		}
 		srv.TLSConfig = certs.TLSConfig()
+	}
+	servers := []*http.Server{srv}
+	if hook := cfg.Webhook; hook.Listen != "" {
+		// The same routes over HTTPS, for the API server's webhook calls.
+		hookSrv := newServer(cfg, hook.Listen, handler)
+		if hook.SelfSigned() {
+			certs, err := admission.NewCerts(admission.CertsOptions{Log: log, Secrets: client.CoreV1(),
+				Webhooks: client.AdmissionregistrationV1(), Secret: hook.Secret, Configuration: hook.Configuration,
+				Hosts: admission.CertHosts(hook.Service, hook.Hosts)})
+			if err != nil {
+				return err
+			}
+			go certs.Run(ctx)
+			hookSrv.TLSConfig = certs.TLSConfig()
+		} else {
+			certs, err := server.NewCertReloader(log, hook.CertFile, hook.KeyFile, cfg.Reload.Interval.Duration)
+			if err != nil {
+				return err
+			}
+			hookSrv.TLSConfig = certs.TLSConfig()
+		}
+		servers = append(servers, hookSrv)
 	}
 	if interval := cfg.Reload.Interval.Duration; src.path != "" && interval > 0 {
 		reloader := config.NewConfigReloader(config.ConfigReloaderOptions{
@@ -175,23 +191,27 @@ func run(args []string, stderr io.Writer) error {
 		go reloader.Run(ctx, interval)
 	}
 
-	serveErr := make(chan error, 1)
-	go func() {
-		log.Info("serving", zap.String("listen", cfg.Listen), zap.Bool("https", srv.TLSConfig != nil),
-			zap.String("urlPrefix", cfg.URLPrefix), zap.String("volcanoPrefix", cfg.Volcano.URLPrefix))
-		if srv.TLSConfig != nil {
-			serveErr <- srv.ListenAndServeTLS("", "") // the certificate comes from TLSConfig
-			return
-		}
-		serveErr <- srv.ListenAndServe()
-	}()
+	serveErr := make(chan error, len(servers))
+	for _, one := range servers {
+		go func() {
+			log.Info("serving", zap.String("listen", one.Addr), zap.Bool("https", one.TLSConfig != nil),
+				zap.String("urlPrefix", cfg.URLPrefix), zap.String("volcanoPrefix", cfg.Volcano.URLPrefix))
+			var err error
+			if one.TLSConfig != nil {
+				err = one.ListenAndServeTLS("", "") // the certificate comes from TLSConfig
+			} else {
+				err = one.ListenAndServe()
+			}
+			serveErr <- fmt.Errorf("serving on %s: %w", one.Addr, err)
+		}()
+	}
 	syncErr := make(chan error, 1)
 	go func() { syncErr <- cluster.Start(ctx) }()
 	defer cluster.Shutdown()
 
 	select {
 	case err := <-serveErr:
-		return fmt.Errorf("serving on %s: %w", cfg.Listen, err)
+		return err
 	case err := <-syncErr:
 		if err != nil && ctx.Err() == nil {
 			return err
@@ -200,21 +220,36 @@ func run(args []string, stderr io.Writer) error {
 	}
 	select {
 	case err := <-serveErr:
-		return fmt.Errorf("serving on %s: %w", cfg.Listen, err)
+		return err
 	case <-ctx.Done():
 	}
 
 	log.Info("shutting down", zap.Duration("timeout", cfg.ShutdownTimeout.Duration))
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout.Duration)
 	defer cancel()
-	if err := srv.Shutdown(shutdownCtx); err != nil {
-		return fmt.Errorf("graceful shutdown: %w", err)
+	for _, one := range servers {
+		if err := one.Shutdown(shutdownCtx); err != nil {
+			return fmt.Errorf("graceful shutdown of %s: %w", one.Addr, err)
+		}
 	}
-	if err := <-serveErr; err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return err
+	for range servers {
+		if err := <-serveErr; !errors.Is(err, http.ErrServerClosed) {
+			return err
+		}
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// newServer is an HTTP server of handler on addr with the configured timeouts.
+func newServer(cfg config.Config, addr string, handler http.Handler) *http.Server {
+	return &http.Server{
+		Addr:              addr,
+		Handler:           handler,
+		ReadHeaderTimeout: cfg.ReadTimeout.Duration,
+		ReadTimeout:       cfg.ReadTimeout.Duration,
+		WriteTimeout:      cfg.WriteTimeout.Duration,
+	}
 }
 
 // configSource is where the configuration came from: the file, and the flags that

@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -21,6 +22,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"sigs.k8s.io/yaml"
 )
 
@@ -110,13 +112,10 @@ func readYAML(t *testing.T, path string) map[string]any {
 // TestDeployments: each Deployment runs its containers hardened (non-root, read-only root
 // filesystem, no privilege escalation, no capabilities, RuntimeDefault seccomp), with
 // resources and probes, as the extender's service account, with the config mounted where
-// the args point and the extender's port equal to the config's listen port.
+// the args point and the extender's ports equal to the config's listen and webhook.listen.
 func TestDeployments(t *testing.T) {
-	_, port, _ := net.SplitHostPort(loadExtenderConfig(t).Listen)
-	listenPort, err := strconv.Atoi(port)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := loadExtenderConfig(t)
+	ports := []corev1.ContainerPort{{Name: "http", ContainerPort: portOf(t, cfg.Listen)}, {Name: "webhook", ContainerPort: portOf(t, cfg.Webhook.Listen)}}
 	for path, wantContainers := range deployments {
 		t.Run(filepath.Dir(path), func(t *testing.T) {
 			d := readDeployment(t, path)
@@ -132,7 +131,7 @@ func TestDeployments(t *testing.T) {
 			var names []string
 			for _, c := range spec.Containers {
 				names = append(names, c.Name)
-				for _, problem := range containerProblems(c, listenPort) {
+				for _, problem := range containerProblems(c, ports) {
 					t.Errorf("container %s: %s", c.Name, problem)
 				}
 			}
@@ -152,8 +151,22 @@ func readDeployment(t *testing.T, path string) appsv1.Deployment {
 	return d
 }
 
+// portOf is the port of a host:port address.
+func portOf(t *testing.T, addr string) int32 {
+	t.Helper()
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		t.Fatalf("%q: %v", addr, err)
+	}
+	n, err := strconv.ParseInt(port, 10, 32)
+	if err != nil {
+		t.Fatalf("%q: %v", addr, err)
+	}
+	return int32(n)
+}
+
 // containerProblems lists what a container of ours lacks.
-func containerProblems(c corev1.Container, listenPort int) []string {
+func containerProblems(c corev1.Container, ports []corev1.ContainerPort) []string {
 	var out []string
 	sc := c.SecurityContext
 	if sc == nil || sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation ||
@@ -174,8 +187,8 @@ func containerProblems(c corev1.Container, listenPort int) []string {
 		}
 		return out
 	}
-	if len(c.Ports) != 1 || c.Ports[0].ContainerPort != int32(listenPort) {
-		out = append(out, fmt.Sprintf("ports %+v: want the config's listen port %d", c.Ports, listenPort))
+	if diff := cmp.Diff(ports, c.Ports); diff != "" {
+		out = append(out, fmt.Sprintf("ports: want the config's listen and webhook.listen ports (-want +got):\n%s", diff))
 	}
 	if c.LivenessProbe == nil || c.LivenessProbe.HTTPGet == nil || c.LivenessProbe.HTTPGet.Path != "/healthz" ||
 		c.ReadinessProbe == nil || c.ReadinessProbe.HTTPGet == nil || c.ReadinessProbe.HTTPGet.Path != "/readyz" {
@@ -242,16 +255,13 @@ func mustRead(t *testing.T, path string) []byte {
 	return raw
 }
 
-// TestTurnGateWebhook: the webhook calls the path the extender serves it on, through the
-// standalone overlay's Service and port, for the pods of the shipped scheduler profile, and
-// never blocks a pod creation.
+// TestTurnGateWebhook: the webhook calls the path the extender serves it on, through each
+// overlay's Service to the extender's webhook port, for the pods of the shipped scheduler
+// profile, and never blocks a pod creation; the config names that Service, that webhook
+// configuration and a Secret the RBAC lets the extender keep, and the caBundle it may fill.
 func TestTurnGateWebhook(t *testing.T) {
 	var cfg admissionregistrationv1.MutatingWebhookConfiguration
 	if err := yaml.UnmarshalStrict(mustRead(t, "webhook/turn-gate.yaml"), &cfg); err != nil {
-		t.Fatal(err)
-	}
-	var svc corev1.Service
-	if err := yaml.UnmarshalStrict(mustRead(t, "overlays/standalone/service.yaml"), &svc); err != nil {
 		t.Fatal(err)
 	}
 	shipped := readYAML(t, shippedScheduler)
@@ -264,10 +274,33 @@ func TestTurnGateWebhook(t *testing.T) {
 		t.Fatalf("%d webhooks, want one", len(cfg.Webhooks))
 	}
 	w := cfg.Webhooks[0]
-	s := w.ClientConfig.Service
-	if s == nil || s.Namespace != svc.Namespace || s.Name != svc.Name || s.Port == nil || *s.Port != svc.Spec.Ports[0].Port ||
-		s.Path == nil || *s.Path != admission.Path {
-		t.Errorf("clientConfig.service %+v: want %s/%s port %d path %s", s, svc.Namespace, svc.Name, svc.Spec.Ports[0].Port, admission.Path)
+	ext := loadExtenderConfig(t).Webhook
+	if !ext.SelfSigned() || ext.Configuration != cfg.Name {
+		t.Errorf("%s webhook: %+v; want the self-kept certificate, its CA into %s", extenderConfig, ext, cfg.Name)
+	}
+	for _, overlay := range []string{"overlays/standalone", "overlays/sidecar"} {
+		var svc corev1.Service
+		if err := yaml.UnmarshalStrict(mustRead(t, overlay+"/service.yaml"), &svc); err != nil {
+			t.Fatal(err)
+		}
+		var port *corev1.ServicePort
+		for i, p := range svc.Spec.Ports {
+			if p.TargetPort.StrVal == "webhook" {
+				port = &svc.Spec.Ports[i]
+			}
+		}
+		s := w.ClientConfig.Service
+		if port == nil || s == nil || s.Namespace != svc.Namespace || s.Name != svc.Name || s.Port == nil || *s.Port != port.Port ||
+			s.Path == nil || *s.Path != admission.Path {
+			t.Errorf("%s: clientConfig.service %+v: want %s/%s, the port to targetPort webhook, path %s", overlay, s, svc.Namespace, svc.Name, admission.Path)
+		}
+		if ext.Service != svc.Namespace+"/"+svc.Name {
+			t.Errorf("%s webhook.service %q, want the Service %s/%s", extenderConfig, ext.Service, svc.Namespace, svc.Name)
+		}
+		d := readDeployment(t, overlay+"/deployment.yaml")
+		if !labelsMatch(svc.Spec.Selector, d.Spec.Template.Labels) {
+			t.Errorf("%s: Service selector %v does not select the pods %v", overlay, svc.Spec.Selector, d.Spec.Template.Labels)
+		}
 	}
 	wantCond := "object.spec.schedulerName == '" + profile + "'"
 	if len(w.MatchConditions) != 1 || w.MatchConditions[0].Expression != wantCond {
@@ -276,4 +309,44 @@ func TestTurnGateWebhook(t *testing.T) {
 	if w.FailurePolicy == nil || *w.FailurePolicy != admissionregistrationv1.Ignore {
 		t.Errorf("failurePolicy %v, want Ignore: a webhook outage must not block pod creation", w.FailurePolicy)
 	}
+	// The RBAC names what the extender reads and writes by name.
+	var clusterRole rbacv1.ClusterRole
+	if err := yaml.UnmarshalStrict(mustRead(t, "base/clusterrole.yaml"), &clusterRole); err != nil {
+		t.Fatal(err)
+	}
+	if !grants(clusterRole.Rules, "admissionregistration.k8s.io", "mutatingwebhookconfigurations", cfg.Name, "get", "update") {
+		t.Errorf("base/clusterrole.yaml: no get, update of mutatingwebhookconfigurations %s", cfg.Name)
+	}
+	docs := strings.Split(string(mustRead(t, "base/role.yaml")), "\n---\n")
+	var role rbacv1.Role
+	if err := yaml.UnmarshalStrict([]byte(docs[0]), &role); err != nil {
+		t.Fatal(err)
+	}
+	ns, name, _ := strings.Cut(ext.Secret, "/")
+	if role.Namespace != ns || !grants(role.Rules, "", "secrets", name, "get", "update") || !grants(role.Rules, "", "secrets", "", "create") {
+		t.Errorf("base/role.yaml: want create, and get and update of %s, of secrets in %s", name, ns)
+	}
+}
+
+// labelsMatch reports whether every selector label is among labels.
+func labelsMatch(selector, labels map[string]string) bool {
+	for k, v := range selector {
+		if labels[k] != v {
+			return false
+		}
+	}
+	return len(selector) > 0
+}
+
+// grants reports whether one rule allows all verbs on resource of group, for the object
+// named name (any name when name is empty, and then only a rule with no resourceNames).
+func grants(rules []rbacv1.PolicyRule, group, resource, name string, verbs ...string) bool {
+	for _, r := range rules {
+		named := len(r.ResourceNames) == 0 || (name != "" && slices.Contains(r.ResourceNames, name))
+		if slices.Contains(r.APIGroups, group) && slices.Contains(r.Resources, resource) && named &&
+			!slices.ContainsFunc(verbs, func(v string) bool { return !slices.Contains(r.Verbs, v) }) {
+			return true
+		}
+	}
+	return false
 }

@@ -63,7 +63,35 @@ type Config struct {
 	Reload ReloadConfig `json:"reload"`
 	// TLS switches HTTPS serving on.
 	TLS TLSConfig `json:"tls"`
+	// Webhook serves the turn-gate admission webhook on an HTTPS listener of its own.
+	Webhook WebhookConfig `json:"webhook"`
 }
+
+// WebhookConfig serves the turn-gate admission webhook (extender/admission) over HTTPS on
+// a listener of its own, so the scheduler's calls can stay on plain HTTP. Its certificate
+// is CertFile and KeyFile when given (cert-manager, say, then fills the webhook's caBundle);
+// else the extender keeps one itself: a CA and a certificate for Service's DNS names in
+// Secret (created once, shared by replicas, renewed before it expires), and the CA in the
+// caBundle of the MutatingWebhookConfiguration named Configuration.
+type WebhookConfig struct {
+	// Listen is the webhook's HTTPS address, host:port; empty serves no such listener.
+	Listen string `json:"listen"`
+	// CertFile and KeyFile are a serving certificate and its key, reloaded when they change.
+	CertFile string `json:"certFile"`
+	KeyFile  string `json:"keyFile"`
+	// Secret (namespace/name) holds the self-kept certificate.
+	Secret string `json:"secret"`
+	// Service (namespace/name) is how the API server reaches the webhook; the self-kept
+	// certificate names <name>.<namespace>.svc (and .svc.cluster.local).
+	Service string `json:"service"`
+	// Hosts are further DNS names or IP addresses for the self-kept certificate.
+	Hosts []string `json:"hosts"`
+	// Configuration names the MutatingWebhookConfiguration whose caBundle is kept filled.
+	Configuration string `json:"configuration"`
+}
+
+// SelfSigned reports whether the extender keeps the webhook's certificate itself.
+func (w WebhookConfig) SelfSigned() bool { return w.Listen != "" && w.CertFile == "" }
 
 // EventsConfig configures the WaitingForTurn Events on pods whose job waits.
 type EventsConfig struct {
@@ -250,6 +278,11 @@ func DefaultConfig() Config {
 		ClientQPS:       200,
 		ClientBurst:     400,
 		Log:             LogConfig{Format: "json", Level: "info"},
+		Webhook: WebhookConfig{
+			Secret:        "cps-system/cps-extender-webhook-tls",
+			Service:       "cps-system/cps-extender",
+			Configuration: "cps-extender-turn-gate",
+		},
 		Gang: GangConfig{
 			JobLabel:                    "cps-extender.io/job",
 			RoleLabel:                   "cps-extender.io/role",
@@ -392,6 +425,7 @@ func (c Config) Validate() []error {
 	if (c.TLS.CertFile == "") != (c.TLS.KeyFile == "") {
 		bad("tls: certFile %q and keyFile %q must be given both or neither", c.TLS.CertFile, c.TLS.KeyFile)
 	}
+	errs = append(errs, c.Webhook.validate()...)
 	switch c.Log.Format {
 	case "json", "console":
 	default:
@@ -401,6 +435,38 @@ func (c Config) Validate() []error {
 	case "debug", "info", "warn", "error":
 	default:
 		bad("log.level: %q is not debug, info, warn or error", c.Log.Level)
+	}
+	return errs
+}
+
+// validate lists the problems of the webhook section, with their config keys.
+func (w WebhookConfig) validate() []error {
+	var errs []error
+	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
+	if w.Listen == "" {
+		return nil
+	}
+	if _, _, err := net.SplitHostPort(w.Listen); err != nil {
+		bad("webhook.listen: %q is not host:port: %v", w.Listen, err)
+	}
+	if (w.CertFile == "") != (w.KeyFile == "") {
+		bad("webhook: certFile %q and keyFile %q must be given both or neither", w.CertFile, w.KeyFile)
+	}
+	if !w.SelfSigned() {
+		return errs
+	}
+	for _, r := range []struct{ key, v string }{{"webhook.secret", w.Secret}, {"webhook.service", w.Service}} {
+		if ns, name, ok := strings.Cut(r.v, "/"); !ok || ns == "" || name == "" || strings.Contains(name, "/") {
+			bad("%s: %q is not namespace/name", r.key, r.v)
+		}
+	}
+	if w.Configuration == "" {
+		bad("webhook.configuration: must name the MutatingWebhookConfiguration whose caBundle the extender fills")
+	}
+	for _, h := range w.Hosts {
+		if h == "" || strings.ContainsAny(h, "/: ") && net.ParseIP(h) == nil {
+			bad("webhook.hosts: %q is neither a DNS name nor an IP address", h)
+		}
 	}
 	return errs
 }

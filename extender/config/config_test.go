@@ -176,15 +176,7 @@ func TestVolcanoConfig(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			c := DefaultConfig()
 			tt.edit(&c)
-			got := errStrings(c.Validate())
-			if len(got) != len(tt.want) {
-				t.Fatalf("errors %q, want %q", got, tt.want)
-			}
-			for i := range tt.want {
-				if !strings.HasPrefix(got[i], tt.want[i]) {
-					t.Errorf("error %q, want prefix %q", got[i], tt.want[i])
-				}
-			}
+			wantErrPrefixes(t, c.Validate(), tt.want)
 		})
 	}
 	t.Run("loaded from YAML", func(t *testing.T) {
@@ -196,4 +188,55 @@ func TestVolcanoConfig(t *testing.T) {
 			t.Errorf("(-want +got):\n%s", diff)
 		}
 	})
+}
+
+// TestWebhookConfig: off by default; on, every problem of the section is named.
+func TestWebhookConfig(t *testing.T) {
+	if def := DefaultConfig().Webhook; def.Listen != "" || def.SelfSigned() {
+		t.Errorf("default webhook %+v, want no listener", def)
+	}
+	on := func(c *Config) { c.Webhook.Listen = ":9443" }
+	tests := []struct {
+		name       string
+		edit       func(*Config)
+		selfSigned bool
+		want       []string
+	}{
+		{"self-kept certificate", on, true, nil},
+		{"certificate files", func(c *Config) { on(c); c.Webhook.CertFile, c.Webhook.KeyFile = "tls.crt", "tls.key" }, false, nil},
+		{"off ignores the rest", func(c *Config) { c.Webhook.Secret, c.Webhook.Configuration = "nons", "" }, false, nil},
+		{"extra hosts", func(c *Config) { on(c); c.Webhook.Hosts = []string{"127.0.0.1", "::1", "hook.example.com"} }, true, nil},
+		{"bad listen", func(c *Config) { c.Webhook.Listen = "9443" }, true, []string{`webhook.listen: "9443" is not host:port`}},
+		{"key without certificate", func(c *Config) { on(c); c.Webhook.KeyFile = "tls.key" }, true, []string{`webhook: certFile "" and keyFile "tls.key"`}},
+		{"every self-kept problem", func(c *Config) {
+			on(c)
+			c.Webhook.Secret, c.Webhook.Service, c.Webhook.Configuration = "no-namespace", "a/b/c", ""
+			c.Webhook.Hosts = []string{"", "http://x"}
+		}, true, []string{`webhook.secret: "no-namespace" is not namespace/name`, `webhook.service: "a/b/c" is not namespace/name`,
+			"webhook.configuration: must name", `webhook.hosts: "" is neither`, `webhook.hosts: "http://x" is neither`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := DefaultConfig()
+			tt.edit(&c)
+			if got := c.Webhook.SelfSigned(); got != tt.selfSigned {
+				t.Errorf("SelfSigned() = %v, want %v", got, tt.selfSigned)
+			}
+			wantErrPrefixes(t, c.Validate(), tt.want)
+		})
+	}
+}
+
+// wantErrPrefixes checks that errs are as many as want, each starting with its want.
+func wantErrPrefixes(t *testing.T, errs []error, want []string) {
+	t.Helper()
+	got := errStrings(errs)
+	if len(got) != len(want) {
+		t.Fatalf("errors %q, want %q", got, want)
+	}
+	for i := range want {
+		if !strings.HasPrefix(got[i], want[i]) {
+			t.Errorf("error %q, want prefix %q", got[i], want[i])
+		}
+	}
 }

@@ -12,12 +12,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -26,6 +28,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/restmapper"
 
+	"github.com/cps-extender/cps-extender/extender/admission"
 	"github.com/cps-extender/cps-extender/test/e2e/framework"
 )
 
@@ -256,11 +259,25 @@ func (d deployed) edit(what, cfg, old, new string) string {
 }
 
 // startExtender runs cps-extender with the overlay's config.yaml; only where it listens, how
-// it reaches the API server, and the edits (old, new pairs) differ from the pod.
+// it reaches the API server, and the edits (old, new pairs) differ from the pod. Its
+// webhook keeps its certificate as shipped, also for 127.0.0.1: the overlay's webhook
+// configuration is pointed at it by URL, since a Service's cluster IP does not route here.
 func (d deployed) startExtender(edits ...string) {
 	d.t.Helper()
 	cfg := d.edit("config.yaml", d.configs["config.yaml"], `listen: ":8888"`, fmt.Sprintf("listen: %q", d.extAddr))
 	cfg = d.edit("config.yaml", cfg, `kubeconfig: ""`, "kubeconfig: "+d.extKube)
+	hookAddr := freeAddr(d.t)
+	cfg = d.edit("config.yaml", cfg, `listen: ":9443"`, fmt.Sprintf("listen: %q\n  hosts: [\"127.0.0.1\"]", hookAddr))
+	hooks := d.cp.Client.AdmissionregistrationV1().MutatingWebhookConfigurations()
+	hook, err := hooks.Get(context.Background(), "cps-extender-turn-gate", metav1.GetOptions{})
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	url := "https://" + hookAddr + admission.Path
+	hook.Webhooks[0].ClientConfig = admissionregistrationv1.WebhookClientConfig{URL: &url}
+	if _, err := hooks.Update(context.Background(), hook, metav1.UpdateOptions{}); err != nil {
+		d.t.Fatal(err)
+	}
 	for i := 0; i+1 < len(edits); i += 2 {
 		cfg = d.edit("config.yaml", cfg, edits[i], edits[i+1])
 	}
@@ -284,8 +301,10 @@ func (d deployed) assertNothingRefused(procs ...*framework.Process) {
 }
 
 // TestDeploySidecar runs the sidecar overlay as deployed (see deployed): kube-scheduler and
-// cps-extender with its two ConfigMaps, both as the pod's service account. A gang schedules,
-// the scheduler holds its leader lease in cps-system, and neither process is refused anything.
+// cps-extender with its two ConfigMaps, both as the pod's service account. The overlay's
+// webhook gives a gang's pods the turn gate at creation (the extender keeping its
+// certificate), the gang schedules, the scheduler holds its leader lease in cps-system, and
+// neither process is refused anything.
 func TestDeploySidecar(t *testing.T) {
 	d := deployOverlay(t, "deploy/overlays/sidecar", framework.Nodes("node", 2, "4", "8Gi")...)
 	d.startExtender()
@@ -293,8 +312,13 @@ func TestDeploySidecar(t *testing.T) {
 	sched = d.edit("kube-scheduler.yaml", sched, "kind: KubeSchedulerConfiguration\n", "kind: KubeSchedulerConfiguration\nclientConnection:\n  kubeconfig: "+d.extKube+"\n")
 	d.sched = d.cp.StartScheduler(t, []byte(sched))
 
+	d.waitWebhookGating()
 	job := jobSpec{name: "sidecar", ps: 1, workers: 3, cpu: "2"}
-	d.createJobs(job)
+	for _, p := range job.pods() {
+		if gates := d.gatesAtCreate(p); !slices.Equal(gates, []string{turnGate}) {
+			t.Errorf("%s created with gates %q, want the webhook's %q", p.name, gates, turnGate)
+		}
+	}
 	d.waitJobBound(job, 60*time.Second)
 
 	lease, err := d.cp.Client.CoordinationV1().Leases(deployNamespace).Get(context.Background(), "cps-scheduler", metav1.GetOptions{})
@@ -330,7 +354,16 @@ func TestDeployStandalone(t *testing.T) {
 	for i := range pods {
 		pods[i].scheduler = "default-scheduler"
 	}
-	d.createPods(append(pods, podSpec{name: "plain", scheduler: "default-scheduler"})...)
+	// The overlay's webhook gates the default scheduler's job pods, and no other pod.
+	d.waitWebhookGating(podSpec{name: "probe", scheduler: "default-scheduler", labels: map[string]string{"cps-extender.io/job": "probe"}})
+	for _, p := range pods {
+		if gates := d.gatesAtCreate(p); !slices.Equal(gates, []string{turnGate}) {
+			t.Errorf("%s created with gates %q, want the webhook's %q", p.name, gates, turnGate)
+		}
+	}
+	if gates := d.gatesAtCreate(podSpec{name: "plain", scheduler: "default-scheduler"}); len(gates) != 0 {
+		t.Errorf("a pod in no job was created with gates %q", gates)
+	}
 	d.waitJobBound(job, 60*time.Second)
 	framework.WaitFor(t, 30*time.Second, "plain pod bound", func() (bool, error) {
 		node := d.bound("default")["plain"]

@@ -6,6 +6,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -24,11 +25,15 @@ import (
 // extenderUser is the token user cps-extender runs as in the end-to-end tests.
 const extenderUser = "cps-extender"
 
-// extenderClusterRole is the shipped ClusterRole, relative to the repository root.
-const extenderClusterRole = "deploy/base/clusterrole.yaml"
+// extenderClusterRole and extenderRole are the shipped ClusterRole and the Role in the
+// extender's namespace (with its RoleBinding), relative to the repository root.
+const (
+	extenderClusterRole = "deploy/base/clusterrole.yaml"
+	extenderRole        = "deploy/base/role.yaml"
+)
 
-// grantExtenderRole creates the ClusterRole of deploy/base (read from its file) and binds it
-// to subject, and nothing else.
+// grantExtenderRole creates the ClusterRole and the Role of deploy/base (read from their
+// files) and binds them to subject, and nothing else.
 func grantExtenderRole(t testing.TB, cp *framework.ControlPlane, root string, subject rbacv1.Subject) {
 	t.Helper()
 	raw, err := os.ReadFile(filepath.Join(root, extenderClusterRole))
@@ -50,6 +55,29 @@ func grantExtenderRole(t testing.TB, cp *framework.ControlPlane, root string, su
 	}
 	if _, err := cp.Client.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create ClusterRoleBinding: %v", err)
+	}
+	raw, err = os.ReadFile(filepath.Join(root, extenderRole))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var nsRole rbacv1.Role
+	if err := yaml.UnmarshalStrict([]byte(strings.Split(string(raw), "\n---\n")[0]), &nsRole); err != nil {
+		t.Fatalf("%s: %v", extenderRole, err)
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: nsRole.Namespace}}
+	if _, err := cp.Client.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatalf("create namespace %s: %v", ns.Name, err)
+	}
+	if _, err := cp.Client.RbacV1().Roles(nsRole.Namespace).Create(ctx, &nsRole, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create Role %s: %v", nsRole.Name, err)
+	}
+	nsBinding := &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: nsRole.Name + "-e2e", Namespace: nsRole.Namespace},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: nsRole.Name},
+		Subjects:   []rbacv1.Subject{subject},
+	}
+	if _, err := cp.Client.RbacV1().RoleBindings(nsRole.Namespace).Create(ctx, nsBinding, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create RoleBinding: %v", err)
 	}
 }
 
@@ -88,6 +116,11 @@ func TestRBACExtenderRole(t *testing.T) {
 			{attr{Verb: "list", Group: "scheduling.volcano.sh", Resource: "podgroups"}, true},
 			{attr{Verb: "watch", Group: "scheduling.x-k8s.io", Resource: "podgroups"}, true},
 			{attr{Verb: "list", Group: "scheduling.k8s.io", Resource: "podgroups"}, true},
+			{attr{Verb: "get", Group: "admissionregistration.k8s.io", Resource: "mutatingwebhookconfigurations", Name: "cps-extender-turn-gate"}, true},
+			{attr{Verb: "update", Group: "admissionregistration.k8s.io", Resource: "mutatingwebhookconfigurations", Name: "cps-extender-turn-gate"}, true},
+			{attr{Verb: "create", Resource: "secrets", Namespace: "cps-system"}, true},
+			{attr{Verb: "get", Resource: "secrets", Namespace: "cps-system", Name: "cps-extender-webhook-tls"}, true},
+			{attr{Verb: "update", Resource: "secrets", Namespace: "cps-system", Name: "cps-extender-webhook-tls"}, true},
 
 			{attr{Verb: "delete", Resource: "pods", Namespace: "default"}, false},
 			{attr{Verb: "create", Resource: "pods", Namespace: "default"}, false},
@@ -97,6 +130,10 @@ func TestRBACExtenderRole(t *testing.T) {
 			{attr{Verb: "update", Resource: "nodes"}, false},
 			{attr{Verb: "delete", Resource: "namespaces"}, false},
 			{attr{Verb: "list", Resource: "secrets"}, false},
+			{attr{Verb: "get", Resource: "secrets", Namespace: "cps-system", Name: "other"}, false},
+			{attr{Verb: "create", Resource: "secrets", Namespace: "default"}, false},
+			{attr{Verb: "update", Group: "admissionregistration.k8s.io", Resource: "mutatingwebhookconfigurations", Name: "other"}, false},
+			{attr{Verb: "list", Group: "admissionregistration.k8s.io", Resource: "mutatingwebhookconfigurations"}, false},
 			{attr{Verb: "get", Resource: "configmaps", Namespace: "kube-system"}, false},
 			{attr{Verb: "delete", Resource: "events", Namespace: "default"}, false},
 			{attr{Verb: "update", Group: "scheduling.volcano.sh", Resource: "podgroups", Namespace: "default"}, false},

@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"slices"
@@ -28,6 +29,11 @@ func (e *env) gatesOf(name string) []string {
 	if err != nil {
 		e.t.Fatal(err)
 	}
+	return gateNames(pod)
+}
+
+// gateNames are the names of pod's scheduling gates.
+func gateNames(pod *corev1.Pod) []string {
 	var out []string
 	for _, g := range pod.Spec.SchedulingGates {
 		out = append(out, g.Name)
@@ -120,18 +126,18 @@ func TestTurnGate(t *testing.T) {
 	})
 }
 
-// registerTurnGateWebhook registers cps-extender's admission webhook with the API server,
-// as docs/deploy.md does for a cluster: pod creations for cps-scheduler outside kube-system,
-// over HTTPS trusting caPEM, failure policy Ignore.
-func (e *env) registerTurnGateWebhook(caPEM []byte) {
+// registerTurnGateWebhook registers cps-extender's admission webhook with the API server as
+// deploy/webhook does, but by URL (addr), since no Service routes here: pod creations for
+// cps-scheduler outside kube-system, over HTTPS, failure policy Ignore, no caBundle yet.
+func (e *env) registerTurnGateWebhook(addr string) {
 	e.t.Helper()
-	url := "https://" + e.extAddr + "/webhook/turn-gate"
+	url := "https://" + addr + "/webhook/turn-gate"
 	ignore, none, timeout := admissionregistrationv1.Ignore, admissionregistrationv1.SideEffectClassNone, int32(5)
 	cfg := &admissionregistrationv1.MutatingWebhookConfiguration{
 		ObjectMeta: metav1.ObjectMeta{Name: "cps-extender-turn-gate"},
 		Webhooks: []admissionregistrationv1.MutatingWebhook{{
 			Name:         "turn-gate.cps-extender.io",
-			ClientConfig: admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: caPEM},
+			ClientConfig: admissionregistrationv1.WebhookClientConfig{URL: &url}, // the extender fills caBundle
 			Rules: []admissionregistrationv1.RuleWithOperations{{
 				Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
 				Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"}},
@@ -148,41 +154,86 @@ func (e *env) registerTurnGateWebhook(caPEM []byte) {
 	}
 }
 
-// TestTurnGateWebhook: with the extender's admission webhook registered, pods created with
-// no gate get the turn gate; a job that waits is not tried by kube-scheduler, and runs at
-// once when its turn comes. A pod of another scheduler is left alone.
+// TestTurnGateWebhook: the extender serves its admission webhook as shipped, on an HTTPS
+// listener of its own with a certificate it keeps itself (a Secret, and the CA in the
+// webhook configuration's caBundle). Pods created with no gate get the turn gate; a job
+// that waits is not tried by kube-scheduler, and runs at once when its turn comes. A pod of
+// another scheduler is left alone; a restarted extender (or a second replica) serves the
+// same certificate, and the caBundle is not touched again.
 func TestTurnGateWebhook(t *testing.T) {
 	e := newEnv(t, framework.Nodes("node", 2, "4", "8Gi")...)
-	ca, caFile, certFile, keyFile := e.extenderCerts(1)
-	e.startExtender(fmt.Sprintf("tls:\n  certFile: %s\n  keyFile: %s\n", certFile, keyFile))
-	e.startScheduler(true, schedulerOverHTTPS(t, e, caFile))
-	e.registerTurnGateWebhook(ca.PEM)
+	hookAddr := freeAddr(t)
+	e.registerTurnGateWebhook(hookAddr)
+	webhookConfig := fmt.Sprintf("webhook:\n  listen: %s\n  hosts: [\"127.0.0.1\"]\n", hookAddr)
+	e.startExtender(webhookConfig)
+	e.startScheduler(true)
 	rec := e.recordBindings("default")
 
-	// The API server picks up a new webhook configuration within a second or so: wait until
-	// a pod created for cps-scheduler comes back from the create with the gate.
-	gatesAtCreate := func(p podSpec) []string {
-		pod, err := e.cp.Client.CoreV1().Pods("default").Create(context.Background(), p.pod(), metav1.CreateOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var out []string
-		for _, g := range pod.Spec.SchedulingGates {
-			out = append(out, g.Name)
-		}
-		return out
-	}
-	framework.WaitFor(t, 30*time.Second, "the webhook gating new pods", func() (bool, error) {
-		gates := gatesAtCreate(podSpec{name: "probe"})
-		e.deletePods("default", "probe")
-		return slices.Equal(gates, []string{turnGate}), fmt.Errorf("probe created with gates %q", gates)
+	ctx := context.Background()
+	hooks := e.cp.Client.AdmissionregistrationV1().MutatingWebhookConfigurations()
+	var filled *admissionregistrationv1.MutatingWebhookConfiguration
+	framework.WaitFor(t, 30*time.Second, "the extender filling the caBundle", func() (bool, error) {
+		var err error
+		filled, err = hooks.Get(ctx, "cps-extender-turn-gate", metav1.GetOptions{})
+		return err == nil && len(filled.Webhooks[0].ClientConfig.CABundle) > 0, fmt.Errorf("caBundle empty (%v)", err)
 	})
-	if gates := gatesAtCreate(podSpec{name: "other", scheduler: "other-scheduler"}); len(gates) != 0 {
+	secret, err := e.cp.Client.CoreV1().Secrets("cps-system").Get(ctx, "cps-extender-webhook-tls", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("the extender's certificate Secret: %v", err)
+	}
+	if !bytes.Equal(secret.Data["ca.crt"], filled.Webhooks[0].ClientConfig.CABundle) {
+		t.Error("caBundle is not the Secret's ca.crt")
+	}
+
+	e.waitWebhookGating()
+	if gates := e.gatesAtCreate(podSpec{name: "other", scheduler: "other-scheduler"}); len(gates) != 0 {
 		t.Errorf("a pod of another scheduler was created with gates %q", gates)
 	}
 	e.deletePods("default", "other")
 
 	e.gatedHandover(rec, jobSpec{name: "wh-first", workers: 2, cpu: "4"}, jobSpec{name: "wh-second", ps: 1, workers: 1, cpu: "4"})
+
+	// A restart finds the Secret and serves it: the API server's trust still holds.
+	if err := e.ext.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	e.startExtender(webhookConfig)
+	e.waitWebhookGating()
+	again, err := hooks.Get(ctx, "cps-extender-turn-gate", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.ResourceVersion != filled.ResourceVersion {
+		t.Errorf("the restarted extender changed the webhook configuration (resourceVersion %s -> %s)", filled.ResourceVersion, again.ResourceVersion)
+	}
+}
+
+// gatesAtCreate creates p in default and returns the scheduling gates it was created with.
+func (e *env) gatesAtCreate(p podSpec) []string {
+	e.t.Helper()
+	pod, err := e.cp.Client.CoreV1().Pods("default").Create(context.Background(), p.pod(), metav1.CreateOptions{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return gateNames(pod)
+}
+
+// waitWebhookGating waits until the API server calls the turn-gate webhook (it picks up a
+// changed webhook configuration within a second or so): probe (default: a pod of
+// cps-scheduler) comes back from the create with the turn gate. The probe selects no node,
+// so no scheduler binds it in the moment before it is deleted.
+func (e *env) waitWebhookGating(probe ...podSpec) {
+	e.t.Helper()
+	p := podSpec{name: "probe"}
+	if len(probe) > 0 {
+		p = probe[0]
+	}
+	p.selector = map[string]string{"cps-e2e/probe": "no-such-node"}
+	framework.WaitFor(e.t, 30*time.Second, "the webhook gating new pods", func() (bool, error) {
+		gates := e.gatesAtCreate(p)
+		e.deletePods("default", p.name)
+		return slices.Equal(gates, []string{turnGate}), fmt.Errorf("probe created with gates %q", gates)
+	})
 }
 
 // gatedHandover runs first, which fills the cluster, then second behind it: second's pods
