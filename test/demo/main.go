@@ -1,8 +1,9 @@
 // Command demo is `make demo`: cps-extender end to end on a laptop, in one command.
 //
 // It starts a local control plane (etcd, kube-apiserver and kwok, from the end-to-end
-// framework) with 8 fake nodes of 8 CPU in 2 racks, builds and starts cps-extender, and starts
-// kube-scheduler with scheduler-config/kube-scheduler.yaml as shipped. It then submits the
+// framework) with 8 fake nodes of 8 CPU in 2 racks, builds and starts cps-extender with its
+// turn-gate webhook registered as deploy/webhook ships it, and starts kube-scheduler with
+// scheduler-config/kube-scheduler.yaml as shipped. It then submits the
 // PS/worker jobs of test/demo/workload.yaml at once, more than the cluster holds, waits until
 // every job is either fully bound or waiting, and prints the extender's admission queue, where
 // each job's parameter servers and workers went (and how many workers sit beside a PS), and the
@@ -43,6 +44,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/cps-extender/cps-extender/extender/gang"
 	"github.com/cps-extender/cps-extender/test/e2e/framework"
 )
 
@@ -231,13 +233,26 @@ func (d *demo) startExtender(cp *framework.ControlPlane, build <-chan buildResul
 	if err != nil {
 		return nil, "", err
 	}
-	p, err := startExtender(d.t, cp, b.bin, addr, work.Users)
+	hookAddr, err := freeAddr()
+	if err != nil {
+		return nil, "", err
+	}
+	if err := registerWebhook(cp.Client, d.root, hookAddr); err != nil {
+		return nil, "", err
+	}
+	p, err := startExtender(d.t, cp, b.bin, addr, hookAddr, work.Users)
 	if err != nil {
 		return nil, "", err
 	}
 	fmt.Fprintf(d.out, "  built and ready in %s at http://%s (config %s, log %s)\n",
 		seconds(time.Since(began)), addr, filepath.Join(cp.Dir, "cps-extender.yaml"), p.LogPath())
 	fmt.Fprintf(d.out, "  model.userTiers: %s; affinity.topology: [%s]\n", userTiers(work.Users), rackLabel)
+	if err := waitGating(cp.Client, work.Namespace); err != nil {
+		return nil, "", err
+	}
+	fmt.Fprintf(d.out, "  turn-gate webhook (%s) at https://%s, its certificate kept by the extender:\n"+
+		"  new pods of %s get the scheduling gate %s, lifted in their job's turn\n",
+		webhookManifest, hookAddr, schedulerName, gang.TurnGate)
 	return p, addr, nil
 }
 
@@ -358,6 +373,10 @@ func (r *round) play() error {
 	running, waiting := splitJobs(s, r.work.Jobs)
 	if err := r.report("Settled", s, r.work.Jobs); err != nil {
 		return err
+	}
+	if gated, err := r.gatedPods(); err == nil && gated > 0 {
+		fmt.Fprintf(r.out, "\n  %d pods of the waiting jobs still carry the turn gate (kubectl: SchedulingGated):\n"+
+			"  kube-scheduler does not try them until their job's turn.\n", gated)
 	}
 	r.step("Order in which jobs became fully bound")
 	printBindOrder(r.out, s, r.rec.FullyBound(r.work.Jobs), start)
@@ -523,6 +542,23 @@ func (r *round) finish(jobs []jobSpec) (began, gone time.Time, err error) {
 		return false, nil
 	})
 	return began, gone, nil
+}
+
+// gatedPods counts the workload's pods that still carry the turn gate.
+func (r *round) gatedPods() (int, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), apiCallTimeout)
+	defer cancel()
+	pods, err := r.plane.Client.CoreV1().Pods(r.work.Namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for i := range pods.Items {
+		if turn, _ := gang.SchedulingGates(&pods.Items[i]); turn {
+			n++
+		}
+	}
+	return n, nil
 }
 
 // splitJobs divides jobs into those fully bound and the rest.
