@@ -148,7 +148,11 @@ func run(args []string, stderr io.Writer) error {
 	handler, err := server.New(server.Options{
 		Log: log, MaxRequestBytes: cfg.MaxRequestBytes, Ready: cluster, Queue: cluster, Layout: cluster, Metrics: meters,
 		Routes: slices.Concat(verbs.Routes(cfg.URLPrefix), vc.Routes(),
-			[]wire.Route{admission.New(cfg.Gang.ExemptNamespaces).Route(admission.Path)}),
+			[]wire.Route{admission.New(cfg.Gang.ExemptNamespaces, func() bool {
+				// Until the first snapshot, a backlog may wait: gate (the lift follows it).
+				snap := cluster.Snapshot()
+				return snap == nil || snap.Queue.Contended()
+			}).Route(admission.Path)}),
 	})
 	if err != nil {
 		return err

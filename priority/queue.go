@@ -33,6 +33,21 @@ func (q *Queue) Lookup(key string) (*Decision, bool) {
 	return d, ok
 }
 
+// Contended reports whether a job of the queue waits with its whole gang there, for room or
+// for its turn (a job still short of pods waits for itself, and an unschedulable job holds
+// nothing back). Only then is a new pod likely to wait.
+func (q *Queue) Contended() bool {
+	if q == nil {
+		return false
+	}
+	for _, d := range q.Order {
+		if d.Phase != PhaseAdmitted && d.Pods >= d.MinMember {
+			return true
+		}
+	}
+	return false
+}
+
 // Len is the number of jobs in the queue: neither running nor unschedulable.
 func (q *Queue) Len() int {
 	if q == nil {

@@ -726,6 +726,35 @@ func TestOrdinal(t *testing.T) {
 	}
 }
 
+// TestQueueContended: a queue is contended when a job waits with its whole gang there,
+// not when every job fits, when the only waiting job is still short of pods, or when the
+// only job that does not fit can never fit.
+func TestQueueContended(t *testing.T) {
+	tests := []struct {
+		name  string
+		state priority.State
+		want  bool
+	}{
+		{"everything fits", priority.State{Nodes: cpuNodes(8000), Jobs: []priority.Job{
+			workerJob("ns/a", 0, 1000).obj(), workerJob("ns/b", 0, 1000).obj()}}, false},
+		{"a complete job waits for room", priority.State{Nodes: cpuNodes(2000), Jobs: []priority.Job{
+			workerJob("ns/a", 1000000, 2000).obj(), workerJob("ns/b", 0, 2000).obj()}}, true},
+		{"the waiting job is short of pods", priority.State{Nodes: cpuNodes(8000), Jobs: []priority.Job{
+			workerJob("ns/a", 0, 1000).obj(), mkJob("ns/i").min(4).gang(0, nil, 2, res(100, gi)).obj()}}, false},
+		{"the job that does not fit never can", priority.State{Nodes: []priority.Node{{Name: "n1", Free: res(2000, 64*gi), Capacity: res(2000, 64*gi)}}, Jobs: []priority.Job{
+			workerJob("ns/a", 0, 1000).obj(), workerJob("ns/huge", 0, 64000).obj()}}, false},
+		{"no jobs", priority.State{Nodes: cpuNodes(2000)}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			q := priority.DefaultModel().Admit(tt.state, t0)
+			if got := q.Contended(); got != tt.want {
+				t.Errorf("Contended() = %v, want %v; queue %+v", got, tt.want, rowsOf(q))
+			}
+		})
+	}
+}
+
 func TestQueueNilSafe(t *testing.T) {
 	var q *priority.Queue
 	if q.Len() != 0 {
@@ -733,6 +762,9 @@ func TestQueueNilSafe(t *testing.T) {
 	}
 	if _, ok := q.Lookup("ns/a"); ok {
 		t.Errorf("nil Lookup found something")
+	}
+	if q.Contended() {
+		t.Errorf("nil Contended() = true")
 	}
 }
 

@@ -46,9 +46,10 @@ func gatedPod(gates ...string) *corev1.Pod {
 	return p
 }
 
-// TestWebhook: a pod created for the extender's scheduler gets the turn gate, appended to
-// any gates it has; a pod that has it, a pod created bound, a pod in an exempt namespace and
-// anything but a pod creation are allowed unchanged.
+// TestWebhook: a pod created for the extender's scheduler while a job waits gets the turn
+// gate, appended to any gates it has; a pod created while no job waits, a pod that has it, a
+// pod created bound, a pod in an exempt namespace and anything but a pod creation are
+// allowed unchanged.
 func TestWebhook(t *testing.T) {
 	bound := gatedPod()
 	bound.Spec.NodeName = "n1"
@@ -59,21 +60,25 @@ func TestWebhook(t *testing.T) {
 		op        admissionv1.Operation
 		resource  string
 		pod       *corev1.Pod
+		idle      bool // no job waits
 		wantPatch string
 	}{
 		{name: "no gates", op: admissionv1.Create, resource: "pods", pod: gatedPod(),
 			wantPatch: `[{"op":"add","path":"/spec/schedulingGates","value":[{"name":"cps-extender.io/turn"}]}]`},
 		{name: "another gate", op: admissionv1.Create, resource: "pods", pod: gatedPod("example.com/quota"),
 			wantPatch: `[{"op":"add","path":"/spec/schedulingGates/-","value":{"name":"cps-extender.io/turn"}}]`},
+		{name: "no job waits", op: admissionv1.Create, resource: "pods", pod: gatedPod(), idle: true},
 		{name: "gated already", op: admissionv1.Create, resource: "pods", pod: gatedPod(gang.TurnGate)},
 		{name: "created bound", op: admissionv1.Create, resource: "pods", pod: bound},
 		{name: "exempt namespace", op: admissionv1.Create, resource: "pods", pod: exempt},
 		{name: "an update", op: admissionv1.Update, resource: "pods", pod: gatedPod()},
 		{name: "not a pod", op: admissionv1.Create, resource: "services", pod: gatedPod()},
 	}
-	h := New([]string{"kube-system"})
+	var contended bool
+	h := New([]string{"kube-system"}, func() bool { return contended })
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			contended = !tt.idle
 			rec := httptest.NewRecorder()
 			h.serve(rec, httptest.NewRequest(http.MethodPost, "/webhook/turn-gate", bytes.NewReader(review(t, tt.op, tt.resource, tt.pod))), wire.Call{MaxBytes: 1 << 20})
 			if rec.Code != http.StatusOK {
@@ -111,7 +116,7 @@ func TestWebhookBadInput(t *testing.T) {
 		{name: "no uid", body: `{"request":{"operation":"CREATE"}}`, want: "no uid"},
 		{name: "object not a pod", body: `{"request":{"uid":"u","operation":"CREATE","resource":{"version":"v1","resource":"pods"},"object":{"spec":7}}}`, want: "not a pod"},
 	}
-	h := New(nil)
+	h := New(nil, nil)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			rec := httptest.NewRecorder()

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -17,8 +16,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/yaml"
 
-	"github.com/cps-extender/cps-extender/extender/admission"
-	"github.com/cps-extender/cps-extender/extender/gang"
 	"github.com/cps-extender/cps-extender/test/e2e/framework"
 )
 
@@ -138,68 +135,6 @@ func extenderConfig(listen, hookAddr, kubeconfig string, userTiers map[string]st
 		"webhook":    map[string]any{"listen": hookAddr, "hosts": []string{"127.0.0.1"}},
 	}
 	return yaml.Marshal(cfg)
-}
-
-// webhookManifest is the shipped turn-gate webhook configuration, relative to the root.
-const webhookManifest = "deploy/webhook/turn-gate.yaml"
-
-// registerWebhook creates the shipped turn-gate webhook configuration, calling the
-// extender's webhook listener hookAddr by URL (no Service routes to a process on this
-// machine), with no caBundle: the extender fills it. Its certificate Secret goes to
-// cps-system, created here.
-func registerWebhook(c kubernetes.Interface, root, hookAddr string) error {
-	raw, err := os.ReadFile(filepath.Join(root, webhookManifest))
-	if err != nil {
-		return err
-	}
-	var hook admissionregistrationv1.MutatingWebhookConfiguration
-	if err := yaml.UnmarshalStrict(raw, &hook); err != nil {
-		return fmt.Errorf("%s: %w", webhookManifest, err)
-	}
-	url := "https://" + hookAddr + admission.Path
-	for i := range hook.Webhooks {
-		hook.Webhooks[i].ClientConfig = admissionregistrationv1.WebhookClientConfig{URL: &url}
-	}
-	if err := createNamespace(c, "cps-system"); err != nil {
-		return err
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), apiCallTimeout)
-	defer cancel()
-	if _, err := c.AdmissionregistrationV1().MutatingWebhookConfigurations().Create(ctx, &hook, metav1.CreateOptions{}); err != nil {
-		return fmt.Errorf("create the webhook configuration: %w", err)
-	}
-	return nil
-}
-
-// waitGating waits until the API server calls the webhook (once the extender has filled
-// the caBundle and the API server has seen it): a probe pod of cps-scheduler in namespace,
-// selecting no node, comes back from its create with the turn gate.
-func waitGating(c kubernetes.Interface, namespace string) error {
-	probe := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "webhook-probe", Namespace: namespace},
-		Spec: corev1.PodSpec{SchedulerName: schedulerName, NodeSelector: map[string]string{"cps-demo/probe": "no-such-node"},
-			Containers: []corev1.Container{{Name: "main", Image: "fake"}}},
-	}
-	zero := int64(0)
-	deadline := time.Now().Add(apiCallTimeout)
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), apiCallTimeout)
-		made, err := c.CoreV1().Pods(namespace).Create(ctx, probe, metav1.CreateOptions{})
-		if err == nil {
-			err = c.CoreV1().Pods(namespace).Delete(ctx, probe.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
-		}
-		cancel()
-		if err != nil {
-			return fmt.Errorf("webhook probe: %w", err)
-		}
-		if turn, _ := gang.SchedulingGates(made); turn {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("the API server did not call the turn-gate webhook within %v", apiCallTimeout)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
 }
 
 // startExtender writes the extender's config into the control plane's folder, starts the

@@ -237,7 +237,7 @@ func (d *demo) startExtender(cp *framework.ControlPlane, build <-chan buildResul
 	if err != nil {
 		return nil, "", err
 	}
-	if err := registerWebhook(cp.Client, d.root, hookAddr); err != nil {
+	if err := framework.RegisterTurnGateWebhook(cp.Client, filepath.Join(d.root, framework.TurnGateWebhookManifest), hookAddr); err != nil {
 		return nil, "", err
 	}
 	p, err := startExtender(d.t, cp, b.bin, addr, hookAddr, work.Users)
@@ -247,12 +247,15 @@ func (d *demo) startExtender(cp *framework.ControlPlane, build <-chan buildResul
 	fmt.Fprintf(d.out, "  built and ready in %s at http://%s (config %s, log %s)\n",
 		seconds(time.Since(began)), addr, filepath.Join(cp.Dir, "cps-extender.yaml"), p.LogPath())
 	fmt.Fprintf(d.out, "  model.userTiers: %s; affinity.topology: [%s]\n", userTiers(work.Users), rackLabel)
-	if err := waitGating(cp.Client, work.Namespace); err != nil {
-		return nil, "", err
+	probe := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "webhook-probe", Namespace: work.Namespace},
+		Spec: corev1.PodSpec{SchedulerName: schedulerName, NodeSelector: map[string]string{"cps-demo/probe": "no-such-node"},
+			Containers: []corev1.Container{{Name: "main", Image: "fake"}}},
 	}
+	framework.WaitTurnGateWebhook(d.t, cp.Client, probe, "http://"+addr+"/metrics", apiCallTimeout)
 	fmt.Fprintf(d.out, "  turn-gate webhook (%s) at https://%s, its certificate kept by the extender:\n"+
-		"  new pods of %s get the scheduling gate %s, lifted in their job's turn\n",
-		webhookManifest, hookAddr, schedulerName, gang.TurnGate)
+		"  pods of %s created while a job waits get the scheduling gate %s, lifted in their job's turn\n",
+		framework.TurnGateWebhookManifest, hookAddr, schedulerName, gang.TurnGate)
 	return p, addr, nil
 }
 

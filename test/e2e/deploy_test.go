@@ -12,7 +12,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -301,10 +300,10 @@ func (d deployed) assertNothingRefused(procs ...*framework.Process) {
 }
 
 // TestDeploySidecar runs the sidecar overlay as deployed (see deployed): kube-scheduler and
-// cps-extender with its two ConfigMaps, both as the pod's service account. The overlay's
-// webhook gives a gang's pods the turn gate at creation (the extender keeping its
-// certificate), the gang schedules, the scheduler holds its leader lease in cps-system, and
-// neither process is refused anything.
+// cps-extender with its two ConfigMaps, both as the pod's service account. The API server
+// calls the overlay's webhook for the gang's pods (trusting the certificate the extender
+// keeps; no job waits, so they are created ungated), the gang schedules, the scheduler
+// holds its leader lease in cps-system, and neither process is refused anything.
 func TestDeploySidecar(t *testing.T) {
 	d := deployOverlay(t, "deploy/overlays/sidecar", framework.Nodes("node", 2, "4", "8Gi")...)
 	d.startExtender()
@@ -312,12 +311,12 @@ func TestDeploySidecar(t *testing.T) {
 	sched = d.edit("kube-scheduler.yaml", sched, "kind: KubeSchedulerConfiguration\n", "kind: KubeSchedulerConfiguration\nclientConnection:\n  kubeconfig: "+d.extKube+"\n")
 	d.sched = d.cp.StartScheduler(t, []byte(sched))
 
-	d.waitWebhookGating()
+	d.waitWebhookCalled(podSpec{name: "probe"})
+	calls := d.webhookCalls()
 	job := jobSpec{name: "sidecar", ps: 1, workers: 3, cpu: "2"}
-	for _, p := range job.pods() {
-		if gates := d.gatesAtCreate(p); !slices.Equal(gates, []string{turnGate}) {
-			t.Errorf("%s created with gates %q, want the webhook's %q", p.name, gates, turnGate)
-		}
+	d.createWithGates(nil, job.pods()...)
+	if got := d.webhookCalls() - calls; got != len(job.pods()) {
+		t.Errorf("the webhook was called %d times for the job's %d pods", got, len(job.pods()))
 	}
 	d.waitJobBound(job, 60*time.Second)
 
@@ -354,15 +353,13 @@ func TestDeployStandalone(t *testing.T) {
 	for i := range pods {
 		pods[i].scheduler = "default-scheduler"
 	}
-	// The overlay's webhook gates the default scheduler's job pods, and no other pod.
-	d.waitWebhookGating(podSpec{name: "probe", scheduler: "default-scheduler", labels: map[string]string{"cps-extender.io/job": "probe"}})
-	for _, p := range pods {
-		if gates := d.gatesAtCreate(p); !slices.Equal(gates, []string{turnGate}) {
-			t.Errorf("%s created with gates %q, want the webhook's %q", p.name, gates, turnGate)
-		}
-	}
-	if gates := d.gatesAtCreate(podSpec{name: "plain", scheduler: "default-scheduler"}); len(gates) != 0 {
-		t.Errorf("a pod in no job was created with gates %q", gates)
+	// The API server calls the overlay's webhook for the default scheduler's job pods, and
+	// for no other pod (no job waits, so none is gated).
+	d.waitWebhookCalled(podSpec{name: "probe", scheduler: "default-scheduler", labels: map[string]string{"cps-extender.io/job": "probe"}})
+	calls := d.webhookCalls()
+	d.createWithGates(nil, append(pods, podSpec{name: "plain", scheduler: "default-scheduler"})...)
+	if got := d.webhookCalls() - calls; got != len(pods) {
+		t.Errorf("the webhook was called %d times, want once for each of the job's %d pods", got, len(pods))
 	}
 	d.waitJobBound(job, 60*time.Second)
 	framework.WaitFor(t, 30*time.Second, "plain pod bound", func() (bool, error) {

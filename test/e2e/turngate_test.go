@@ -57,7 +57,10 @@ func TestTurnGate(t *testing.T) {
 		defer e.use(t)()
 		first := jobSpec{name: "first", workers: 2, cpu: "4", gates: gate}
 		second := jobSpec{name: "second", ps: 1, workers: 1, cpu: "4", gates: gate}
-		e.gatedHandover(rec, first, second)
+		e.createJobs(first)
+		e.waitJobBound(first, 30*time.Second)
+		e.createJobs(second)
+		e.gatedHandover(rec, second, first)
 		e.deleteJob(second)
 	})
 
@@ -126,45 +129,18 @@ func TestTurnGate(t *testing.T) {
 	})
 }
 
-// registerTurnGateWebhook registers cps-extender's admission webhook with the API server as
-// deploy/webhook does, but by URL (addr), since no Service routes here: pod creations for
-// cps-scheduler outside kube-system, over HTTPS, failure policy Ignore, no caBundle yet.
-func (e *env) registerTurnGateWebhook(addr string) {
-	e.t.Helper()
-	url := "https://" + addr + "/webhook/turn-gate"
-	ignore, none, timeout := admissionregistrationv1.Ignore, admissionregistrationv1.SideEffectClassNone, int32(5)
-	cfg := &admissionregistrationv1.MutatingWebhookConfiguration{
-		ObjectMeta: metav1.ObjectMeta{Name: "cps-extender-turn-gate"},
-		Webhooks: []admissionregistrationv1.MutatingWebhook{{
-			Name:         "turn-gate.cps-extender.io",
-			ClientConfig: admissionregistrationv1.WebhookClientConfig{URL: &url}, // the extender fills caBundle
-			Rules: []admissionregistrationv1.RuleWithOperations{{
-				Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
-				Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"}},
-			}},
-			MatchConditions: []admissionregistrationv1.MatchCondition{{Name: "cps-scheduler", Expression: "object.spec.schedulerName == '" + schedulerName + "'"}},
-			NamespaceSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
-				Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"kube-system"},
-			}}},
-			FailurePolicy: &ignore, SideEffects: &none, TimeoutSeconds: &timeout, AdmissionReviewVersions: []string{"v1"},
-		}},
-	}
-	if _, err := e.cp.Client.AdmissionregistrationV1().MutatingWebhookConfigurations().Create(context.Background(), cfg, metav1.CreateOptions{}); err != nil {
-		e.t.Fatal(err)
-	}
-}
-
 // TestTurnGateWebhook: the extender serves its admission webhook as shipped, on an HTTPS
 // listener of its own with a certificate it keeps itself (a Secret, and the CA in the
-// webhook configuration's caBundle). Pods created with no gate get the turn gate; a job
-// that waits is not tried by kube-scheduler, and runs at once when its turn comes. A pod of
-// another scheduler is left alone; a restarted extender (or a second replica) serves the
-// same certificate, and the caBundle is not touched again.
+// webhook configuration's caBundle). While no job waits, pods are created as they are; once
+// one waits, pods get the turn gate, are not tried by kube-scheduler while their job waits,
+// and run at once when its turn comes. A pod of another scheduler is not sent to it; a
+// restarted extender (or a second replica) serves the same certificate, and the caBundle
+// is not touched again.
 func TestTurnGateWebhook(t *testing.T) {
 	e := newEnv(t, framework.Nodes("node", 2, "4", "8Gi")...)
 	hookAddr := freeAddr(t)
-	e.registerTurnGateWebhook(hookAddr)
-	webhookConfig := fmt.Sprintf("webhook:\n  listen: %s\n  hosts: [\"127.0.0.1\"]\n", hookAddr)
+	framework.RegisterRepoTurnGateWebhook(t, e.cp.Client, hookAddr)
+	webhookConfig := framework.TurnGateWebhookConfig(hookAddr)
 	e.startExtender(webhookConfig)
 	e.startScheduler(true)
 	rec := e.recordBindings("default")
@@ -185,20 +161,32 @@ func TestTurnGateWebhook(t *testing.T) {
 		t.Error("caBundle is not the Secret's ca.crt")
 	}
 
-	e.waitWebhookGating()
-	if gates := e.gatesAtCreate(podSpec{name: "other", scheduler: "other-scheduler"}); len(gates) != 0 {
-		t.Errorf("a pod of another scheduler was created with gates %q", gates)
-	}
+	// No job waits: the API server calls the webhook (trusting the kept certificate), and
+	// pods are created ungated.
+	e.waitWebhookCalled(podSpec{name: "probe"})
+	first, waiting := jobSpec{name: "wh-first", workers: 2, cpu: "4"}, jobSpec{name: "wh-waiting", workers: 1, cpu: "4"}
+	e.createWithGates(nil, first.pods()...)
+	e.waitJobBound(first, 30*time.Second)
+	calls := e.webhookCalls()
+	e.createWithGates(nil, podSpec{name: "other", scheduler: "other-scheduler"})
 	e.deletePods("default", "other")
+	if got := e.webhookCalls(); got != calls {
+		t.Errorf("the webhook was called %d times for a pod of another scheduler", got-calls)
+	}
 
-	e.gatedHandover(rec, jobSpec{name: "wh-first", workers: 2, cpu: "4"}, jobSpec{name: "wh-second", ps: 1, workers: 1, cpu: "4"})
+	// A job waits for room: from now on pods are gated, and a gated job is not tried.
+	e.createWithGates(nil, waiting.pods()...)
+	e.waitWaiting(waiting)
+	second := jobSpec{name: "wh-second", ps: 1, workers: 1, cpu: "4"}
+	e.createWithGates([]string{turnGate}, second.pods()...)
+	e.gatedHandover(rec, second, waiting, first) // waiting first, or it would take the room first leaves
 
 	// A restart finds the Secret and serves it: the API server's trust still holds.
 	if err := e.ext.Stop(); err != nil {
 		t.Fatal(err)
 	}
 	e.startExtender(webhookConfig)
-	e.waitWebhookGating()
+	e.waitWebhookCalled(podSpec{name: "probe"})
 	again, err := hooks.Get(ctx, "cps-extender-turn-gate", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -218,37 +206,43 @@ func (e *env) gatesAtCreate(p podSpec) []string {
 	return gateNames(pod)
 }
 
-// waitWebhookGating waits until the API server calls the turn-gate webhook (it picks up a
-// changed webhook configuration within a second or so): probe (default: a pod of
-// cps-scheduler) comes back from the create with the turn gate. The probe selects no node,
-// so no scheduler binds it in the moment before it is deleted.
-func (e *env) waitWebhookGating(probe ...podSpec) {
+// createWithGates creates pods, each of which must come back from its create with gates.
+func (e *env) createWithGates(gates []string, pods ...podSpec) {
 	e.t.Helper()
-	p := podSpec{name: "probe"}
-	if len(probe) > 0 {
-		p = probe[0]
+	for _, p := range pods {
+		if got := e.gatesAtCreate(p); !slices.Equal(got, gates) {
+			e.t.Errorf("%s created with gates %q, want %q", p.name, got, gates)
+		}
 	}
-	p.selector = map[string]string{"cps-e2e/probe": "no-such-node"}
-	framework.WaitFor(e.t, 30*time.Second, "the webhook gating new pods", func() (bool, error) {
-		gates := e.gatesAtCreate(p)
-		e.deletePods("default", p.name)
-		return slices.Equal(gates, []string{turnGate}), fmt.Errorf("probe created with gates %q", gates)
-	})
 }
 
-// gatedHandover runs first, which fills the cluster, then second behind it: second's pods
+// webhookCalls is how many turn-gate webhook calls the extender answered.
+func (e *env) webhookCalls() int {
+	e.t.Helper()
+	n, err := framework.WebhookCalls(e.extenderBody("/metrics"))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return n
+}
+
+// waitWebhookCalled waits until the API server calls the turn-gate webhook, probing with p
+// (in default, selecting no node).
+func (e *env) waitWebhookCalled(p podSpec) {
+	e.t.Helper()
+	p.selector = map[string]string{"cps-e2e/probe": "no-such-node"}
+	framework.WaitTurnGateWebhook(e.t, e.cp.Client, p.pod(), e.extenderURL("/metrics"), 30*time.Second)
+}
+
+// gatedHandover checks second, created behind jobs that hold the room it needs: its pods
 // must wait with the turn gate alone (from their spec or the webhook), never tried by
-// kube-scheduler, with the extender's WaitingForTurn Event saying why; once first is gone,
-// second is bound whole within 5 s.
-func (e *env) gatedHandover(rec *bindRecorder, first, second jobSpec) {
+// kube-scheduler, with the extender's WaitingForTurn Event saying why; once the jobs in gone
+// are deleted (in order: the last frees the room), second is bound whole within 5 s.
+func (e *env) gatedHandover(rec *bindRecorder, second jobSpec, gone ...jobSpec) {
 	t := e.t
 	t.Helper()
-	e.createJobs(first)
-	e.waitJobBound(first, 30*time.Second)
-	e.createJobs(second)
 	e.waitWaiting(second)
-	waiting := second.pods()[0].name
-	e.waitEvent("default", waiting, "WaitingForTurn", "waits for its turn")
+	e.waitEvent("default", second.pods()[0].name, "WaitingForTurn", "waits for its turn")
 	time.Sleep(3 * time.Second) // recomputes come and go; the gate stays
 	for _, p := range second.pods() {
 		if got := e.gatesOf(p.name); !slices.Equal(got, []string{turnGate}) {
@@ -258,13 +252,16 @@ func (e *env) gatedHandover(rec *bindRecorder, first, second jobSpec) {
 			t.Errorf("kube-scheduler tried %s while it was gated: %q", p.name, msgs)
 		}
 	}
-	e.deleteJob(first)
+	for _, j := range gone {
+		e.deleteJob(j)
+	}
 	freed := time.Now()
 	e.waitJobBound(second, 30*time.Second)
+	last := gone[len(gone)-1]
 	took := lastBound(t, rec, second).Sub(freed)
-	t.Logf("%s bound %v after %s was gone", second.name, took.Round(time.Millisecond), first.name)
+	t.Logf("%s bound %v after %s was gone", second.name, took.Round(time.Millisecond), last.name)
 	if took > 5*time.Second {
 		t.Errorf("bound %v after its turn; want within 5s", took.Round(time.Millisecond))
 	}
-	checkWhole(t, rec, first, second)
+	checkWhole(t, rec, last, second)
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -48,11 +49,12 @@ type throughputRun struct {
 type throughputFigures struct{ podsPerSecond, jobsPerSecond float64 }
 
 // TestThroughput measures kube-scheduler binding a backlog of PS/worker jobs (1+3, 2+8 and
-// 4+16 pods) on THROUGHPUT_NODES kwok nodes (1000), four times in the same control plane,
+// 4+16 pods) on THROUGHPUT_NODES kwok nodes (1000), five times in the same control plane,
 // with the same shipped scheduler profile: without extenders; through a no-op extender that
 // has the same four verbs (filter passes every node, prioritize scores 0, bind posts the
 // Binding, preempt keeps every candidate); with kube-scheduler's native gang scheduling (a
-// Workload and a PodGroup per job, minCount all its pods); and through cps-extender. Each
+// Workload and a PodGroup per job, minCount all its pods); through cps-extender; and through
+// cps-extender with its turn-gate webhook registered, as the deploy overlays do. Each
 // run starts on an empty cluster (the previous run's pods are deleted first) with the
 // scheduler running; the backlog is then created, 4 pods at a time. It reports pods/s (first
 // to last binding) and jobs/s (first to last job whose pods are all bound) of each, and
@@ -83,6 +85,27 @@ func TestThroughput(t *testing.T) {
 			startExtender(t, cp, cpsAddr, "")
 			return "http://" + cpsAddr + "/scheduler"
 		}},
+		// As deployed, with the turn-gate webhook: a pod created while a job waits comes with
+		// the gate, lifted in its job's turn (an API write that the other runs do not make).
+		{name: "cps-extender webhook", namespace: "cpswebhook", wholeGangs: true, extender: func() string {
+			cpsAddr = framework.FreeAddr(t)
+			hookAddr := framework.FreeAddr(t)
+			framework.RegisterRepoTurnGateWebhook(t, cp.Client, hookAddr)
+			startExtender(t, cp, cpsAddr, framework.TurnGateWebhookConfig(hookAddr))
+			probe := &corev1.Pod{
+				ObjectMeta: metav1.ObjectMeta{Name: "webhook-probe", Namespace: "default"},
+				Spec: corev1.PodSpec{SchedulerName: "cps-scheduler", NodeSelector: map[string]string{"cps-load/probe": "no-such-node"},
+					Containers: []corev1.Container{{Name: "main", Image: "fake"}}},
+			}
+			framework.WaitTurnGateWebhook(t, cp.Client, probe, "http://"+cpsAddr+"/metrics", time.Minute)
+			return "http://" + cpsAddr + "/scheduler"
+		}},
+	}
+	// THROUGHPUT_RUNS, when set, runs only the named runs (comma-separated), e.g. to
+	// compare a change of one setup with native gang.
+	if only := os.Getenv("THROUGHPUT_RUNS"); only != "" {
+		names := strings.Split(only, ",")
+		runs = slices.DeleteFunc(runs, func(r throughputRun) bool { return !slices.Contains(names, r.name) })
 	}
 	figures := map[string]throughputFigures{}
 	var pods []*corev1.Pod
@@ -142,7 +165,7 @@ func TestThroughput(t *testing.T) {
 				jobs.whole[0].Sub(first).Round(time.Millisecond), jobs.whole[len(jobs.whole)-1].Sub(first).Round(time.Millisecond), f.jobsPerSecond,
 				jobs.longestPartial.Round(time.Millisecond))
 		}
-		if run.name == "cps-extender" {
+		if strings.HasPrefix(run.name, "cps-extender") {
 			logViewWaits(t, cpsAddr)
 		}
 		deleteAll(t, cp.Client, run.namespace)
@@ -155,13 +178,22 @@ func TestThroughput(t *testing.T) {
 		f := figures[run.name]
 		rates = append(rates, fmt.Sprintf("%s %.1f pods/s %.2f jobs/s", run.name, f.podsPerSecond, f.jobsPerSecond))
 	}
-	cps := figures["cps-extender"]
-	for _, other := range []string{"native gang", "no-op extender", "no extender"} {
-		f := figures[other]
-		ratios = append(ratios, fmt.Sprintf("/ %s %.2f (jobs/s %.2f)", other, cps.podsPerSecond/f.podsPerSecond, cps.jobsPerSecond/f.jobsPerSecond))
-	}
 	t.Logf("throughput on %d nodes, %d pods of %d jobs: %s", nodeCount, len(pods), 3*scale, strings.Join(rates, ", "))
-	t.Logf("cps-extender pods/s ratio %s", strings.Join(ratios, ", "))
+	for _, name := range []string{"cps-extender", "cps-extender webhook"} {
+		cps, ok := figures[name]
+		if !ok {
+			continue
+		}
+		ratios = ratios[:0]
+		for _, other := range []string{"native gang", "no-op extender", "no extender"} {
+			f, ok := figures[other]
+			if !ok {
+				continue
+			}
+			ratios = append(ratios, fmt.Sprintf("/ %s %.2f (jobs/s %.2f)", other, cps.podsPerSecond/f.podsPerSecond, cps.jobsPerSecond/f.jobsPerSecond))
+		}
+		t.Logf("%s pods/s ratio %s", name, strings.Join(ratios, ", "))
+	}
 }
 
 // logViewWaits logs how long, in all, the filter of the extender at addr held kube-scheduler's

@@ -14,7 +14,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/cps-extender/cps-extender/extender/gang"
 	"github.com/cps-extender/cps-extender/test/e2e/framework"
 	"github.com/cps-extender/cps-extender/test/eval"
 )
@@ -103,9 +102,6 @@ func jobPods(j eval.Job, s Setup) []*corev1.Pod {
 		}
 		if s.PriorityClasses {
 			pod.Spec.PriorityClassName = j.PriorityClass
-		}
-		if s.TurnGate {
-			pod.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: gang.TurnGate}}
 		}
 		if s.NativeGang {
 			group := j.Name

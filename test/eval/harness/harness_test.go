@@ -105,8 +105,12 @@ func TestSchedulerConfig(t *testing.T) {
 // TestExtenderConfig loads the generated configuration with the extender's own loader.
 func TestExtenderConfig(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "cps-extender.yaml")
-	for _, s := range []Setup{{Policy: "strict"}, {Policy: "reserve", Preemption: "off"}, {Policy: "backfill"}} {
-		if err := os.WriteFile(path, []byte(extenderConfig("127.0.0.1:9", "/k", s)), 0o600); err != nil {
+	for _, s := range []Setup{{Policy: "strict"}, {Policy: "reserve", Preemption: "off"}, {Policy: "backfill"}, {Policy: "reserve", TurnGate: true}} {
+		hookAddr := ""
+		if s.TurnGate {
+			hookAddr = "127.0.0.1:10"
+		}
+		if err := os.WriteFile(path, []byte(extenderConfig("127.0.0.1:9", hookAddr, "/k", s)), 0o600); err != nil {
 			t.Fatal(err)
 		}
 		cfg, errs := config.LoadConfig(path)
@@ -126,6 +130,9 @@ func TestExtenderConfig(t *testing.T) {
 		if len(cfg.Affinity.Topology) != 1 || cfg.Affinity.Topology[0] != rackLabel {
 			t.Errorf("topology %v", cfg.Affinity.Topology)
 		}
+		if errs := cfg.Validate(); len(errs) > 0 || cfg.Webhook.Listen != hookAddr || (s.TurnGate && !cfg.Webhook.SelfSigned()) {
+			t.Errorf("webhook %+v (%v), want listen %q with the certificate kept", cfg.Webhook, errs, hookAddr)
+		}
 	}
 }
 
@@ -139,7 +146,7 @@ func TestSetupsNamed(t *testing.T) {
 	}
 	// The report pairs every setup with DefaultSetup: it must be one, and run the shipped defaults.
 	def, err := SetupsNamed(DefaultSetup)
-	if err != nil || def[0].Policy != string(priority.DefaultPolicy) || def[0].Preemption != "" {
-		t.Errorf("DefaultSetup %q: %v, %v; want the default policy %s and preemption", DefaultSetup, def, err, priority.DefaultPolicy)
+	if err != nil || def[0].Policy != string(priority.DefaultPolicy) || def[0].Preemption != "" || !def[0].TurnGate {
+		t.Errorf("DefaultSetup %q: %v, %v; want the default policy %s, preemption and the turn gate", DefaultSetup, def, err, priority.DefaultPolicy)
 	}
 }

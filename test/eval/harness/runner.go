@@ -9,6 +9,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
@@ -69,7 +70,20 @@ func Run(t testing.TB, s Setup, w eval.Workload, opts Options) eval.Run {
 	extAddr := ""
 	if s.Extender() {
 		extAddr = framework.FreeAddr(t)
-		watched = append(watched, startExtender(t, cp, opts.ExtenderBin, extAddr, s))
+		hookAddr := ""
+		if s.TurnGate {
+			hookAddr = framework.FreeAddr(t)
+			framework.RegisterRepoTurnGateWebhook(t, cp.Client, hookAddr)
+		}
+		watched = append(watched, startExtender(t, cp, opts.ExtenderBin, extAddr, hookAddr, s))
+		if s.TurnGate {
+			probe := &corev1.Pod{
+				ObjectMeta: metav1.ObjectMeta{Name: "webhook-probe", Namespace: "default"},
+				Spec: corev1.PodSpec{SchedulerName: schedulerName, NodeSelector: map[string]string{"cps-eval/probe": "no-such-node"},
+					Containers: []corev1.Container{{Name: "main", Image: "fake"}}},
+			}
+			framework.WaitTurnGateWebhook(t, cp.Client, probe, "http://"+extAddr+"/metrics", readyTimeout)
+		}
 	}
 	cfg, err := schedulerConfig(cp.Kubeconfig, extAddr)
 	if err != nil {
@@ -93,13 +107,13 @@ func Run(t testing.TB, s Setup, w eval.Workload, opts Options) eval.Run {
 
 // startExtender writes the setup's extender configuration and runs cps-extender as a child
 // of the control plane, returning once /readyz answers 200.
-func startExtender(t testing.TB, cp *framework.ControlPlane, bin, addr string, s Setup) *framework.Process {
+func startExtender(t testing.TB, cp *framework.ControlPlane, bin, addr, hookAddr string, s Setup) *framework.Process {
 	t.Helper()
 	if bin == "" {
 		t.Fatal("harness: Options.ExtenderBin is empty")
 	}
 	path := filepath.Join(cp.Dir, "cps-extender.yaml")
-	if err := os.WriteFile(path, []byte(extenderConfig(addr, cp.Kubeconfig, s)), 0o600); err != nil {
+	if err := os.WriteFile(path, []byte(extenderConfig(addr, hookAddr, cp.Kubeconfig, s)), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	p := cp.StartProcess(t, "cps-extender", bin, []string{"--config=" + path}, nil)

@@ -31,8 +31,9 @@ type Setup struct {
 	NativeTopology bool
 	// Preemption is the extender's model.preemption; empty keeps the default (urgent).
 	Preemption string
-	// TurnGate creates every pod with cps-extender's scheduling gate (gang.TurnGate), which
-	// the extender lifts when the job's turn comes.
+	// TurnGate runs the extender's turn-gate webhook as deployed (deploy/webhook, the
+	// certificate the extender keeps): pods created while a job waits get the scheduling
+	// gate, which the extender lifts when their job's turn comes.
 	TurnGate bool
 }
 
@@ -58,8 +59,9 @@ var Setups = []Setup{
 var Rivals = []string{"native-gang", "native-gang-tas"}
 
 // DefaultSetup names the setup that stands for cps-extender as shipped: the default policy
-// (reserve) and the default preemption rule. The report pairs every other setup with it.
-const DefaultSetup = "cps-reserve"
+// (reserve), the default preemption rule, and the turn gate (the deploy overlays' webhook
+// gives every pod of the scheduler the gate). The report pairs every other setup with it.
+const DefaultSetup = "cps-reserve-gated"
 
 // SetupsNamed returns the setups with the given names, in the order given.
 func SetupsNamed(names ...string) ([]Setup, error) {
@@ -148,7 +150,7 @@ func schedulerConfig(kubeconfig, extenderAddr string) ([]byte, error) {
 // extenderConfig is the extender's configuration for a setup: the eval's users and tiers,
 // the rack topology, the policy and preemption mode, and the model's times scaled to real
 // time.
-func extenderConfig(listen, kubeconfig string, s Setup) string {
+func extenderConfig(listen, hookAddr, kubeconfig string, s Setup) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "listen: %s\nurlPrefix: /scheduler\nkubeconfig: %s\nlog: {format: json, level: info}\n", listen, kubeconfig)
 	fmt.Fprintf(&b, "model:\n  policy: %s\n  tau: %s\n  starvationBound: %s\n  spreadAfter: %s\n  reserveAfter: %s\n",
@@ -161,5 +163,8 @@ func extenderConfig(listen, kubeconfig string, s Setup) string {
 		fmt.Fprintf(&b, "    %s: %s\n", u.Name, u.Tier)
 	}
 	fmt.Fprintf(&b, "affinity:\n  topology: [%s]\n", rackLabel)
+	if hookAddr != "" {
+		b.WriteString(framework.TurnGateWebhookConfig(hookAddr))
+	}
 	return b.String()
 }

@@ -1,0 +1,129 @@
+package framework
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/yaml"
+)
+
+// TurnGateWebhookManifest is the shipped turn-gate webhook configuration, relative to the
+// repository root.
+const TurnGateWebhookManifest = "deploy/webhook/turn-gate.yaml"
+
+// TurnGateWebhookConfig is the extender config section that serves the webhook on addr with
+// the certificate the extender keeps, also valid for 127.0.0.1 (see RegisterTurnGateWebhook).
+func TurnGateWebhookConfig(addr string) string {
+	return fmt.Sprintf("webhook:\n  listen: %s\n  hosts: [\"127.0.0.1\"]\n", addr)
+}
+
+// RegisterTurnGateWebhook creates the shipped turn-gate webhook configuration, calling the
+// extender's webhook listener at addr by URL (a Service's cluster IP routes nowhere on a
+// test machine), with no caBundle (the extender fills it), and the namespace of the
+// extender's certificate Secret. path is the manifest's path.
+func RegisterTurnGateWebhook(c kubernetes.Interface, path, addr string) error {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	var hook admissionregistrationv1.MutatingWebhookConfiguration
+	if err := yaml.UnmarshalStrict(raw, &hook); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	url := "https://" + addr + "/webhook/turn-gate"
+	for i := range hook.Webhooks {
+		hook.Webhooks[i].ClientConfig = admissionregistrationv1.WebhookClientConfig{URL: &url}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "cps-system"}}
+	if _, err := c.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create namespace cps-system: %w", err)
+	}
+	if _, err := c.AdmissionregistrationV1().MutatingWebhookConfigurations().Create(ctx, &hook, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("create the turn-gate webhook configuration: %w", err)
+	}
+	return nil
+}
+
+// RegisterRepoTurnGateWebhook is RegisterTurnGateWebhook with the repository's manifest,
+// failing t on error.
+func RegisterRepoTurnGateWebhook(t testing.TB, c kubernetes.Interface, addr string) {
+	t.Helper()
+	root, err := RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := RegisterTurnGateWebhook(c, filepath.Join(root, TurnGateWebhookManifest), addr); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// webhookCallsSample is the extender's count of answered turn-gate webhook calls.
+const webhookCallsSample = `cps_extender_requests_total{code="200",verb="turn-gate"} `
+
+// WebhookCalls is how many turn-gate webhook calls the extender whose /metrics body is given
+// answered.
+func WebhookCalls(metrics string) (int, error) {
+	for _, line := range strings.Split(metrics, "\n") {
+		if v, ok := strings.CutPrefix(line, webhookCallsSample); ok {
+			return strconv.Atoi(v)
+		}
+	}
+	return 0, nil
+}
+
+// WaitTurnGateWebhook waits up to timeout until the API server calls the turn-gate webhook
+// (it picks up a changed webhook configuration within a second or so, and calls only once
+// it trusts the certificate): probe is created and deleted until the extender, whose
+// /metrics metricsURL serves, has answered a call more. The probe should select no node, so
+// that no scheduler binds it in the moment before it goes.
+func WaitTurnGateWebhook(t testing.TB, c kubernetes.Interface, probe *corev1.Pod, metricsURL string, timeout time.Duration) {
+	t.Helper()
+	calls := func() (int, error) {
+		resp, err := (&http.Client{Timeout: 5 * time.Second}).Get(metricsURL)
+		if err != nil {
+			return 0, err
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		if err != nil {
+			return 0, err
+		}
+		return WebhookCalls(string(body))
+	}
+	before, err := calls()
+	if err != nil {
+		t.Fatal(err)
+	}
+	zero := int64(0)
+	pods := c.CoreV1().Pods(probe.Namespace)
+	WaitFor(t, timeout, "the API server calling the turn-gate webhook", func() (bool, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if _, err := pods.Create(ctx, probe, metav1.CreateOptions{}); err != nil {
+			return false, err
+		}
+		if err := pods.Delete(ctx, probe.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
+			return false, err
+		}
+		n, err := calls()
+		if err != nil {
+			return false, err
+		}
+		return n > before, fmt.Errorf("no call yet")
+	})
+}
