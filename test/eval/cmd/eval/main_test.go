@@ -92,7 +92,7 @@ func TestWrite(t *testing.T) {
 			name:  "one seed",
 			rec:   record{Seeds: []seedRecord{seedRuns(8, time.Minute, "plain", harness.DefaultSetup)}},
 			files: []string{"jobs-plain-seed8.csv", "jobs-" + harness.DefaultSetup + "-seed8.csv"},
-			want:  []string{"1 jobs per seed", "1 seed;", "`make eval EVAL_SIZE=small EVAL_SEEDS=1 EVAL_SETUPS=plain,"+harness.DefaultSetup+"`", "-seeds 1 -setups plain,"+harness.DefaultSetup+"`", "Seed 8 (n = 1)", "One seed: no paired comparison"},
+			want:  []string{"1 jobs per seed", "1 seed;", "`make eval EVAL_SIZE=small EVAL_SEEDS=1 EVAL_SETUPS=plain," + harness.DefaultSetup + "`", "-seeds 1 -setups plain," + harness.DefaultSetup + "`", "Seed 8 (n = 1)", "One seed: no paired comparison"},
 		},
 		{
 			name: "three seeds",
@@ -100,7 +100,7 @@ func TestWrite(t *testing.T) {
 				seedRuns(9, 3*time.Minute, "plain", harness.DefaultSetup), seedRuns(10, 2*time.Minute, "plain", harness.DefaultSetup)}},
 			files: []string{"jobs-plain-seed8.csv", "jobs-plain-seed9.csv", "jobs-" + harness.DefaultSetup + "-seed10.csv"},
 			// plain binds a minute before the default setup on every seed.
-			want: []string{"3 seeds;", "-seeds 3 -setups plain,"+harness.DefaultSetup+"`", "Seeds 8, 9, 10 (n = 3)", "| seed 8 | seed 9 | seed 10 |",
+			want: []string{"3 seeds;", "-seeds 3 -setups plain," + harness.DefaultSetup + "`", "Seeds 8, 9, 10 (n = 3)", "| seed 8 | seed 9 | seed 10 |",
 				"Paired with " + harness.DefaultSetup, "| plain | -1.0 on every seed, lower |"},
 		},
 	} {
