@@ -167,6 +167,7 @@ func TestThroughput(t *testing.T) {
 		}
 		if strings.HasPrefix(run.name, "cps-extender") {
 			logViewWaits(t, cpsAddr)
+			logTurnGates(t, cpsAddr)
 		}
 		deleteAll(t, cp.Client, run.namespace)
 	}
@@ -220,6 +221,24 @@ func logViewWaits(t *testing.T, addr string) {
 		parts = append(parts, fmt.Sprintf("%s %.3g", strings.TrimPrefix(sample, "cps_extender_"), v))
 	}
 	t.Logf("cps-extender filter: %s", strings.Join(parts, ", "))
+}
+
+// logTurnGates logs how many webhook calls the extender at addr answered and how many turn
+// gates it lifted: how much of a backlog the webhook gated.
+func logTurnGates(t *testing.T, addr string) {
+	t.Helper()
+	var parts []string
+	for _, sample := range []string{
+		`cps_extender_requests_total{code="200",verb="turn-gate"}`,
+		`cps_extender_turn_gate_lifts_total{result="sent"}`,
+	} {
+		v, err := metric(addr, sample)
+		if err != nil {
+			v = 0 // a counter not yet touched has no sample
+		}
+		parts = append(parts, fmt.Sprintf("%s %.0f", strings.TrimPrefix(sample, "cps_extender_"), v))
+	}
+	t.Logf("cps-extender turn gate: %s", strings.Join(parts, ", "))
 }
 
 // throughputBacklog is the backlog of TestThroughput in namespace: scale jobs each of 1 PS
