@@ -186,6 +186,21 @@ func run(args []string, stderr io.Writer) error {
 			hookSrv.TLSConfig = certs.TLSConfig()
 		}
 		servers = append(servers, hookSrv)
+		if off := hook.OffAfter.Duration; off > 0 {
+			toggle, err := admission.NewSwitch(admission.SwitchOptions{Log: log, Webhooks: client.AdmissionregistrationV1(),
+				Configuration: hook.Configuration, OffAfter: off, Metrics: meters,
+				Contended: func() (bool, bool) {
+					snap := cluster.Snapshot()
+					if snap == nil {
+						return false, false
+					}
+					return snap.Queue.Contended(), true
+				}})
+			if err != nil {
+				return err
+			}
+			go toggle.Run(ctx)
+		}
 	}
 	if interval := cfg.Reload.Interval.Duration; src.path != "" && interval > 0 {
 		reloader := config.NewConfigReloader(config.ConfigReloaderOptions{

@@ -302,9 +302,15 @@ func TestTurnGateWebhook(t *testing.T) {
 			t.Errorf("%s: Service selector %v does not select the pods %v", overlay, svc.Spec.Selector, d.Spec.Template.Labels)
 		}
 	}
+	// The profile's pods first (the standalone overlay patches that one), then the switch the
+	// extender keeps, on until it first looks (a backlog at install is gated).
 	wantCond := "object.spec.schedulerName == '" + profile + "'"
-	if len(w.MatchConditions) != 1 || w.MatchConditions[0].Expression != wantCond {
-		t.Errorf("matchConditions %+v, want %q", w.MatchConditions, wantCond)
+	if len(w.MatchConditions) != 2 || w.MatchConditions[0].Expression != wantCond ||
+		w.MatchConditions[1] != (admissionregistrationv1.MatchCondition{Name: admission.SwitchCondition, Expression: "true"}) {
+		t.Errorf("matchConditions %+v, want %q and %s 'true'", w.MatchConditions, wantCond, admission.SwitchCondition)
+	}
+	if ext.OffAfter.Duration <= 0 {
+		t.Errorf("%s webhook.offAfter %v: the calls would never be switched off", extenderConfig, ext.OffAfter)
 	}
 	if w.FailurePolicy == nil || *w.FailurePolicy != admissionregistrationv1.Ignore {
 		t.Errorf("failurePolicy %v, want Ignore: a webhook outage must not block pod creation", w.FailurePolicy)

@@ -86,8 +86,13 @@ type WebhookConfig struct {
 	Service string `json:"service"`
 	// Hosts are further DNS names or IP addresses for the self-kept certificate.
 	Hosts []string `json:"hosts"`
-	// Configuration names the MutatingWebhookConfiguration whose caBundle is kept filled.
+	// Configuration names the MutatingWebhookConfiguration whose caBundle is kept filled
+	// and whose calls the extender switches (OffAfter).
 	Configuration string `json:"configuration"`
+	// OffAfter is how long no job must have waited before the extender switches the API
+	// server's calls of the webhook off (the matchCondition cps-extender-job-waits 'false');
+	// a job that waits switches them on. 0 leaves them on: a call on every pod creation.
+	OffAfter metav1.Duration `json:"offAfter"`
 }
 
 // SelfSigned reports whether the extender keeps the webhook's certificate itself.
@@ -282,6 +287,7 @@ func DefaultConfig() Config {
 			Secret:        "cps-system/cps-extender-webhook-tls",
 			Service:       "cps-system/cps-extender",
 			Configuration: "cps-extender-turn-gate",
+			OffAfter:      metav1.Duration{Duration: 10 * time.Second},
 		},
 		Gang: GangConfig{
 			JobLabel:                    "cps-extender.io/job",
@@ -452,6 +458,12 @@ func (w WebhookConfig) validate() []error {
 	if (w.CertFile == "") != (w.KeyFile == "") {
 		bad("webhook: certFile %q and keyFile %q must be given both or neither", w.CertFile, w.KeyFile)
 	}
+	if w.OffAfter.Duration < 0 {
+		bad("webhook.offAfter: %v is negative (0 leaves the webhook's calls on)", w.OffAfter.Duration)
+	}
+	if w.Configuration == "" && (w.SelfSigned() || w.OffAfter.Duration > 0) {
+		bad("webhook.configuration: must name the MutatingWebhookConfiguration whose caBundle the extender fills and whose calls it switches")
+	}
 	if !w.SelfSigned() {
 		return errs
 	}
@@ -459,9 +471,6 @@ func (w WebhookConfig) validate() []error {
 		if ns, name, ok := strings.Cut(r.v, "/"); !ok || ns == "" || name == "" || strings.Contains(name, "/") {
 			bad("%s: %q is not namespace/name", r.key, r.v)
 		}
-	}
-	if w.Configuration == "" {
-		bad("webhook.configuration: must name the MutatingWebhookConfiguration whose caBundle the extender fills")
 	}
 	for _, h := range w.Hosts {
 		if h == "" || strings.ContainsAny(h, "/: ") && net.ParseIP(h) == nil {

@@ -192,8 +192,8 @@ func TestVolcanoConfig(t *testing.T) {
 
 // TestWebhookConfig: off by default; on, every problem of the section is named.
 func TestWebhookConfig(t *testing.T) {
-	if def := DefaultConfig().Webhook; def.Listen != "" || def.SelfSigned() {
-		t.Errorf("default webhook %+v, want no listener", def)
+	if def := DefaultConfig().Webhook; def.Listen != "" || def.SelfSigned() || def.OffAfter.Duration != 10*time.Second {
+		t.Errorf("default webhook %+v, want no listener, calls switched off after 10s", def)
 	}
 	on := func(c *Config) { c.Webhook.Listen = ":9443" }
 	tests := []struct {
@@ -212,8 +212,19 @@ func TestWebhookConfig(t *testing.T) {
 			on(c)
 			c.Webhook.Secret, c.Webhook.Service, c.Webhook.Configuration = "no-namespace", "a/b/c", ""
 			c.Webhook.Hosts = []string{"", "http://x"}
-		}, true, []string{`webhook.secret: "no-namespace" is not namespace/name`, `webhook.service: "a/b/c" is not namespace/name`,
-			"webhook.configuration: must name", `webhook.hosts: "" is neither`, `webhook.hosts: "http://x" is neither`}},
+		}, true, []string{"webhook.configuration: must name", `webhook.secret: "no-namespace" is not namespace/name`,
+			`webhook.service: "a/b/c" is not namespace/name`, `webhook.hosts: "" is neither`, `webhook.hosts: "http://x" is neither`}},
+		{"negative offAfter", func(c *Config) { on(c); c.Webhook.OffAfter.Duration = -time.Second }, true,
+			[]string{"webhook.offAfter: -1s is negative"}},
+		{"own certificate, switched: needs the configuration", func(c *Config) {
+			on(c)
+			c.Webhook.CertFile, c.Webhook.KeyFile, c.Webhook.Configuration = "tls.crt", "tls.key", ""
+		}, false, []string{"webhook.configuration: must name"}},
+		{"own certificate, never switched off: no configuration needed", func(c *Config) {
+			on(c)
+			c.Webhook.CertFile, c.Webhook.KeyFile, c.Webhook.Configuration = "tls.crt", "tls.key", ""
+			c.Webhook.OffAfter.Duration = 0
+		}, false, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -35,6 +35,7 @@ type Metrics struct {
 	preemptions   *prometheus.CounterVec
 	evictedPods   *prometheus.CounterVec
 	viewWaits     *prometheus.HistogramVec
+	webhookOn     prometheus.Gauge
 	informers     *informerCollector
 	jobs          *jobMetrics
 	// names are the metric names served, a histogram's as its series (see Names).
@@ -129,6 +130,10 @@ func New(reg *prometheus.Registry) *Metrics {
 		// Bounded by ViewCatchUp (250 ms); a recompute takes milliseconds.
 		Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5},
 	}, "cause")
+	m.webhookOn = m.gauge(prometheus.GaugeOpts{
+		Name: "cps_extender_turn_gate_webhook_on",
+		Help: "1 while the extender has the API server call the turn-gate webhook on pod creations (a job waits, or waited within webhook.offAfter), 0 while it has switched the calls off.",
+	})
 	m.informers = &informerCollector{
 		syncedDesc: prometheus.NewDesc("cps_extender_informer_synced", "1 when the informer's cache has synced, by informer.", []string{"informer"}, nil),
 		readyDesc: prometheus.NewDesc("cps_extender_ready",
@@ -137,7 +142,7 @@ func New(reg *prometheus.Registry) *Metrics {
 	m.names = append(m.names, "cps_extender_informer_synced", "cps_extender_ready")
 	m.jobs = newJobMetrics(m)
 	reg.MustRegister(m.requests, m.duration, m.decisions, m.queueJobs, m.queueLength, m.heldBinds,
-		m.bindFailures, m.waitingEvents, m.reloads, m.nudges, m.lifts, m.preemptions, m.evictedPods, m.viewWaits, m.informers)
+		m.bindFailures, m.waitingEvents, m.reloads, m.nudges, m.lifts, m.preemptions, m.evictedPods, m.viewWaits, m.webhookOn, m.informers)
 	m.jobs.register(reg)
 	for _, state := range []priority.JobPhase{priority.PhaseWaiting, priority.PhaseAdmitted, priority.PhaseRunning, priority.PhaseUnschedulable, priority.PhasePreempting} {
 		m.queueJobs.WithLabelValues(phaseLabel(state))
@@ -221,6 +226,18 @@ func (m *Metrics) TurnLift(result string) {
 		return
 	}
 	m.lifts.WithLabelValues(result).Inc()
+}
+
+// TurnGateWebhookOn reports whether the API server is to call the turn-gate webhook.
+func (m *Metrics) TurnGateWebhookOn(on bool) {
+	if m == nil {
+		return
+	}
+	v := 0.0
+	if on {
+		v = 1
+	}
+	m.webhookOn.Set(v)
 }
 
 // TurnNudge counts one nudge by result.

@@ -247,12 +247,7 @@ func (d *demo) startExtender(cp *framework.ControlPlane, build <-chan buildResul
 	fmt.Fprintf(d.out, "  built and ready in %s at http://%s (config %s, log %s)\n",
 		seconds(time.Since(began)), addr, filepath.Join(cp.Dir, "cps-extender.yaml"), p.LogPath())
 	fmt.Fprintf(d.out, "  model.userTiers: %s; affinity.topology: [%s]\n", userTiers(work.Users), rackLabel)
-	probe := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "webhook-probe", Namespace: work.Namespace},
-		Spec: corev1.PodSpec{SchedulerName: schedulerName, NodeSelector: map[string]string{"cps-demo/probe": "no-such-node"},
-			Containers: []corev1.Container{{Name: "main", Image: "fake"}}},
-	}
-	framework.WaitTurnGateWebhook(d.t, cp.Client, probe, "http://"+addr+"/metrics", apiCallTimeout)
+	framework.WaitTurnGateWebhook(d.t, cp.Client, hookAddr, false, apiCallTimeout) // idle: switched off
 	fmt.Fprintf(d.out, "  turn-gate webhook (%s) at https://%s, its certificate kept by the extender:\n"+
 		"  pods of %s created while a job waits get the scheduling gate %s, lifted in their job's turn\n",
 		framework.TurnGateWebhookManifest, hookAddr, schedulerName, gang.TurnGate)

@@ -299,6 +299,11 @@ func (d deployed) assertNothingRefused(procs ...*framework.Process) {
 	}
 }
 
+// callsOn edits the shipped config to leave the webhook's calls on (offAfter 0: the
+// extender does not switch them off while no job waits), so that a deploy test sees which
+// pods the overlay's conditions send to it. TestTurnGateWebhook tests the switch.
+var callsOn = []string{"  offAfter: 10s\n", "  offAfter: 0s\n"}
+
 // TestDeploySidecar runs the sidecar overlay as deployed (see deployed): kube-scheduler and
 // cps-extender with its two ConfigMaps, both as the pod's service account. The API server
 // calls the overlay's webhook for the gang's pods (trusting the certificate the extender
@@ -306,7 +311,7 @@ func (d deployed) assertNothingRefused(procs ...*framework.Process) {
 // holds its leader lease in cps-system, and neither process is refused anything.
 func TestDeploySidecar(t *testing.T) {
 	d := deployOverlay(t, "deploy/overlays/sidecar", framework.Nodes("node", 2, "4", "8Gi")...)
-	d.startExtender()
+	d.startExtender(callsOn...)
 	sched := d.edit("kube-scheduler.yaml", d.configs["kube-scheduler.yaml"], "http://127.0.0.1:8888/", "http://"+d.extAddr+"/")
 	sched = d.edit("kube-scheduler.yaml", sched, "kind: KubeSchedulerConfiguration\n", "kind: KubeSchedulerConfiguration\nclientConnection:\n  kubeconfig: "+d.extKube+"\n")
 	d.sched = d.cp.StartScheduler(t, []byte(sched))
@@ -337,7 +342,7 @@ func TestDeploySidecar(t *testing.T) {
 func TestDeployStandalone(t *testing.T) {
 	d := deployOverlay(t, "deploy/overlays/standalone", framework.Nodes("node", 2, "4", "8Gi")...)
 	// Debug logging, to count the scheduler's calls.
-	d.startExtender("log: {format: json, level: info}", "log: {format: json, level: debug}")
+	d.startExtender(append([]string{"log: {format: json, level: info}", "log: {format: json, level: debug}"}, callsOn...)...)
 	raw, err := os.ReadFile(filepath.Join(d.repoRoot, "scheduler-config", "default-scheduler.yaml"))
 	if err != nil {
 		t.Fatal(err)

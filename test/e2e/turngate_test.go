@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -131,28 +130,30 @@ func TestTurnGate(t *testing.T) {
 
 // TestTurnGateWebhook: the extender serves its admission webhook as shipped, on an HTTPS
 // listener of its own with a certificate it keeps itself (a Secret, and the CA in the
-// webhook configuration's caBundle). While no job waits, pods are created as they are; once
-// one waits, pods get the turn gate, are not tried by kube-scheduler while their job waits,
-// and run at once when its turn comes. A pod of another scheduler is not sent to it; a
-// restarted extender (or a second replica) serves the same certificate, and the caBundle
-// is not touched again.
+// webhook configuration's caBundle), and switches the API server's calls by the queue.
+// While no job waits the calls are off and pods are created as they are; once one waits
+// they are switched on, pods get the turn gate, are not tried by kube-scheduler while their
+// job waits, and run at once when its turn comes; offAfter later the calls are off again.
+// A pod of another scheduler is not sent to it; a restarted extender (or a second replica)
+// serves the same certificate, and writes nothing when the configuration is as it should be.
 func TestTurnGateWebhook(t *testing.T) {
 	e := newEnv(t, framework.Nodes("node", 2, "4", "8Gi")...)
 	hookAddr := freeAddr(t)
 	framework.RegisterRepoTurnGateWebhook(t, e.cp.Client, hookAddr)
-	webhookConfig := framework.TurnGateWebhookConfig(hookAddr)
+	webhookConfig := framework.TurnGateWebhookConfig(hookAddr) + "  offAfter: 2s\n"
 	e.startExtender(webhookConfig)
 	e.startScheduler(true)
 	rec := e.recordBindings("default")
 
+	// No job waits: switched off as soon as the extender has a queue, with a caBundle that
+	// trusts the certificate it serves.
+	framework.WaitTurnGateWebhook(t, e.cp.Client, hookAddr, false, 30*time.Second)
 	ctx := context.Background()
 	hooks := e.cp.Client.AdmissionregistrationV1().MutatingWebhookConfigurations()
-	var filled *admissionregistrationv1.MutatingWebhookConfiguration
-	framework.WaitFor(t, 30*time.Second, "the extender filling the caBundle", func() (bool, error) {
-		var err error
-		filled, err = hooks.Get(ctx, "cps-extender-turn-gate", metav1.GetOptions{})
-		return err == nil && len(filled.Webhooks[0].ClientConfig.CABundle) > 0, fmt.Errorf("caBundle empty (%v)", err)
-	})
+	filled, err := hooks.Get(ctx, "cps-extender-turn-gate", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	secret, err := e.cp.Client.CoreV1().Secrets("cps-system").Get(ctx, "cps-extender-webhook-tls", metav1.GetOptions{})
 	if err != nil {
 		t.Fatalf("the extender's certificate Secret: %v", err)
@@ -160,39 +161,54 @@ func TestTurnGateWebhook(t *testing.T) {
 	if !bytes.Equal(secret.Data["ca.crt"], filled.Webhooks[0].ClientConfig.CABundle) {
 		t.Error("caBundle is not the Secret's ca.crt")
 	}
-
-	// No job waits: the API server calls the webhook (trusting the kept certificate), and
-	// pods are created ungated.
-	e.waitWebhookCalled(podSpec{name: "probe"})
+	if got, _ := framework.MetricSample(e.extenderBody("/metrics"), "cps_extender_turn_gate_webhook_on "); got != "0" {
+		t.Errorf("cps_extender_turn_gate_webhook_on %q while switched off, want 0", got)
+	}
 	first, waiting := jobSpec{name: "wh-first", workers: 2, cpu: "4"}, jobSpec{name: "wh-waiting", workers: 1, cpu: "4"}
+	calls := e.webhookCalls()
 	e.createWithGates(nil, first.pods()...)
 	e.waitJobBound(first, 30*time.Second)
-	calls := e.webhookCalls()
+	if got := e.webhookCalls(); got != calls {
+		t.Errorf("the webhook was called %d times while switched off", got-calls)
+	}
+
+	// A job waits for room: switched on, and from now on pods are gated, and a gated job is
+	// not tried.
+	e.createWithGates(nil, waiting.pods()...)
+	e.waitWaiting(waiting)
+	framework.WaitTurnGateWebhook(t, e.cp.Client, hookAddr, true, 30*time.Second)
+	e.waitWebhookCalled(podSpec{name: "probe"})
+	calls = e.webhookCalls()
 	e.createWithGates(nil, podSpec{name: "other", scheduler: "other-scheduler"})
 	e.deletePods("default", "other")
 	if got := e.webhookCalls(); got != calls {
 		t.Errorf("the webhook was called %d times for a pod of another scheduler", got-calls)
 	}
-
-	// A job waits for room: from now on pods are gated, and a gated job is not tried.
-	e.createWithGates(nil, waiting.pods()...)
-	e.waitWaiting(waiting)
 	second := jobSpec{name: "wh-second", ps: 1, workers: 1, cpu: "4"}
 	e.createWithGates([]string{turnGate}, second.pods()...)
 	e.gatedHandover(rec, second, waiting, first) // waiting first, or it would take the room first leaves
 
-	// A restart finds the Secret and serves it: the API server's trust still holds.
+	// Nothing waits any more: switched off again after offAfter.
+	framework.WaitTurnGateWebhook(t, e.cp.Client, hookAddr, false, 30*time.Second)
+
+	// A restart finds the Secret and the switch as they should be, serves the certificate
+	// the caBundle trusts, and writes nothing.
+	before, err := hooks.Get(ctx, "cps-extender-turn-gate", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := e.ext.Stop(); err != nil {
 		t.Fatal(err)
 	}
 	e.startExtender(webhookConfig)
-	e.waitWebhookCalled(podSpec{name: "probe"})
+	framework.WaitTurnGateWebhook(t, e.cp.Client, hookAddr, false, 30*time.Second)
+	time.Sleep(2 * time.Second) // a few looks at the queue
 	again, err := hooks.Get(ctx, "cps-extender-turn-gate", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if again.ResourceVersion != filled.ResourceVersion {
-		t.Errorf("the restarted extender changed the webhook configuration (resourceVersion %s -> %s)", filled.ResourceVersion, again.ResourceVersion)
+	if again.ResourceVersion != before.ResourceVersion {
+		t.Errorf("the restarted extender changed the webhook configuration (resourceVersion %s -> %s)", before.ResourceVersion, again.ResourceVersion)
 	}
 }
 
@@ -231,7 +247,7 @@ func (e *env) webhookCalls() int {
 func (e *env) waitWebhookCalled(p podSpec) {
 	e.t.Helper()
 	p.selector = map[string]string{"cps-e2e/probe": "no-such-node"}
-	framework.WaitTurnGateWebhook(e.t, e.cp.Client, p.pod(), e.extenderURL("/metrics"), 30*time.Second)
+	framework.WaitWebhookCalled(e.t, e.cp.Client, p.pod(), e.extenderURL("/metrics"), 30*time.Second)
 }
 
 // gatedHandover checks second, created behind jobs that hold the room it needs: its pods

@@ -2,8 +2,11 @@ package framework
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -78,20 +81,93 @@ const webhookCallsSample = `cps_extender_requests_total{code="200",verb="turn-ga
 // WebhookCalls is how many turn-gate webhook calls the extender whose /metrics body is given
 // answered.
 func WebhookCalls(metrics string) (int, error) {
-	for _, line := range strings.Split(metrics, "\n") {
-		if v, ok := strings.CutPrefix(line, webhookCallsSample); ok {
-			return strconv.Atoi(v)
-		}
+	v, ok := MetricSample(metrics, webhookCallsSample)
+	if !ok {
+		return 0, nil
 	}
-	return 0, nil
+	return strconv.Atoi(v)
 }
 
-// WaitTurnGateWebhook waits up to timeout until the API server calls the turn-gate webhook
+// MetricSample is the value of the series (name and labels, as served, then a space) in a
+// /metrics body, and whether it is served.
+func MetricSample(metrics, series string) (string, bool) {
+	for _, line := range strings.Split(metrics, "\n") {
+		if v, ok := strings.CutPrefix(line, series); ok {
+			return v, true
+		}
+	}
+	return "", false
+}
+
+// WaitTurnGateWebhook waits up to timeout until the extender has the shipped turn-gate
+// webhook configuration ready: every webhook's caBundle trusts the certificate the
+// extender's webhook listener at addr presents (a TLS handshake trusting only the bundle,
+// as the API server's), and the extender has switched the calls on or off (the
+// matchCondition cps-extender-job-waits). On an idle cluster it switches them off at once.
+func WaitTurnGateWebhook(t testing.TB, c kubernetes.Interface, addr string, on bool, timeout time.Duration) {
+	t.Helper()
+	want := strconv.FormatBool(on)
+	WaitFor(t, timeout, "the turn-gate webhook configuration ready", func() (bool, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		cfg, err := c.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, turnGateConfiguration, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		for _, hook := range cfg.Webhooks {
+			if got := switchCondition(hook); got != want {
+				return false, fmt.Errorf("webhook %s switched %q, want %q", hook.Name, got, want)
+			}
+			if err := handshake(addr, hook.ClientConfig.CABundle); err != nil {
+				return false, fmt.Errorf("webhook %s: %w", hook.Name, err)
+			}
+		}
+		return true, nil
+	})
+}
+
+// turnGateConfiguration and turnGateSwitch name the shipped configuration and the
+// matchCondition the extender switches (admission.SwitchCondition).
+const (
+	turnGateConfiguration = "cps-extender-turn-gate"
+	turnGateSwitch        = "cps-extender-job-waits"
+)
+
+// switchCondition is hook's switch expression, "" without one.
+func switchCondition(hook admissionregistrationv1.MutatingWebhook) string {
+	for _, m := range hook.MatchConditions {
+		if m.Name == turnGateSwitch {
+			return m.Expression
+		}
+	}
+	return ""
+}
+
+// handshake connects to addr over TLS trusting only caBundle, naming addr's host.
+func handshake(addr string, caBundle []byte) error {
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(caBundle) {
+		return fmt.Errorf("no caBundle yet")
+	}
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return err
+	}
+	dialer := &tls.Dialer{NetDialer: &net.Dialer{Timeout: 5 * time.Second},
+		Config: &tls.Config{RootCAs: roots, ServerName: host, MinVersion: tls.VersionTLS12}}
+	conn, err := dialer.Dial("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("TLS handshake with %s trusting the caBundle: %w", addr, err)
+	}
+	return conn.Close()
+}
+
+// WaitWebhookCalled waits up to timeout until the API server calls the turn-gate webhook
 // (it picks up a changed webhook configuration within a second or so, and calls only once
 // it trusts the certificate): probe is created and deleted until the extender, whose
 // /metrics metricsURL serves, has answered a call more. The probe should select no node, so
 // that no scheduler binds it in the moment before it goes.
-func WaitTurnGateWebhook(t testing.TB, c kubernetes.Interface, probe *corev1.Pod, metricsURL string, timeout time.Duration) {
+func WaitWebhookCalled(t testing.TB, c kubernetes.Interface, probe *corev1.Pod, metricsURL string, timeout time.Duration) {
 	t.Helper()
 	calls := func() (int, error) {
 		resp, err := (&http.Client{Timeout: 5 * time.Second}).Get(metricsURL)

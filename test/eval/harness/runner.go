@@ -9,7 +9,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
@@ -76,13 +75,8 @@ func Run(t testing.TB, s Setup, w eval.Workload, opts Options) eval.Run {
 			framework.RegisterRepoTurnGateWebhook(t, cp.Client, hookAddr)
 		}
 		watched = append(watched, startExtender(t, cp, opts.ExtenderBin, extAddr, hookAddr, s))
-		if s.TurnGate {
-			probe := &corev1.Pod{
-				ObjectMeta: metav1.ObjectMeta{Name: "webhook-probe", Namespace: "default"},
-				Spec: corev1.PodSpec{SchedulerName: schedulerName, NodeSelector: map[string]string{"cps-eval/probe": "no-such-node"},
-					Containers: []corev1.Container{{Name: "main", Image: "fake"}}},
-			}
-			framework.WaitTurnGateWebhook(t, cp.Client, probe, "http://"+extAddr+"/metrics", readyTimeout)
+		if s.TurnGate { // before the workload: idle, so switched off
+			framework.WaitTurnGateWebhook(t, cp.Client, hookAddr, false, readyTimeout)
 		}
 	}
 	cfg, err := schedulerConfig(cp.Kubeconfig, extAddr)

@@ -1,0 +1,203 @@
+package admission
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"go.uber.org/zap"
+	admissionv1 "k8s.io/api/admissionregistration/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	admissionregistrationv1 "k8s.io/client-go/kubernetes/typed/admissionregistration/v1"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/clock"
+)
+
+// SwitchCondition is the matchCondition the extender keeps in every webhook of the turn-gate
+// configuration: "true" while a job waits (the API server calls the webhook on each pod
+// creation the other conditions match), "false" once none has waited for a while (the API
+// server calls nothing). On an idle cluster the webhook gates nothing, yet its call on
+// every pod creation bound a backlog that all fits at 0.81x native gang's rate instead of
+// 0.93x on the load test's 2-core machine (docs/performance.md).
+const SwitchCondition = "cps-extender-job-waits"
+
+// The switch condition's expressions.
+const (
+	switchOn  = "true"
+	switchOff = "false"
+)
+
+// How often the switch looks at the queue, and how often it reads the configuration again
+// even when its own state has not changed (someone may have applied the manifest anew).
+const (
+	switchPoll   = 250 * time.Millisecond
+	switchResync = time.Minute
+)
+
+// SwitchMetrics is what the switch reports: whether the API server is to call the webhook.
+type SwitchMetrics interface {
+	TurnGateWebhookOn(on bool)
+}
+
+// SwitchOptions configures Switch.
+type SwitchOptions struct {
+	Log *zap.Logger
+	// Webhooks is the Kubernetes I/O: the MutatingWebhookConfiguration named Configuration.
+	Webhooks      admissionregistrationv1.MutatingWebhookConfigurationsGetter
+	Configuration string
+	// Contended reports whether a job waits now; known is false while the extender cannot
+	// tell yet (no queue computed): the switch is then left as it is.
+	Contended func() (contended, known bool)
+	// OffAfter is how long no job must have waited before the calls are switched off: it
+	// bounds the configuration's writes to about one per OffAfter (must be > 0).
+	OffAfter time.Duration
+	Metrics  SwitchMetrics // optional
+	Clock    clock.WithTicker
+}
+
+// Switch turns the API server's calls of the turn-gate webhook on while a job waits and off
+// while none does, through SwitchCondition. Off costs nothing in gating: the webhook gates
+// a pod only while a job waits (New's contended). The replicas all switch by the same
+// queue; a replica that sees the queue a moment apart writes at most once more.
+type Switch struct {
+	opts SwitchOptions
+	// applied is the state last written or read (nil: unknown), lastRead when; waited is
+	// the last time a job waited, ever whether one has.
+	applied  *bool
+	lastRead time.Time
+	waited   time.Time
+	ever     bool
+	missing  bool // the configuration was not found (logged once)
+}
+
+// NewSwitch checks the options.
+func NewSwitch(opts SwitchOptions) (*Switch, error) {
+	if opts.Configuration == "" || opts.Webhooks == nil || opts.Contended == nil {
+		return nil, fmt.Errorf("webhook switch: configuration, client and contention report are required")
+	}
+	if opts.OffAfter <= 0 {
+		return nil, fmt.Errorf("webhook switch: offAfter %v must be positive", opts.OffAfter)
+	}
+	if opts.Log == nil {
+		opts.Log = zap.NewNop()
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	return &Switch{opts: opts}, nil
+}
+
+// Run switches until ctx ends, looking at the queue every quarter second.
+func (s *Switch) Run(ctx context.Context) {
+	ticker := s.opts.Clock.NewTicker(switchPoll)
+	defer ticker.Stop()
+	for {
+		if err := s.Step(ctx); err != nil && ctx.Err() == nil {
+			s.opts.Log.Warn("switching the turn-gate webhook", zap.Error(err), zap.Duration("retryIn", retryAfter))
+			select {
+			case <-ctx.Done():
+				return
+			case <-s.opts.Clock.After(retryAfter):
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C():
+		}
+	}
+}
+
+// Want is whether the calls should be on now: a job waits, or one waited less than
+// OffAfter ago. known is false while the queue cannot tell.
+func (s *Switch) Want() (on, known bool) {
+	contended, known := s.opts.Contended()
+	if !known {
+		return false, false
+	}
+	now := s.opts.Clock.Now()
+	if contended {
+		s.waited, s.ever = now, true
+	}
+	return s.ever && now.Sub(s.waited) < s.opts.OffAfter, true
+}
+
+// Step looks at the queue once and writes the switch condition when it is not what the
+// queue wants (reading the configuration at least every minute).
+func (s *Switch) Step(ctx context.Context) error {
+	on, known := s.Want()
+	if !known {
+		return nil
+	}
+	now := s.opts.Clock.Now()
+	if s.applied != nil && *s.applied == on && now.Sub(s.lastRead) < switchResync {
+		return nil
+	}
+	found, err := s.write(ctx, on)
+	if err != nil {
+		s.applied = nil
+		return fmt.Errorf("MutatingWebhookConfiguration %s: %w", s.opts.Configuration, err)
+	}
+	s.applied, s.lastRead = &on, now
+	if found && s.opts.Metrics != nil {
+		s.opts.Metrics.TurnGateWebhookOn(on)
+	}
+	return nil
+}
+
+// write sets SwitchCondition in every webhook of the configuration (adding it where it is
+// missing). A missing configuration is no error (found is false): nothing calls the
+// webhook then.
+func (s *Switch) write(ctx context.Context, on bool) (found bool, err error) {
+	expression := switchOff
+	if on {
+		expression = switchOn
+	}
+	hooks := s.opts.Webhooks.MutatingWebhookConfigurations()
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cfg, err := hooks.Get(ctx, s.opts.Configuration, metav1.GetOptions{})
+		found = !apierrors.IsNotFound(err)
+		if !found {
+			if !s.missing {
+				s.opts.Log.Info("no MutatingWebhookConfiguration to switch: the turn-gate webhook is not installed",
+					zap.String("configuration", s.opts.Configuration))
+			}
+			s.missing = true
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		s.missing = false
+		changed := false
+		for i := range cfg.Webhooks {
+			changed = setCondition(&cfg.Webhooks[i], expression) || changed
+		}
+		if !changed {
+			return nil
+		}
+		if _, err := hooks.Update(ctx, cfg, metav1.UpdateOptions{}); err != nil {
+			return err
+		}
+		s.opts.Log.Info("switched the turn-gate webhook", zap.String("configuration", s.opts.Configuration),
+			zap.Bool("on", on))
+		return nil
+	})
+	return found, err
+}
+
+// setCondition makes hook's SwitchCondition expression, reporting whether it changed it.
+func setCondition(hook *admissionv1.MutatingWebhook, expression string) bool {
+	for i, c := range hook.MatchConditions {
+		if c.Name == SwitchCondition {
+			if c.Expression == expression {
+				return false
+			}
+			hook.MatchConditions[i].Expression = expression
+			return true
+		}
+	}
+	hook.MatchConditions = append(hook.MatchConditions, admissionv1.MatchCondition{Name: SwitchCondition, Expression: expression})
+	return true
+}

@@ -1,0 +1,227 @@
+package admission
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+	clocktesting "k8s.io/utils/clock/testing"
+)
+
+// switchStep is one look at the queue: after advancing the clock, the queue reports
+// contended (known: it can tell); then the configuration's webhooks hold want as their
+// switch condition ("" none), after updates writes in all, and the metric reports metric
+// ("" not reported yet).
+type switchStep struct {
+	advance          time.Duration
+	contended, known bool
+	want             string
+	updates          int
+	metric           string
+}
+
+// recordedSwitch records what the switch reports.
+type recordedSwitch struct{ last string }
+
+func (r *recordedSwitch) TurnGateWebhookOn(on bool) {
+	r.last = map[bool]string{true: "on", false: "off"}[on]
+}
+
+// TestSwitch: the calls are switched on when a job waits, off OffAfter after the last one
+// waited, written only when they change, and written again when someone reset them.
+func TestSwitch(t *testing.T) {
+	tests := []struct {
+		name string
+		// edit changes the configuration between steps: before the step of that index.
+		edit  map[int]func(*admissionregistrationv1.MutatingWebhookConfiguration)
+		steps []switchStep
+	}{
+		{name: "no queue yet: left as it is", steps: []switchStep{
+			{known: false, want: "", updates: 0},
+			{advance: time.Hour, known: false, want: "", updates: 0},
+		}},
+		{name: "idle from the start: off at once, written once", steps: []switchStep{
+			{known: true, want: switchOff, updates: 1, metric: "off"},
+			{advance: time.Second, known: true, want: switchOff, updates: 1, metric: "off"},
+			{advance: 30 * time.Second, known: true, want: switchOff, updates: 1, metric: "off"},
+		}},
+		{name: "a job waits: on, then off OffAfter after it stopped waiting", steps: []switchStep{
+			{known: true, want: switchOff, updates: 1, metric: "off"},
+			{advance: time.Second, contended: true, known: true, want: switchOn, updates: 2, metric: "on"},
+			{advance: 5 * time.Second, contended: true, known: true, want: switchOn, updates: 2, metric: "on"},
+			{advance: 9 * time.Second, known: true, want: switchOn, updates: 2, metric: "on"},
+			{advance: time.Second, known: true, want: switchOff, updates: 3, metric: "off"},
+		}},
+		{name: "contention that comes and goes within OffAfter: no flapping", steps: []switchStep{
+			{contended: true, known: true, want: switchOn, updates: 1, metric: "on"},
+			{advance: 4 * time.Second, known: true, want: switchOn, updates: 1, metric: "on"},
+			{advance: 4 * time.Second, contended: true, known: true, want: switchOn, updates: 1, metric: "on"},
+			{advance: 8 * time.Second, known: true, want: switchOn, updates: 1, metric: "on"},
+			{advance: 2 * time.Second, known: true, want: switchOff, updates: 2, metric: "off"},
+		}},
+		{name: "the manifest applied anew: switched back within a minute",
+			edit: map[int]func(*admissionregistrationv1.MutatingWebhookConfiguration){
+				1: func(c *admissionregistrationv1.MutatingWebhookConfiguration) {
+					for i := range c.Webhooks { // as the shipped manifest has it
+						setCondition(&c.Webhooks[i], switchOn)
+					}
+				},
+			},
+			steps: []switchStep{
+				{known: true, want: switchOff, updates: 1, metric: "off"},
+				{advance: time.Second, known: true, want: switchOn, updates: 2, metric: "off"}, // the edit is one update
+				{advance: time.Minute, known: true, want: switchOff, updates: 3, metric: "off"},
+			}},
+		{name: "queue unknown again (a restart of the view): left as it is", steps: []switchStep{
+			{contended: true, known: true, want: switchOn, updates: 1, metric: "on"},
+			{advance: time.Hour, known: false, want: switchOn, updates: 1, metric: "on"},
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := webhookConfiguration(nil)
+			cfg.Webhooks[0].MatchConditions = []admissionregistrationv1.MatchCondition{
+				{Name: "cps-scheduler", Expression: "object.spec.schedulerName == 'cps-scheduler'"}}
+			client := fake.NewSimpleClientset(cfg)
+			clk := clocktesting.NewFakeClock(testStart)
+			var contended, known bool
+			metric := &recordedSwitch{}
+			s, err := NewSwitch(SwitchOptions{Webhooks: client.AdmissionregistrationV1(), Configuration: cfg.Name,
+				OffAfter: 10 * time.Second, Metrics: metric, Clock: clk,
+				Contended: func() (bool, bool) { return contended, known }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			hooks := client.AdmissionregistrationV1().MutatingWebhookConfigurations()
+			for i, step := range tt.steps {
+				if edit := tt.edit[i]; edit != nil {
+					live, err := hooks.Get(context.Background(), cfg.Name, metav1.GetOptions{})
+					if err != nil {
+						t.Fatal(err)
+					}
+					edit(live)
+					if _, err := hooks.Update(context.Background(), live, metav1.UpdateOptions{}); err != nil {
+						t.Fatal(err)
+					}
+				}
+				clk.Step(step.advance)
+				contended, known = step.contended, step.known
+				if err := s.Step(context.Background()); err != nil {
+					t.Fatalf("step %d: %v", i, err)
+				}
+				live, err := hooks.Get(context.Background(), cfg.Name, metav1.GetOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, hook := range live.Webhooks {
+					if got := switchExpression(hook); got != step.want {
+						t.Errorf("step %d: webhook %s switch %q, want %q", i, hook.Name, got, step.want)
+					}
+				}
+				if got := live.Webhooks[0].MatchConditions[0].Name; got != "cps-scheduler" {
+					t.Errorf("step %d: the manifest's own condition became %q", i, got)
+				}
+				if got := countVerb(client, "update"); got != step.updates {
+					t.Errorf("step %d: %d updates, want %d", i, got, step.updates)
+				}
+				if metric.last != step.metric {
+					t.Errorf("step %d: metric %q, want %q", i, metric.last, step.metric)
+				}
+			}
+		})
+	}
+}
+
+// TestSwitchAPI: a missing configuration is no error and reported as nothing; a conflict
+// is retried; other errors are returned, and the next step writes again.
+func TestSwitchAPI(t *testing.T) {
+	t.Run("missing configuration", func(t *testing.T) {
+		client := fake.NewSimpleClientset()
+		metric := &recordedSwitch{}
+		s, err := NewSwitch(SwitchOptions{Webhooks: client.AdmissionregistrationV1(), Configuration: "cps-extender-turn-gate",
+			OffAfter: time.Second, Metrics: metric, Clock: clocktesting.NewFakeClock(testStart),
+			Contended: func() (bool, bool) { return true, true }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Step(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if metric.last != "" {
+			t.Errorf("metric %q for a configuration that does not exist", metric.last)
+		}
+	})
+	t.Run("conflict, then a failure", func(t *testing.T) {
+		client := fake.NewSimpleClientset(webhookConfiguration(nil))
+		failures := []error{
+			apierrors.NewConflict(schema.GroupResource{Resource: "mutatingwebhookconfigurations"}, "cps-extender-turn-gate", nil),
+			apierrors.NewInternalError(errors.New("etcd is away")),
+		}
+		client.PrependReactor("update", "mutatingwebhookconfigurations", func(k8stesting.Action) (bool, runtime.Object, error) {
+			if len(failures) == 0 {
+				return false, nil, nil
+			}
+			err := failures[0]
+			failures = failures[1:]
+			return true, nil, err
+		})
+		s, err := NewSwitch(SwitchOptions{Webhooks: client.AdmissionregistrationV1(), Configuration: "cps-extender-turn-gate",
+			OffAfter: time.Second, Clock: clocktesting.NewFakeClock(testStart),
+			Contended: func() (bool, bool) { return true, true }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Step(context.Background()); err == nil {
+			t.Fatal("no error after a conflict and an internal error")
+		}
+		if err := s.Step(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		live, err := client.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(context.Background(), "cps-extender-turn-gate", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := switchExpression(live.Webhooks[0]); got != switchOn {
+			t.Errorf("switch %q after the retry, want %q", got, switchOn)
+		}
+	})
+	t.Run("bad options", func(t *testing.T) {
+		for _, opts := range []SwitchOptions{
+			{Configuration: "c", Webhooks: fake.NewSimpleClientset().AdmissionregistrationV1(), Contended: func() (bool, bool) { return true, true }},
+			{Webhooks: fake.NewSimpleClientset().AdmissionregistrationV1(), OffAfter: time.Second, Contended: func() (bool, bool) { return true, true }},
+		} {
+			if _, err := NewSwitch(opts); err == nil {
+				t.Errorf("NewSwitch(%+v): no error", opts)
+			}
+		}
+	})
+}
+
+// switchExpression is hook's switch condition expression, "" without one.
+func switchExpression(hook admissionregistrationv1.MutatingWebhook) string {
+	for _, c := range hook.MatchConditions {
+		if c.Name == SwitchCondition {
+			return c.Expression
+		}
+	}
+	return ""
+}
+
+// countVerb counts the client's actions of verb.
+func countVerb(client *fake.Clientset, verb string) int {
+	n := 0
+	for _, a := range client.Actions() {
+		if a.GetVerb() == verb {
+			n++
+		}
+	}
+	return n
+}
