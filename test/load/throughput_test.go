@@ -35,9 +35,9 @@ const (
 // throughputRun is one way of binding the backlog.
 type throughputRun struct {
 	name, namespace string
-	// extender starts the extender the scheduler calls and returns its URL; nil runs
-	// kube-scheduler without extenders.
-	extender func() string
+	// extender starts the extender the scheduler calls and returns its URL and how to stop
+	// it after the run; nil runs kube-scheduler without extenders.
+	extender func() (url string, stop func())
 	// nativeGang gives every job a Workload and a PodGroup of all its pods, and runs
 	// kube-scheduler with the GenericWorkload feature gate.
 	nativeGang bool
@@ -70,37 +70,60 @@ func TestThroughput(t *testing.T) {
 	createNodes(t, cp.Client, fixture.Nodes(fixture.Spec{Nodes: nodeCount, KwokNodes: true}))
 
 	var cpsAddr string // cps-extender's, once its run started
-	// Each extender starts just before its own run, so that no run shares the cores with
-	// an extender it does not use.
+	// Each extender starts just before its own run and stops after it, so that no run
+	// shares the cores with an extender it does not use (a cps-extender left running
+	// watches and recomputes through the next run: it cost the webhook run, which followed
+	// one, about a tenth of its rate before 2026-12-03 16:40).
+	stopProcess := func(p *framework.Process) func() {
+		return func() {
+			if err := p.Stop(); err != nil {
+				t.Logf("stopping %s: %v", p.Name, err)
+			}
+		}
+	}
 	runs := []throughputRun{
 		{name: "no extender", namespace: "none"},
-		{name: "no-op extender", namespace: "noop", extender: func() string {
+		{name: "no-op extender", namespace: "noop", extender: func() (string, func()) {
 			noop := httptest.NewServer(noopExtender(cp.Client))
-			t.Cleanup(noop.Close)
-			return noop.URL + "/scheduler"
+			return noop.URL + "/scheduler", noop.Close
 		}},
 		{name: "native gang", namespace: "gang", nativeGang: true, wholeGangs: true},
-		{name: "cps-extender", namespace: "cps", wholeGangs: true, extender: func() string {
+		{name: "cps-extender", namespace: "cps", wholeGangs: true, extender: func() (string, func()) {
 			cpsAddr = framework.FreeAddr(t)
-			startExtender(t, cp, cpsAddr, "")
-			return "http://" + cpsAddr + "/scheduler"
+			p := startExtender(t, cp, cpsAddr, "")
+			return "http://" + cpsAddr + "/scheduler", stopProcess(p)
 		}},
 		// As deployed, with the turn-gate webhook: a pod created while a job waits comes with
-		// the gate, lifted in its job's turn (an API write that the other runs do not make).
-		{name: "cps-extender webhook", namespace: "cpswebhook", wholeGangs: true, extender: func() string {
+		// the gate, lifted in its job's turn (an API write that the other runs do not make);
+		// while none waits the extender switches the API server's calls off.
+		{name: "cps-extender webhook", namespace: "cpswebhook", wholeGangs: true, extender: func() (string, func()) {
 			cpsAddr = framework.FreeAddr(t)
 			hookAddr := framework.FreeAddr(t)
 			framework.RegisterRepoTurnGateWebhook(t, cp.Client, hookAddr)
-			startExtender(t, cp, cpsAddr, framework.TurnGateWebhookConfig(hookAddr))
+			p := startExtender(t, cp, cpsAddr, framework.TurnGateWebhookConfig(hookAddr))
 			framework.WaitTurnGateWebhook(t, cp.Client, hookAddr, false, time.Minute) // idle: switched off
-			return "http://" + cpsAddr + "/scheduler"
+			return "http://" + cpsAddr + "/scheduler", func() {
+				stopProcess(p)()
+				err := cp.Client.AdmissionregistrationV1().MutatingWebhookConfigurations().Delete(context.Background(),
+					"cps-extender-turn-gate", metav1.DeleteOptions{})
+				if err != nil {
+					t.Errorf("deleting the turn-gate webhook configuration: %v", err)
+				}
+			}
 		}},
 	}
-	// THROUGHPUT_RUNS, when set, runs only the named runs (comma-separated), e.g. to
-	// compare a change of one setup with native gang.
+	// THROUGHPUT_RUNS, when set, runs only the named runs (comma-separated), in its order,
+	// e.g. to compare a change of one setup with native gang, or to see the order's effect.
 	if only := os.Getenv("THROUGHPUT_RUNS"); only != "" {
-		names := strings.Split(only, ",")
-		runs = slices.DeleteFunc(runs, func(r throughputRun) bool { return !slices.Contains(names, r.name) })
+		var picked []throughputRun
+		for _, name := range strings.Split(only, ",") {
+			i := slices.IndexFunc(runs, func(r throughputRun) bool { return r.name == name })
+			if i < 0 {
+				t.Fatalf("THROUGHPUT_RUNS: no run %q", name)
+			}
+			picked = append(picked, runs[i])
+		}
+		runs = picked
 	}
 	figures := map[string]throughputFigures{}
 	var pods []*corev1.Pod
@@ -119,9 +142,9 @@ func TestThroughput(t *testing.T) {
 			})
 			schedulerArgs = append(schedulerArgs, "--feature-gates="+framework.NativeGangFeatureGate)
 		}
-		extenderURL := ""
+		extenderURL, stopExtender := "", func() {}
 		if run.extender != nil {
-			extenderURL = run.extender()
+			extenderURL, stopExtender = run.extender()
 		}
 		binds := watchBindings(t, cp.Client, run.namespace)
 		sched := cp.StartScheduler(t, schedulerConfig(t, cp, extenderURL), schedulerArgs...)
@@ -164,6 +187,7 @@ func TestThroughput(t *testing.T) {
 			logViewWaits(t, cpsAddr)
 			logTurnGates(t, cpsAddr)
 		}
+		stopExtender()
 		deleteAll(t, cp.Client, run.namespace)
 	}
 	if len(figures) < len(runs) {
@@ -226,6 +250,7 @@ func logTurnGates(t *testing.T, addr string) {
 	for _, sample := range []string{
 		`cps_extender_requests_total{code="200",verb="turn-gate"}`,
 		`cps_extender_turn_gate_lifts_total{result="sent"}`,
+		`cps_extender_turn_gate_webhook_on`,
 	} {
 		v, err := metric(addr, sample) // 0 for a counter not yet touched
 		if err != nil {
