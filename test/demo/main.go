@@ -249,7 +249,8 @@ func (d *demo) startExtender(cp *framework.ControlPlane, build <-chan buildResul
 	fmt.Fprintf(d.out, "  model.userTiers: %s; affinity.topology: [%s]\n", userTiers(work.Users), rackLabel)
 	framework.WaitTurnGateWebhook(d.t, cp.Client, hookAddr, false, apiCallTimeout) // idle: switched off
 	fmt.Fprintf(d.out, "  turn-gate webhook (%s) at https://%s, its certificate kept by the extender:\n"+
-		"  pods of %s created while a job waits get the scheduling gate %s, lifted in their job's turn\n",
+		"  pods of %s created while a job waits get the scheduling gate %s, lifted in their job's turn;\n"+
+		"  while none waits the extender switches the API server's calls off (idle now: off)\n",
 		framework.TurnGateWebhookManifest, hookAddr, schedulerName, gang.TurnGate)
 	return p, addr, nil
 }

@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -122,10 +121,8 @@ func metric(addr, sample string) (float64, error) {
 	if err != nil {
 		return 0, err
 	}
-	for _, line := range strings.Split(string(body), "\n") {
-		if v, ok := strings.CutPrefix(line, sample+" "); ok {
-			return strconv.ParseFloat(v, 64)
-		}
+	if v, ok := framework.MetricSample(string(body), sample+" "); ok {
+		return strconv.ParseFloat(v, 64)
 	}
 	return 0, nil
 }
