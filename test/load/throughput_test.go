@@ -54,9 +54,10 @@ type throughputFigures struct{ podsPerSecond, jobsPerSecond float64 }
 // has the same four verbs (filter passes every node, prioritize scores 0, bind posts the
 // Binding, preempt keeps every candidate); with kube-scheduler's native gang scheduling (a
 // Workload and a PodGroup per job, minCount all its pods); through cps-extender; and through
-// cps-extender with its turn-gate webhook registered, as the deploy overlays do. Each
-// run starts on an empty cluster (the previous run's pods are deleted first) with the
-// scheduler running; the backlog is then created, 4 pods at a time. It reports pods/s (first
+// cps-extender with its turn-gate webhook registered, as the deploy overlays do (and, when
+// THROUGHPUT_RUNS names it, with the webhook's calls never switched off). Each run starts on
+// an empty cluster (the previous run's pods are deleted first, its extender stopped) with
+// the scheduler running; the backlog is then created, 4 pods at a time. It reports pods/s (first
 // to last binding) and jobs/s (first to last job whose pods are all bound) of each, and
 // cps-extender's ratios to the others. It asserts only that every pod is bound and, under
 // native gang scheduling and cps-extender, that no job ends partly bound: the rates are
@@ -81,6 +82,24 @@ func TestThroughput(t *testing.T) {
 			}
 		}
 	}
+	// startWebhookExtender starts cps-extender with the shipped turn-gate webhook registered
+	// (plus extraConfig) and waits until its calls are switched as calls says; stopping it
+	// also removes the webhook configuration.
+	startWebhookExtender := func(extraConfig string, calls bool) (string, func()) {
+		cpsAddr = framework.FreeAddr(t)
+		hookAddr := framework.FreeAddr(t)
+		framework.RegisterRepoTurnGateWebhook(t, cp.Client, hookAddr)
+		p := startExtender(t, cp, cpsAddr, framework.TurnGateWebhookConfig(hookAddr)+extraConfig)
+		framework.WaitTurnGateWebhook(t, cp.Client, hookAddr, calls, time.Minute)
+		return "http://" + cpsAddr + "/scheduler", func() {
+			stopProcess(p)()
+			err := cp.Client.AdmissionregistrationV1().MutatingWebhookConfigurations().Delete(context.Background(),
+				"cps-extender-turn-gate", metav1.DeleteOptions{})
+			if err != nil {
+				t.Errorf("deleting the turn-gate webhook configuration: %v", err)
+			}
+		}
+	}
 	runs := []throughputRun{
 		{name: "no extender", namespace: "none"},
 		{name: "no-op extender", namespace: "noop", extender: func() (string, func()) {
@@ -97,19 +116,12 @@ func TestThroughput(t *testing.T) {
 		// the gate, lifted in its job's turn (an API write that the other runs do not make);
 		// while none waits the extender switches the API server's calls off.
 		{name: "cps-extender webhook", namespace: "cpswebhook", wholeGangs: true, extender: func() (string, func()) {
-			cpsAddr = framework.FreeAddr(t)
-			hookAddr := framework.FreeAddr(t)
-			framework.RegisterRepoTurnGateWebhook(t, cp.Client, hookAddr)
-			p := startExtender(t, cp, cpsAddr, framework.TurnGateWebhookConfig(hookAddr))
-			framework.WaitTurnGateWebhook(t, cp.Client, hookAddr, false, time.Minute) // idle: switched off
-			return "http://" + cpsAddr + "/scheduler", func() {
-				stopProcess(p)()
-				err := cp.Client.AdmissionregistrationV1().MutatingWebhookConfigurations().Delete(context.Background(),
-					"cps-extender-turn-gate", metav1.DeleteOptions{})
-				if err != nil {
-					t.Errorf("deleting the turn-gate webhook configuration: %v", err)
-				}
-			}
+			return startWebhookExtender("", false)
+		}},
+		// The webhook with its calls never switched off (webhook.offAfter 0): what the API
+		// server's call on every pod creation costs. Only when THROUGHPUT_RUNS names it.
+		{name: "cps-extender webhook calls on", namespace: "cpscalls", wholeGangs: true, extender: func() (string, func()) {
+			return startWebhookExtender("  offAfter: 0s\n", true)
 		}},
 	}
 	// THROUGHPUT_RUNS, when set, runs only the named runs (comma-separated), in its order,
@@ -124,6 +136,8 @@ func TestThroughput(t *testing.T) {
 			picked = append(picked, runs[i])
 		}
 		runs = picked
+	} else {
+		runs = slices.DeleteFunc(runs, func(r throughputRun) bool { return r.name == "cps-extender webhook calls on" })
 	}
 	figures := map[string]throughputFigures{}
 	var pods []*corev1.Pod
@@ -199,7 +213,7 @@ func TestThroughput(t *testing.T) {
 		rates = append(rates, fmt.Sprintf("%s %.1f pods/s %.2f jobs/s", run.name, f.podsPerSecond, f.jobsPerSecond))
 	}
 	t.Logf("throughput on %d nodes, %d pods of %d jobs: %s", nodeCount, len(pods), 3*scale, strings.Join(rates, ", "))
-	for _, name := range []string{"cps-extender", "cps-extender webhook"} {
+	for _, name := range []string{"cps-extender", "cps-extender webhook", "cps-extender webhook calls on"} {
 		cps, ok := figures[name]
 		if !ok {
 			continue
