@@ -186,9 +186,9 @@ func run(args []string, stderr io.Writer) error {
 			hookSrv.TLSConfig = certs.TLSConfig()
 		}
 		servers = append(servers, hookSrv)
-		if off := hook.OffAfter.Duration; off > 0 {
+		if hook.Configuration != "" { // with offAfter 0 it keeps the calls on
 			toggle, err := admission.NewSwitch(admission.SwitchOptions{Log: log, Webhooks: client.AdmissionregistrationV1(),
-				Configuration: hook.Configuration, OffAfter: off, Metrics: meters,
+				Configuration: hook.Configuration, OffAfter: hook.OffAfter.Duration, Metrics: meters,
 				Contended: func() (bool, bool) {
 					snap := cluster.Snapshot()
 					if snap == nil {

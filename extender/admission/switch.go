@@ -17,7 +17,9 @@ import (
 // SwitchCondition is the matchCondition the extender keeps in every webhook of the turn-gate
 // configuration: "true" while a job waits (the API server calls the webhook on each pod
 // creation the other conditions match), "false" once none has waited for a while (the API
-// server calls nothing). On an idle cluster the webhook gates nothing, yet its call on
+// server calls nothing). The shipped manifest leaves it out (calls on until the extender
+// first looks), so that applying the manifest again, client- or server-side, does not
+// contend with the extender for it. On an idle cluster the webhook gates nothing, yet its call on
 // every pod creation bound a backlog that all fits at 0.81x native gang's rate instead of
 // 0.93x on the load test's 2-core machine (docs/performance.md).
 const SwitchCondition = "cps-extender-job-waits"
@@ -29,10 +31,11 @@ const (
 )
 
 // How often the switch looks at the queue, and how often it reads the configuration again
-// even when its own state has not changed (someone may have applied the manifest anew).
+// even when its own state has not changed (someone, or a replica whose view lagged, may
+// have written it since): one GET per replica every 10 s.
 const (
 	switchPoll   = 250 * time.Millisecond
-	switchResync = time.Minute
+	switchResync = 10 * time.Second
 )
 
 // SwitchMetrics is what the switch reports: whether the API server is to call the webhook.
@@ -50,16 +53,19 @@ type SwitchOptions struct {
 	// tell yet (no queue computed): the switch is then left as it is.
 	Contended func() (contended, known bool)
 	// OffAfter is how long no job must have waited before the calls are switched off: it
-	// bounds the configuration's writes to about one per OffAfter (must be > 0).
+	// bounds the configuration's writes to about one per OffAfter. 0 keeps them on (and
+	// switches them back on if an earlier run left them off).
 	OffAfter time.Duration
 	Metrics  SwitchMetrics // optional
 	Clock    clock.WithTicker
 }
 
 // Switch turns the API server's calls of the turn-gate webhook on while a job waits and off
-// while none does, through SwitchCondition. Off costs nothing in gating: the webhook gates
-// a pod only while a job waits (New's contended). The replicas all switch by the same
-// queue; a replica that sees the queue a moment apart writes at most once more.
+// while none does, through SwitchCondition. While off, the webhook would gate nothing
+// anyway (it gates a pod only while a job waits: New's contended); when a job starts to
+// wait, pods created before the API server has the calls on (the next snapshot, up to a
+// quarter second, the write, the API server's watch) go ungated, the old way. The replicas
+// all switch by the same queue; one that sees it a moment apart writes at most once more.
 type Switch struct {
 	opts SwitchOptions
 	// applied is the state last written or read (nil: unknown), lastRead when; waited is
@@ -76,8 +82,8 @@ func NewSwitch(opts SwitchOptions) (*Switch, error) {
 	if opts.Configuration == "" || opts.Webhooks == nil || opts.Contended == nil {
 		return nil, fmt.Errorf("webhook switch: configuration, client and contention report are required")
 	}
-	if opts.OffAfter <= 0 {
-		return nil, fmt.Errorf("webhook switch: offAfter %v must be positive", opts.OffAfter)
+	if opts.OffAfter < 0 {
+		return nil, fmt.Errorf("webhook switch: offAfter %v is negative", opts.OffAfter)
 	}
 	if opts.Log == nil {
 		opts.Log = zap.NewNop()
@@ -110,8 +116,11 @@ func (s *Switch) Run(ctx context.Context) {
 }
 
 // Want is whether the calls should be on now: a job waits, or one waited less than
-// OffAfter ago. known is false while the queue cannot tell.
+// OffAfter ago (always, with OffAfter 0). known is false while the queue cannot tell.
 func (s *Switch) Want() (on, known bool) {
+	if s.opts.OffAfter == 0 {
+		return true, true
+	}
 	contended, known := s.opts.Contended()
 	if !known {
 		return false, false

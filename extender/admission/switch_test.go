@@ -3,6 +3,7 @@ package admission
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -41,8 +42,10 @@ func TestSwitch(t *testing.T) {
 	tests := []struct {
 		name string
 		// edit changes the configuration between steps: before the step of that index.
-		edit  map[int]func(*admissionregistrationv1.MutatingWebhookConfiguration)
-		steps []switchStep
+		edit map[int]func(*admissionregistrationv1.MutatingWebhookConfiguration)
+		// alwaysOn runs the switch with OffAfter 0, else 10 s.
+		alwaysOn bool
+		steps    []switchStep
 	}{
 		{name: "no queue yet: left as it is", steps: []switchStep{
 			{known: false, want: "", updates: 0},
@@ -67,18 +70,45 @@ func TestSwitch(t *testing.T) {
 			{advance: 8 * time.Second, known: true, want: switchOn, updates: 1, metric: "on"},
 			{advance: 2 * time.Second, known: true, want: switchOff, updates: 2, metric: "off"},
 		}},
-		{name: "the manifest applied anew: switched back within a minute",
+		{name: "the configuration replaced from the file: switched back within 10 s",
 			edit: map[int]func(*admissionregistrationv1.MutatingWebhookConfiguration){
 				1: func(c *admissionregistrationv1.MutatingWebhookConfiguration) {
-					for i := range c.Webhooks { // as the shipped manifest has it
-						setCondition(&c.Webhooks[i], switchOn)
+					for i := range c.Webhooks { // the shipped file has no switch
+						c.Webhooks[i].MatchConditions = slices.DeleteFunc(c.Webhooks[i].MatchConditions,
+							func(m admissionregistrationv1.MatchCondition) bool { return m.Name == SwitchCondition })
 					}
 				},
 			},
 			steps: []switchStep{
 				{known: true, want: switchOff, updates: 1, metric: "off"},
-				{advance: time.Second, known: true, want: switchOn, updates: 2, metric: "off"}, // the edit is one update
-				{advance: time.Minute, known: true, want: switchOff, updates: 3, metric: "off"},
+				{advance: time.Second, known: true, want: "", updates: 2, metric: "off"}, // the edit is one update
+				{advance: 8 * time.Second, known: true, want: "", updates: 2, metric: "off"},
+				{advance: time.Second, known: true, want: switchOff, updates: 3, metric: "off"},
+			}},
+		{name: "offAfter 0: on, even over an earlier run's off, whatever the queue", alwaysOn: true,
+			edit: map[int]func(*admissionregistrationv1.MutatingWebhookConfiguration){
+				0: func(c *admissionregistrationv1.MutatingWebhookConfiguration) {
+					for i := range c.Webhooks {
+						setCondition(&c.Webhooks[i], switchOff)
+					}
+				},
+			},
+			steps: []switchStep{
+				{known: false, want: switchOn, updates: 2, metric: "on"}, // the edit is one update
+				{advance: time.Hour, known: true, want: switchOn, updates: 2, metric: "on"},
+			}},
+		{name: "the manifest applied anew, with an operator's off: back within 10 s",
+			edit: map[int]func(*admissionregistrationv1.MutatingWebhookConfiguration){
+				1: func(c *admissionregistrationv1.MutatingWebhookConfiguration) {
+					for i := range c.Webhooks {
+						setCondition(&c.Webhooks[i], switchOff)
+					}
+				},
+			},
+			steps: []switchStep{
+				{contended: true, known: true, want: switchOn, updates: 1, metric: "on"},
+				{advance: time.Second, contended: true, known: true, want: switchOff, updates: 2, metric: "on"}, // cached
+				{advance: 9 * time.Second, contended: true, known: true, want: switchOn, updates: 3, metric: "on"},
 			}},
 		{name: "queue unknown again (a restart of the view): left as it is", steps: []switchStep{
 			{contended: true, known: true, want: switchOn, updates: 1, metric: "on"},
@@ -94,8 +124,12 @@ func TestSwitch(t *testing.T) {
 			clk := clocktesting.NewFakeClock(testStart)
 			var contended, known bool
 			metric := &recordedSwitch{}
+			offAfter := 10 * time.Second
+			if tt.alwaysOn {
+				offAfter = 0
+			}
 			s, err := NewSwitch(SwitchOptions{Webhooks: client.AdmissionregistrationV1(), Configuration: cfg.Name,
-				OffAfter: 10 * time.Second, Metrics: metric, Clock: clk,
+				OffAfter: offAfter, Metrics: metric, Clock: clk,
 				Contended: func() (bool, bool) { return contended, known }})
 			if err != nil {
 				t.Fatal(err)
@@ -195,7 +229,8 @@ func TestSwitchAPI(t *testing.T) {
 	})
 	t.Run("bad options", func(t *testing.T) {
 		for _, opts := range []SwitchOptions{
-			{Configuration: "c", Webhooks: fake.NewSimpleClientset().AdmissionregistrationV1(), Contended: func() (bool, bool) { return true, true }},
+			{Configuration: "c", Webhooks: fake.NewSimpleClientset().AdmissionregistrationV1(), OffAfter: -time.Second,
+				Contended: func() (bool, bool) { return true, true }},
 			{Webhooks: fake.NewSimpleClientset().AdmissionregistrationV1(), OffAfter: time.Second, Contended: func() (bool, bool) { return true, true }},
 		} {
 			if _, err := NewSwitch(opts); err == nil {

@@ -91,7 +91,8 @@ type WebhookConfig struct {
 	Configuration string `json:"configuration"`
 	// OffAfter is how long no job must have waited before the extender switches the API
 	// server's calls of the webhook off (the matchCondition cps-extender-job-waits 'false');
-	// a job that waits switches them on. 0 leaves them on: a call on every pod creation.
+	// a job that waits switches them on. 0 keeps them on: a call on every pod creation. At
+	// least 1s: each switch is a write of the configuration.
 	OffAfter metav1.Duration `json:"offAfter"`
 }
 
@@ -458,8 +459,8 @@ func (w WebhookConfig) validate() []error {
 	if (w.CertFile == "") != (w.KeyFile == "") {
 		bad("webhook: certFile %q and keyFile %q must be given both or neither", w.CertFile, w.KeyFile)
 	}
-	if w.OffAfter.Duration < 0 {
-		bad("webhook.offAfter: %v is negative (0 leaves the webhook's calls on)", w.OffAfter.Duration)
+	if d := w.OffAfter.Duration; d < 0 || d > 0 && d < time.Second {
+		bad("webhook.offAfter: %v is neither 0 (calls always on) nor at least 1s", d)
 	}
 	if w.Configuration == "" && (w.SelfSigned() || w.OffAfter.Duration > 0) {
 		bad("webhook.configuration: must name the MutatingWebhookConfiguration whose caBundle the extender fills and whose calls it switches")

@@ -215,7 +215,10 @@ func TestWebhookConfig(t *testing.T) {
 		}, true, []string{"webhook.configuration: must name", `webhook.secret: "no-namespace" is not namespace/name`,
 			`webhook.service: "a/b/c" is not namespace/name`, `webhook.hosts: "" is neither`, `webhook.hosts: "http://x" is neither`}},
 		{"negative offAfter", func(c *Config) { on(c); c.Webhook.OffAfter.Duration = -time.Second }, true,
-			[]string{"webhook.offAfter: -1s is negative"}},
+			[]string{"webhook.offAfter: -1s is neither 0"}},
+		{"offAfter under a second", func(c *Config) { on(c); c.Webhook.OffAfter.Duration = time.Millisecond }, true,
+			[]string{"webhook.offAfter: 1ms is neither 0"}},
+		{"offAfter 0: calls always on", func(c *Config) { on(c); c.Webhook.OffAfter.Duration = 0 }, true, nil},
 		{"own certificate, switched: needs the configuration", func(c *Config) {
 			on(c)
 			c.Webhook.CertFile, c.Webhook.KeyFile, c.Webhook.Configuration = "tls.crt", "tls.key", ""

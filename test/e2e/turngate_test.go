@@ -148,6 +148,7 @@ func TestTurnGateWebhook(t *testing.T) {
 	// No job waits: switched off as soon as the extender has a queue, with a caBundle that
 	// trusts the certificate it serves.
 	framework.WaitTurnGateWebhook(t, e.cp.Client, hookAddr, false, 30*time.Second)
+	e.waitWebhookNotCalled(podSpec{name: "probe"}) // the API server has picked the switch up
 	ctx := context.Background()
 	hooks := e.cp.Client.AdmissionregistrationV1().MutatingWebhookConfigurations()
 	filled, err := hooks.Get(ctx, "cps-extender-turn-gate", metav1.GetOptions{})
@@ -178,6 +179,9 @@ func TestTurnGateWebhook(t *testing.T) {
 	e.waitWaiting(waiting)
 	framework.WaitTurnGateWebhook(t, e.cp.Client, hookAddr, true, 30*time.Second)
 	e.waitWebhookCalled(podSpec{name: "probe"})
+	if got, _ := framework.MetricSample(e.extenderBody("/metrics"), "cps_extender_turn_gate_webhook_on "); got != "1" {
+		t.Errorf("cps_extender_turn_gate_webhook_on %q while switched on, want 1", got)
+	}
 	calls = e.webhookCalls()
 	e.createWithGates(nil, podSpec{name: "other", scheduler: "other-scheduler"})
 	e.deletePods("default", "other")
@@ -248,6 +252,14 @@ func (e *env) waitWebhookCalled(p podSpec) {
 	e.t.Helper()
 	p.selector = map[string]string{"cps-e2e/probe": "no-such-node"}
 	framework.WaitWebhookCalled(e.t, e.cp.Client, p.pod(), e.extenderURL("/metrics"), 30*time.Second)
+}
+
+// waitWebhookNotCalled waits until the API server no longer calls the turn-gate webhook,
+// probing as waitWebhookCalled does.
+func (e *env) waitWebhookNotCalled(p podSpec) {
+	e.t.Helper()
+	p.selector = map[string]string{"cps-e2e/probe": "no-such-node"}
+	framework.WaitWebhookNotCalled(e.t, e.cp.Client, p.pod(), e.extenderURL("/metrics"), 30*time.Second)
 }
 
 // gatedHandover checks second, created behind jobs that hold the room it needs: its pods

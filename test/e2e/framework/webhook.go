@@ -169,6 +169,20 @@ func handshake(addr string, caBundle []byte) error {
 // that no scheduler binds it in the moment before it goes.
 func WaitWebhookCalled(t testing.TB, c kubernetes.Interface, probe *corev1.Pod, metricsURL string, timeout time.Duration) {
 	t.Helper()
+	waitWebhookProbe(t, c, probe, metricsURL, timeout, true)
+}
+
+// WaitWebhookNotCalled is WaitWebhookCalled's opposite: it waits until a probe's creation
+// is no longer sent to the webhook (the API server has picked up calls switched off).
+func WaitWebhookNotCalled(t testing.TB, c kubernetes.Interface, probe *corev1.Pod, metricsURL string, timeout time.Duration) {
+	t.Helper()
+	waitWebhookProbe(t, c, probe, metricsURL, timeout, false)
+}
+
+// waitWebhookProbe creates and deletes probe until its creation was (called) or was not
+// answered by the webhook.
+func waitWebhookProbe(t testing.TB, c kubernetes.Interface, probe *corev1.Pod, metricsURL string, timeout time.Duration, called bool) {
+	t.Helper()
 	calls := func() (int, error) {
 		resp, err := (&http.Client{Timeout: 5 * time.Second}).Get(metricsURL)
 		if err != nil {
@@ -181,13 +195,14 @@ func WaitWebhookCalled(t testing.TB, c kubernetes.Interface, probe *corev1.Pod, 
 		}
 		return WebhookCalls(string(body))
 	}
-	before, err := calls()
-	if err != nil {
-		t.Fatal(err)
-	}
 	zero := int64(0)
 	pods := c.CoreV1().Pods(probe.Namespace)
-	WaitFor(t, timeout, "the API server calling the turn-gate webhook", func() (bool, error) {
+	what := map[bool]string{true: "the API server calling the turn-gate webhook", false: "the API server no longer calling the turn-gate webhook"}
+	WaitFor(t, timeout, what[called], func() (bool, error) {
+		before, err := calls()
+		if err != nil {
+			return false, err
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		if _, err := pods.Create(ctx, probe, metav1.CreateOptions{}); err != nil {
@@ -200,6 +215,6 @@ func WaitWebhookCalled(t testing.TB, c kubernetes.Interface, probe *corev1.Pod, 
 		if err != nil {
 			return false, err
 		}
-		return n > before, fmt.Errorf("no call yet")
+		return (n > before) == called, fmt.Errorf("calls %d -> %d on the probe", before, n)
 	})
 }
