@@ -141,6 +141,15 @@ func run(args []string, stderr io.Writer) error {
 	}
 	verbs.Observe(meters, waiting)
 	verbs.AwaitView(cluster.Next, scheduler.ViewCatchUp, clock.RealClock{})
+	// queueContended reports whether a job of the published queue waits for room or its
+	// turn; known is false until the first snapshot.
+	queueContended := func() (contended, known bool) {
+		snap := cluster.Snapshot()
+		if snap == nil {
+			return false, false
+		}
+		return snap.Queue.Contended(), true
+	}
 	vc, err := volcano.New(log, cfg.Volcano, cfg.Model.PriorityModel(), cfg.Affinity, cfg.Gang, nil)
 	if err != nil {
 		return err
@@ -150,8 +159,8 @@ func run(args []string, stderr io.Writer) error {
 		Routes: slices.Concat(verbs.Routes(cfg.URLPrefix), vc.Routes(),
 			[]wire.Route{admission.New(cfg.Gang.ExemptNamespaces, func() bool {
 				// Until the first snapshot, a backlog may wait: gate (the lift follows it).
-				snap := cluster.Snapshot()
-				return snap == nil || snap.Queue.Contended()
+				contended, known := queueContended()
+				return contended || !known
 			}).Route(admission.Path)}),
 	})
 	if err != nil {
@@ -189,13 +198,7 @@ func run(args []string, stderr io.Writer) error {
 		if hook.Configuration != "" { // with offAfter 0 it keeps the calls on
 			toggle, err := admission.NewSwitch(admission.SwitchOptions{Log: log, Webhooks: client.AdmissionregistrationV1(),
 				Configuration: hook.Configuration, OffAfter: hook.OffAfter.Duration, Metrics: meters,
-				Contended: func() (bool, bool) {
-					snap := cluster.Snapshot()
-					if snap == nil {
-						return false, false
-					}
-					return snap.Queue.Contended(), true
-				}})
+				Contended: queueContended})
 			if err != nil {
 				return err
 			}
