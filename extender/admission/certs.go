@@ -19,12 +19,12 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+	admissionv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	admissionregistrationv1 "k8s.io/client-go/kubernetes/typed/admissionregistration/v1"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
-	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/clock"
 )
 
@@ -231,36 +231,27 @@ func (c *Certs) usable(secret *corev1.Secret) (*tls.Certificate, []byte, string)
 // injectCA puts bundle into the caBundle of every webhook of the configuration. A missing
 // configuration is no error: the webhook is not installed, and nothing calls it.
 func (c *Certs) injectCA(ctx context.Context, bundle []byte) error {
-	hooks := c.opts.Webhooks.MutatingWebhookConfigurations()
-	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		cfg, err := hooks.Get(ctx, c.opts.Configuration, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			if !c.missing.Swap(true) {
-				c.opts.Log.Info("no MutatingWebhookConfiguration to give the CA to: the turn-gate webhook is not installed",
-					zap.String("configuration", c.opts.Configuration))
-			}
-			return nil
+	found, updated, err := updateWebhooks(ctx, c.opts.Webhooks, c.opts.Configuration, func(hook *admissionv1.MutatingWebhook) bool {
+		if bytes.Equal(hook.ClientConfig.CABundle, bundle) {
+			return false
 		}
-		if err != nil {
-			return err
-		}
-		c.missing.Store(false)
-		changed := false
-		for i := range cfg.Webhooks {
-			if !bytes.Equal(cfg.Webhooks[i].ClientConfig.CABundle, bundle) {
-				cfg.Webhooks[i].ClientConfig.CABundle = bundle
-				changed = true
-			}
-		}
-		if !changed {
-			return nil
-		}
-		if _, err := hooks.Update(ctx, cfg, metav1.UpdateOptions{}); err != nil {
-			return err
-		}
-		c.opts.Log.Info("gave the webhook configuration the CA", zap.String("configuration", c.opts.Configuration))
-		return nil
+		hook.ClientConfig.CABundle = bundle
+		return true
 	})
+	if err != nil {
+		return err
+	}
+	if !found && !c.missing.Swap(true) {
+		c.opts.Log.Info("no MutatingWebhookConfiguration to give the CA to: the turn-gate webhook is not installed",
+			zap.String("configuration", c.opts.Configuration))
+	}
+	if found {
+		c.missing.Store(false)
+	}
+	if updated {
+		c.opts.Log.Info("gave the webhook configuration the CA", zap.String("configuration", c.opts.Configuration))
+	}
+	return nil
 }
 
 // issue makes a CA and a serving certificate for hosts, valid from now (less an hour, for

@@ -7,10 +7,7 @@ import (
 
 	"go.uber.org/zap"
 	admissionv1 "k8s.io/api/admissionregistration/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	admissionregistrationv1 "k8s.io/client-go/kubernetes/typed/admissionregistration/v1"
-	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/clock"
 )
 
@@ -163,37 +160,21 @@ func (s *Switch) write(ctx context.Context, on bool) (found bool, err error) {
 	if on {
 		expression = switchOn
 	}
-	hooks := s.opts.Webhooks.MutatingWebhookConfigurations()
-	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		cfg, err := hooks.Get(ctx, s.opts.Configuration, metav1.GetOptions{})
-		found = !apierrors.IsNotFound(err)
-		if !found {
-			if !s.missing {
-				s.opts.Log.Info("no MutatingWebhookConfiguration to switch: the turn-gate webhook is not installed",
-					zap.String("configuration", s.opts.Configuration))
-			}
-			s.missing = true
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		s.missing = false
-		changed := false
-		for i := range cfg.Webhooks {
-			changed = setCondition(&cfg.Webhooks[i], expression) || changed
-		}
-		if !changed {
-			return nil
-		}
-		if _, err := hooks.Update(ctx, cfg, metav1.UpdateOptions{}); err != nil {
-			return err
-		}
-		s.opts.Log.Info("switched the turn-gate webhook", zap.String("configuration", s.opts.Configuration),
-			zap.Bool("on", on))
-		return nil
+	found, updated, err := updateWebhooks(ctx, s.opts.Webhooks, s.opts.Configuration, func(hook *admissionv1.MutatingWebhook) bool {
+		return setCondition(hook, expression)
 	})
-	return found, err
+	if err != nil {
+		return found, err
+	}
+	if !found && !s.missing {
+		s.opts.Log.Info("no MutatingWebhookConfiguration to switch: the turn-gate webhook is not installed",
+			zap.String("configuration", s.opts.Configuration))
+	}
+	s.missing = !found
+	if updated {
+		s.opts.Log.Info("switched the turn-gate webhook", zap.String("configuration", s.opts.Configuration), zap.Bool("on", on))
+	}
+	return found, nil
 }
 
 // setCondition makes hook's SwitchCondition expression, reporting whether it changed it.
