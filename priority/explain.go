@@ -29,6 +29,16 @@ func runningReason(d *Decision) string {
 	var b strings.Builder
 	b.WriteString("job ")
 	b.WriteString(d.Key)
+	if d.Finished != "" {
+		b.WriteString(" has finished (")
+		b.WriteString(d.Finished)
+		b.WriteString("): ")
+		b.WriteString(strconv.Itoa(d.Bound))
+		b.WriteString(" of its pods ")
+		b.WriteString(plural(d.Bound, "is", "are"))
+		b.WriteString(" still bound, and it waits for nothing")
+		return b.String()
+	}
 	b.WriteString(" is running (")
 	b.WriteString(strconv.Itoa(d.Bound))
 	b.WriteString(" of ")
@@ -198,6 +208,11 @@ func waitSentence(v *jobView) string {
 		return b.String()
 	case waitNone:
 		return ""
+	}
+	if v.kind == waitIneligible && v.job.SizeUnknown != "" {
+		b.WriteString(" waits for its gang size to be known: ")
+		b.WriteString(v.job.SizeUnknown)
+		return b.String()
 	}
 	if v.kind == waitPreempting {
 		b.WriteString(" waits while the jobs evicted for it leave")

@@ -63,6 +63,8 @@ func (b *jobB) user(u string) *jobB       { b.j.User = u; return b }
 func (b *jobB) prio(p int32) *jobB        { b.j.Priority = p; return b }
 func (b *jobB) urgent() *jobB             { b.j.Urgent = true; return b }
 func (b *jobB) min(n int) *jobB           { b.j.MinMember = n; return b }
+func (b *jobB) unknown(why string) *jobB  { b.j.SizeUnknown = why; return b }
+func (b *jobB) finished(how string) *jobB { b.j.Finished = how; return b }
 func (b *jobB) created(t time.Time) *jobB { b.j.Created = t; return b }
 func (b *jobB) pods(ps ...*podB) *jobB {
 	for _, p := range ps {

@@ -28,8 +28,12 @@ func TestParseRole(t *testing.T) {
 		{"evaluator", "Evaluator", priority.RoleEvaluator},
 		{"eval", "eval", priority.RoleEvaluator},
 		{"empty", "", priority.RoleOther},
-		{"unknown", "driver", priority.RoleOther},
-		{"workers is not worker", "workers", priority.RoleOther},
+		{"Ray head", "head", priority.RoleChief},
+		{"JobSet leader", "leader", priority.RoleChief},
+		{"driver", "Driver", priority.RoleChief},
+		{"JobSet workers", "workers", priority.RoleWorker},
+		{"Trainer v2 node", "node", priority.RoleWorker},
+		{"unknown", "dataset-initializer", priority.RoleOther},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -41,7 +41,7 @@ func (q *Queue) Contended() bool {
 		return false
 	}
 	for _, d := range q.Order {
-		if d.Phase != PhaseAdmitted && d.Pods >= d.MinMember {
+		if d.Phase != PhaseAdmitted && d.Pods >= d.MinMember && !d.SizeUnknown {
 			return true
 		}
 	}
@@ -448,8 +448,8 @@ func (m Model) viewJob(v *jobView, coolDown map[string]time.Time, now time.Time,
 			v.psNodes = append(v.psNodes, p.Node)
 		}
 	}
-	if d.Bound >= d.MinMember {
-		d.Phase = PhaseRunning
+	if d.Bound >= d.MinMember || j.Finished != "" {
+		d.Phase, d.Finished = PhaseRunning, j.Finished
 		return true
 	}
 	if placed := d.Bound + d.Held; placed > 0 {
@@ -480,6 +480,10 @@ func (m Model) viewJob(v *jobView, coolDown map[string]time.Time, now time.Time,
 	if until, ok := coolDown[j.Key]; ok && until.After(now) {
 		d.Blocker = "cooling down until " + until.UTC().Format(time.RFC3339) + " after a hold timeout"
 		d.CoolingDown = true
+		return false
+	}
+	if j.SizeUnknown != "" {
+		d.Blocker, d.SizeUnknown = "gang size unknown: "+j.SizeUnknown, true
 		return false
 	}
 	if d.Pods < d.MinMember {

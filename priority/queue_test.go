@@ -368,6 +368,32 @@ func TestAdmit(t *testing.T) {
 			},
 		},
 		{
+			name:   "a job whose gang size is not known waits without blocking, even under strict",
+			policy: priority.PolicyStrict,
+			state: priority.State{Nodes: cpuNodes(4000), Jobs: []priority.Job{
+				mkJob("ns/tf").prio(1000000).unknown("its TFJob ns/tf is not read yet").gang(1, res(1000, gi), 2, res(1000, gi)).obj(),
+				workerJob("ns/l", 0, 1000).obj(),
+			}},
+			want: []row{
+				{Key: "ns/tf", Phase: priority.PhaseWaiting, Position: 1, Blocker: "gang size unknown: its TFJob ns/tf is not read yet"},
+				{Key: "ns/l", Phase: priority.PhaseAdmitted, Position: 2},
+			},
+		},
+		{
+			name:   "a finished workload's job runs, whatever is left of it; its room is not waited for",
+			policy: priority.PolicyStrict,
+			state: priority.State{Nodes: cpuNodes(2000), Jobs: []priority.Job{
+				mkJob("ns/done").prio(1000000).min(6).finished("its TFJob ns/done succeeded").pods(
+					mkPod("done-ps-0", priority.RolePS, 0).req(res(1000, gi)).bound("n1"),
+				).obj(),
+				workerJob("ns/a", 0, 1000).obj(),
+			}},
+			want: []row{
+				{Key: "ns/a", Phase: priority.PhaseAdmitted, Position: 1},
+				{Key: "ns/done", Phase: priority.PhaseRunning},
+			},
+		},
+		{
 			name:   "running jobs are not in the queue; their pending elastic pods do not matter",
 			policy: priority.PolicyStrict,
 			state: priority.State{Nodes: cpuNodes(1000), Jobs: []priority.Job{
@@ -644,10 +670,14 @@ func TestAdmitReasons(t *testing.T) {
 					mkPod("run-w-2", priority.RoleWorker, 2),
 				).obj(),
 				mkJob("ns/all").pods(mkPod("all-w-0", priority.RoleWorker, 0).bound("n1")).obj(),
+				mkJob("ns/done").min(6).finished("its TFJob ns/done succeeded").pods(mkPod("done-ps-0", priority.RolePS, 0).bound("n1")).obj(),
+				mkJob("ns/tf").unknown("its TFJob ns/tf is not read yet").gang(0, nil, 1, res(100, gi)).obj(),
 			}},
 			want: map[string]string{
-				"ns/run": "job ns/run is running (2 of 3 bound, minimum 2)",
-				"ns/all": "job ns/all is running (1 of 1 bound)",
+				"ns/run":  "job ns/run is running (2 of 3 bound, minimum 2)",
+				"ns/all":  "job ns/all is running (1 of 1 bound)",
+				"ns/done": "job ns/done has finished (its TFJob ns/done succeeded): 1 of its pods is still bound, and it waits for nothing",
+				"ns/tf":   "job ns/tf waits for its turn: 1st of 1; gang size unknown: its TFJob ns/tf is not read yet",
 			},
 		},
 	}
@@ -744,6 +774,8 @@ func TestQueueContended(t *testing.T) {
 		{"the job that does not fit never can", priority.State{Nodes: []priority.Node{{Name: "n1", Free: res(2000, 64*gi), Capacity: res(2000, 64*gi)}}, Jobs: []priority.Job{
 			workerJob("ns/a", 0, 1000).obj(), workerJob("ns/huge", 0, 64000).obj()}}, false},
 		{"no jobs", priority.State{Nodes: cpuNodes(2000)}, false},
+		{"the waiting job's gang size is not known", priority.State{Nodes: cpuNodes(8000), Jobs: []priority.Job{
+			workerJob("ns/a", 0, 1000).obj(), mkJob("ns/tf").unknown("its TFJob ns/tf is not read yet").gang(0, nil, 2, res(100, gi)).obj()}}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -1081,6 +1113,7 @@ func TestAdmitWaitSentences(t *testing.T) {
 			mkJob("ns/c").prio(700000).gang(0, nil, 1, res(1500, gi)).obj(),
 			mkJob("ns/inc").prio(600000).min(3).gang(0, nil, 1, res(100, gi)).obj(),
 			mkJob("ns/never").prio(500000).gang(0, nil, 1, res(9000, gi)).obj(),
+			mkJob("ns/tf").prio(400000).unknown("its TFJob ns/tf is not read yet").gang(0, nil, 1, res(100, gi)).obj(),
 		}
 	}
 	nodes := capNodes(3000, 3000, 1000)
@@ -1093,6 +1126,7 @@ func TestAdmitWaitSentences(t *testing.T) {
 			"ns/c":     "job ns/c waits for its turn: strict order, ns/b goes first",
 			"ns/inc":   "job ns/inc waits for its turn: gang incomplete: 1 of 3 pods exist",
 			"ns/never": "job ns/never can never fit as the cluster is: worker ns/never-w-0 needs cpu 9000m on a node; the most free on any node is 3000m even with no other job's pods on the nodes",
+			"ns/tf":    "job ns/tf waits for its gang size to be known: its TFJob ns/tf is not read yet",
 		}},
 		{priority.PolicyReserve, map[string]string{
 			"ns/b": "job ns/b waits for its turn: it does not fit yet: its 3 pods need cpu 4500m, memory 3Gi in all; what fits of it is set aside meanwhile",

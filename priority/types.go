@@ -113,6 +113,14 @@ type Job struct {
 	// that make it run); zero when not known. A job is a preemption victim only after
 	// running Model.MinRunTime.
 	RunningSince time.Time
+	// SizeUnknown says why the job's gang size is not known yet, e.g. the object its pods
+	// come from has not been read: the job then waits for it, saying so, takes no turn
+	// and holds nobody back ("" when the size is known).
+	SizeUnknown string
+	// Finished says how the workload the job's pods come from ended ("its TFJob
+	// succeeded"): whatever pods of it are left (a parameter server the operator keeps)
+	// run on, but the job waits for nothing and counts as running ("" while it runs).
+	Finished string
 	// Leaving is how many of the job's bound pods are being deleted (they are not in Pods).
 	// A job losing pods, a preemption victim most often, is taken to be on its way out:
 	// its other bound pods' room counts as leaving for a preemptor, and it is no victim.
@@ -357,6 +365,12 @@ type Decision struct {
 	// CoolingDown is true while the job sits out a cool-down after a hold timeout: a wait
 	// that ends on a timer, not with any change in the cluster.
 	CoolingDown bool `json:"coolingDown,omitempty"`
+	// SizeUnknown is true while the job waits for its gang size to be known (Job.SizeUnknown):
+	// it waits for no room and no turn.
+	SizeUnknown bool `json:"sizeUnknown,omitempty"`
+	// Finished says how the job's workload ended (Job.Finished): a finished job is running,
+	// whatever is left of it.
+	Finished string `json:"finished,omitempty"`
 	// Reason is the one-sentence explanation that explain, /debug/queue and Events show.
 	Reason string `json:"reason"`
 	// Wait is, for a job that waits or is unschedulable, the sentence the filter answers:

@@ -170,10 +170,34 @@ type GangConfig struct {
 	Volcano      bool `json:"volcano"`
 	Coscheduling bool `json:"coscheduling"`
 	Workload     bool `json:"workload"`
-	Kubeflow     bool `json:"kubeflow"`
+	// Kubeflow reads the gang of a pod owned by a Kubeflow training job (kubeflow.org/v1
+	// TFJob, PyTorchJob, MPIJob, XGBoostJob, PaddleJob, JAXJob) from that job.
+	Kubeflow bool `json:"kubeflow"`
+	// JobSet, LeaderWorkerSet, Ray and IndexedJob read the gangs of those workloads' pods
+	// from the workload objects; Kueue reads Kueue's plain pod groups from their pods'
+	// labels.
+	JobSet          bool `json:"jobSet"`
+	LeaderWorkerSet bool `json:"leaderWorkerSet"`
+	Ray             bool `json:"ray"`
+	IndexedJob      bool `json:"indexedJob"`
+	Kueue           bool `json:"kueue"`
+	// SizeUnknown says what a job whose gang size cannot be known yet does (its workload
+	// object not read yet, or its kind not served): "wait" (the default) until the size is
+	// known, or "podsSeen" to take the pods that exist as the whole gang, as releases
+	// before 2026-12 did. A min-member label always gives the size.
+	SizeUnknown string `json:"sizeUnknown"`
+	// DiscoveryInterval is how often the extender asks the API server which PodGroup and
+	// workload kinds it serves, so that a CRD installed later is read.
+	DiscoveryInterval metav1.Duration `json:"discoveryInterval"`
 	// ExemptNamespaces are never gated (system pods must not wait for ML jobs).
 	ExemptNamespaces []string `json:"exemptNamespaces"`
 }
+
+// The values of GangConfig.SizeUnknown.
+const (
+	SizeUnknownWait     = "wait"
+	SizeUnknownPodsSeen = "podsSeen"
+)
 
 // GateConfig configures the bind rendezvous.
 type GateConfig struct {
@@ -303,6 +327,13 @@ func DefaultConfig() Config {
 			Coscheduling:                true,
 			Workload:                    true,
 			Kubeflow:                    true,
+			JobSet:                      true,
+			LeaderWorkerSet:             true,
+			Ray:                         true,
+			IndexedJob:                  true,
+			Kueue:                       true,
+			SizeUnknown:                 SizeUnknownWait,
+			DiscoveryInterval:           metav1.Duration{Duration: 30 * time.Second},
 			ExemptNamespaces:            []string{"kube-system"},
 		},
 		Gate: GateConfig{
@@ -399,6 +430,12 @@ func (c Config) Validate() []error {
 		if l.v == "" {
 			bad("%s: must not be empty", l.key)
 		}
+	}
+	if c.Gang.SizeUnknown != SizeUnknownWait && c.Gang.SizeUnknown != SizeUnknownPodsSeen {
+		bad("gang.sizeUnknown: %q is not %s or %s", c.Gang.SizeUnknown, SizeUnknownWait, SizeUnknownPodsSeen)
+	}
+	if c.Gang.DiscoveryInterval.Duration < time.Second {
+		bad("gang.discoveryInterval: %v is below 1s", c.Gang.DiscoveryInterval.Duration)
 	}
 	for _, d := range []struct {
 		key string

@@ -76,19 +76,10 @@ func HasPodGroup(source string) bool {
 	return source == SourceVolcano || source == SourceCoscheduling || source == SourceWorkload
 }
 
-// PodGroupInfo is what the extender reads from a PodGroup of either kind.
-type PodGroupInfo struct {
-	MinMember int
-	Created   time.Time
-	// Annotations carry Volcano's task-topology hints.
-	Annotations map[string]string
-	// RequiredTopology is the node label key one domain of which must hold the whole
-	// group (a Workload API PodGroup's schedulingConstraints.topology); "" for none.
-	RequiredTopology string
-}
-
-// PodGroupLookup finds a PodGroup of a source (one for which HasPodGroup is true).
-type PodGroupLookup func(source, namespace, name string) (PodGroupInfo, bool)
+// GroupLookup finds the object a gang comes from: a PodGroup of a source for which
+// HasPodGroup is true (lookup is the source), or a workload (lookup is its WorkloadKind's
+// Kind), by namespace and name.
+type GroupLookup func(lookup, namespace, name string) (GroupInfo, bool)
 
 // FirstNonEmpty returns the first of vs that is not "".
 func FirstNonEmpty(vs ...string) string {

@@ -126,3 +126,32 @@ func TestWaitingEventsAfterTheInterval(t *testing.T) {
 		t.Errorf("events (-want +got):\n%s", diff)
 	}
 }
+
+// TestNotInGangEvents: a pod that carries a workload's label but is in no gang gets a
+// Warning, once per workload and hour, not once per pod or retry.
+func TestNotInGangEvents(t *testing.T) {
+	rec := &fakeRecorder{}
+	clk := testingclock.NewFakeClock(time.Unix(1_700_000_000, 0))
+	w := NewWaitingEvents(rec, time.Minute, nil, clk)
+	pod := func(name, jobset string) *corev1.Pod {
+		p := waitingPod(name, name)
+		p.Labels = map[string]string{"jobset.sigs.k8s.io/jobset-name": jobset}
+		return p
+	}
+	w.NotifyUngrouped(pod("a-0", "a"), "jobset.sigs.k8s.io/jobset-name")
+	w.NotifyUngrouped(pod("a-1", "a"), "jobset.sigs.k8s.io/jobset-name")
+	w.NotifyUngrouped(pod("b-0", "b"), "jobset.sigs.k8s.io/jobset-name")
+	clk.Step(59 * time.Minute)
+	w.NotifyUngrouped(pod("a-0", "a"), "jobset.sigs.k8s.io/jobset-name")
+	clk.Step(time.Minute)
+	w.NotifyUngrouped(pod("a-2", "a"), "jobset.sigs.k8s.io/jobset-name")
+	const msg = ": pod carries jobset.sigs.k8s.io/jobset-name=%s but is in no gang the extender knows (its gang source is switched off, or the workload's labels are incomplete): it is placed on its own, not with the rest of its job"
+	want := []string{
+		"ml/a-0 Warning NotInGang" + fmt.Sprintf(msg, "a"),
+		"ml/b-0 Warning NotInGang" + fmt.Sprintf(msg, "b"),
+		"ml/a-2 Warning NotInGang" + fmt.Sprintf(msg, "a"),
+	}
+	if diff := cmp.Diff(want, rec.events); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+}

@@ -74,6 +74,9 @@ type Decisions interface {
 // pod. It must not block: it is called on the filter's path.
 type WaitingNotifier interface {
 	NotifyWaiting(pod *corev1.Pod, adm view.Admission)
+	// NotifyUngrouped tells the user of a pod in no job that carries a workload's label
+	// (view.Admission.Ungrouped) that it is placed on its own.
+	NotifyUngrouped(pod *corev1.Pod, label string)
 }
 
 // Turns tracks the pods the filter turns away, so that they come back when their job's turn
@@ -307,6 +310,9 @@ func (v *Verbs) decideFilter(d Decisions, adm view.Admission, parked bool, args 
 	var check func(string) (bool, string)
 	if ok {
 		check = d.NodeCheck(args.Pod)
+		if adm.Ungrouped != "" && v.waiting != nil {
+			v.waiting.NotifyUngrouped(args.Pod, adm.Ungrouped)
+		}
 		v.metrics.GateDecision(VerbFilter, metrics.OutcomeAdmitted)
 		v.turns.Passed(args.Pod)
 	} else {

@@ -151,6 +151,12 @@ func (f *fakeNotifier) NotifyWaiting(pod *corev1.Pod, adm view.Admission) {
 	f.calls = append(f.calls, podKey(pod)+": "+adm.Reason)
 }
 
+func (f *fakeNotifier) NotifyUngrouped(pod *corev1.Pod, label string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, podKey(pod)+": not in a gang despite "+label)
+}
+
 func newTestServer(t *testing.T, ready bool, maxBytes int64) *testServer {
 	t.Helper()
 	core, logs := observer.New(zap.DebugLevel)

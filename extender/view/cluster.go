@@ -19,6 +19,7 @@ import (
 
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -28,6 +29,9 @@ import (
 	"github.com/cps-extender/cps-extender/extender/metrics"
 	"github.com/cps-extender/cps-extender/priority"
 )
+
+// groupSyncTimeout bounds the wait at start for the PodGroup and workload informers.
+const groupSyncTimeout = 30 * time.Second
 
 // Cluster is the extender's view of the cluster, kept by client-go shared informers, and
 // the admission queue computed from it on every change. Handlers read it; they never call
@@ -39,7 +43,7 @@ type Cluster struct {
 	nodes      corelisters.NodeLister
 	pods       corelisters.PodLister
 	namespaces corelisters.NamespaceLister
-	podGroups  *podGroupSources
+	groups     *groupSources
 	synced     []cache.InformerSynced
 	holds      HoldSource
 	turns      Publisher
@@ -145,7 +149,11 @@ func NewCluster(o ClusterOptions) *Cluster {
 			o.Log.Error("adding an event handler", zap.Error(err))
 		}
 	}
-	c.podGroups = newPodGroupSources(o.Log, o.Client, o.Dynamic, o.Config.Gang, onChange)
+	var disc discovery.DiscoveryInterface
+	if o.Client != nil {
+		disc = o.Client.Discovery()
+	}
+	c.groups = newGroupSources(o.Log, disc, o.Dynamic, o.Config.Gang, sourceChanged)
 	return c
 }
 
@@ -153,17 +161,30 @@ func NewCluster(o ClusterOptions) *Cluster {
 // queue and then keeps it current until ctx ends. It returns an error when ctx ends before
 // the caches sync.
 func (c *Cluster) Start(ctx context.Context) error {
-	synced := append([]cache.InformerSynced{}, c.synced...)
 	named := maps.Clone(*c.informers.Load())
-	for source, hasSynced := range c.podGroups.start(ctx) {
-		synced = append(synced, hasSynced)
-		named[source+"-podgroups"] = hasSynced
+	var groupSynced []cache.InformerSynced
+	for source, hasSynced := range c.groups.start(ctx) {
+		groupSynced = append(groupSynced, hasSynced)
+		named["gangs-"+source] = hasSynced
 	}
 	c.informers.Store(&named)
 	c.factory.Start(ctx.Done())
-	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
+	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
 		return fmt.Errorf("cluster view: informer caches did not sync: %w", ctx.Err())
 	}
+	// A PodGroup or workload kind the extender may not list (RBAC) would never sync: past
+	// a bound the view goes on without it, and the pods of such a workload wait, saying so.
+	wait, cancel := context.WithTimeout(ctx, groupSyncTimeout)
+	if !cache.WaitForCacheSync(wait.Done(), groupSynced...) && ctx.Err() == nil {
+		var slow []string
+		for name, hasSynced := range named {
+			if !hasSynced() {
+				slow = append(slow, name)
+			}
+		}
+		c.log.Error("gang sources not synced; their jobs wait until they are", zap.Strings("sources", slow), zap.Duration("after", groupSyncTimeout))
+	}
+	cancel()
 	c.recompute(c.now())
 	if c.turns != nil {
 		c.turns.Seed(c.turnedAway())
@@ -232,7 +253,7 @@ func (c *Cluster) config() *viewConfig { return c.cfg.Load() }
 // Shutdown stops the informers and waits for their goroutines.
 func (c *Cluster) Shutdown() {
 	c.factory.Shutdown()
-	c.podGroups.shutdown()
+	c.groups.shutdown()
 }
 
 // InformersSynced reports, by informer, whether its cache has synced.
@@ -283,9 +304,10 @@ func (c *Cluster) NodeLabels(name string) map[string]string {
 	return nil
 }
 
-// podGroup looks a PodGroup up in its source's informer.
-func (c *Cluster) podGroup(source, namespace, name string) (gang.PodGroupInfo, bool) {
-	return c.podGroups.lookup(source, namespace, name)
+// podGroup looks the object a gang comes from up in its source's informer: a PodGroup or
+// a workload (see groupSources.lookup).
+func (c *Cluster) podGroup(lookup, namespace, name string) (gang.GroupInfo, bool) {
+	return c.groups.lookup(lookup, namespace, name)
 }
 
 // SetModel swaps the model and affinity the view computes with, and recomputes the queue.

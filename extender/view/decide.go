@@ -43,6 +43,10 @@ type Admission struct {
 	// now, and the filter may wait a moment for them (see scheduler.AwaitView) rather than
 	// turn the pod away, which costs it a trip through kube-scheduler's queues.
 	Gathering bool
+	// Ungrouped names the workload controller's label a pod in no job carries ("" for
+	// none): it is placed on its own, not as a member of a gang, which its user most likely
+	// did not mean (a gang source switched off, or a label set by hand).
+	Ungrouped string
 	// Changes is how many changes the snapshot the answer comes from reflects, and Latest
 	// how many the view had received when the answer was made: a waiting pod decided on a
 	// snapshot with Changes < Latest may be waiting for room an event just freed (see
@@ -97,7 +101,7 @@ func (ds *Decisions) Admit(pod *corev1.Pod) Admission {
 	}
 	m, inJob := membershipOf(cfg.gang, pod, ds.c.podGroup)
 	if !inJob {
-		return Admission{OK: true}
+		return Admission{OK: true, Ungrouped: gang.WorkloadLabel(pod)}
 	}
 	snap := ds.snap
 	job, d, ok := snap.Job(m.jobKey)

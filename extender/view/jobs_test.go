@@ -18,16 +18,24 @@ import (
 
 func TestMembershipOf(t *testing.T) {
 	created := time.Unix(1_700_000_000, 0)
-	groups := func(source, ns, name string) (gang.PodGroupInfo, bool) {
+	groups := func(source, ns, name string) (gang.GroupInfo, bool) {
 		switch {
 		case source == gang.SourceVolcano && name == "vj":
-			return gang.PodGroupInfo{MinMember: 4, Created: created, Annotations: map[string]string{gang.VolcanoTopologyAntiAffinity: "ps"}}, true
+			return gang.GroupInfo{MinMember: 4, Created: created, Annotations: map[string]string{gang.VolcanoTopologyAntiAffinity: "ps"}}, true
 		case source == gang.SourceCoscheduling && name == "cj":
-			return gang.PodGroupInfo{MinMember: 2, Created: created}, true
+			return gang.GroupInfo{MinMember: 2, Created: created}, true
 		case source == gang.SourceWorkload && name == "wg":
-			return gang.PodGroupInfo{MinMember: 6, Created: created, RequiredTopology: "example.com/rack"}, true
+			return gang.GroupInfo{MinMember: 6, Created: created, RequiredTopology: "example.com/rack"}, true
+		case source == "TFJob" && name == "mnist":
+			return gang.GroupInfo{MinMember: 6, Created: created}, true
+		case source == "TFJob" && name == "done":
+			return gang.GroupInfo{MinMember: 3, Created: created, Finished: "its TFJob ns/done succeeded"}, true
+		case source == "JobSet" && name == "js":
+			return gang.GroupInfo{MinMember: 1, Created: created, Stages: map[string]gang.Stage{"node": {Suffix: "node", MinMember: 8}}}, true
+		case source == "LeaderWorkerSet" && name == "lws":
+			return gang.GroupInfo{MinMember: 4, Created: created}, true
 		}
-		return gang.PodGroupInfo{}, false
+		return gang.GroupInfo{}, false
 	}
 	g := config.DefaultConfig().Gang
 	tests := []struct {
@@ -35,6 +43,7 @@ func TestMembershipOf(t *testing.T) {
 		labels map[string]string
 		annots map[string]string
 		group  string // spec.schedulingGroup.podGroupName
+		owner  *metav1.OwnerReference
 		gang   func(*config.GangConfig)
 		want   membership
 		inJob  bool
@@ -42,25 +51,122 @@ func TestMembershipOf(t *testing.T) {
 		{
 			name:   "volcano PodGroup: minimum, creation and hard PS anti-affinity from it",
 			annots: map[string]string{gang.VolcanoGroupAnnotation: "vj", gang.VolcanoTaskSpec: "ps", gang.VolcanoTaskIndex: "1"},
-			want:   membership{jobKey: "ns/vj", source: gang.SourceVolcano, role: priority.RolePS, index: 1, minMember: 4, created: created, hardPSAntiAffinity: true},
-			inJob:  true,
+			want: membership{jobKey: "ns/vj", source: gang.SourceVolcano, role: priority.RolePS, index: 1, minMember: 4, created: created, hardPSAntiAffinity: true,
+				lookup: gang.SourceVolcano, owner: "vj"},
+			inJob: true,
 		},
 		{
 			name:   "coscheduling PodGroup with a Kubeflow replica type",
 			labels: map[string]string{gang.CoschedulingLabel: "cj", gang.KubeflowReplicaType: "Worker", gang.KubeflowReplicaIndex: "3"},
-			want:   membership{jobKey: "ns/cj", source: gang.SourceCoscheduling, role: priority.RoleWorker, index: 3, minMember: 2, created: created},
+			want:   membership{jobKey: "ns/cj", source: gang.SourceCoscheduling, role: priority.RoleWorker, index: 3, minMember: 2, created: created, lookup: gang.SourceCoscheduling, owner: "cj"},
 			inJob:  true,
 		},
 		{
 			name:   "a PodGroup that does not exist falls back to the min-member label",
 			labels: map[string]string{gang.CoschedulingLabel: "missing", g.MinMemberLabel: "5"},
-			want:   membership{jobKey: "ns/missing", source: gang.SourceCoscheduling, role: priority.RoleOther, index: -1, minMember: 5},
+			want:   membership{jobKey: "ns/missing", source: gang.SourceCoscheduling, role: priority.RoleOther, index: -1, minMember: 5, lookup: gang.SourceCoscheduling, owner: "missing"},
 			inJob:  true,
 		},
 		{
-			name:   "kubeflow labels",
+			name:   "kubeflow labels on a pod no Kubeflow job owns: the size is not known",
 			labels: map[string]string{gang.KubeflowJobLabel: "tf", gang.KubeflowReplicaType: "PS", gang.KubeflowReplicaIndex: "0", g.UserLabel: "alice"},
-			want:   membership{jobKey: "ns/tf", source: gang.SourceKubeflow, role: priority.RolePS, index: 0, user: "alice"},
+			want: membership{jobKey: "ns/tf", source: gang.SourceKubeflow, role: priority.RolePS, index: 0, user: "alice",
+				sizeUnknown: "its pods carry training.kubeflow.org/job-name but no Kubeflow job owns them; set cps-extender.io/min-member"},
+			inJob: true,
+		},
+		{
+			name:   "kubeflow labels and a min-member label",
+			labels: map[string]string{gang.KubeflowJobLabel: "tf", gang.KubeflowReplicaType: "worker", g.MinMemberLabel: "3"},
+			want:   membership{jobKey: "ns/tf", source: gang.SourceKubeflow, role: priority.RoleWorker, index: -1, minMember: 3},
+			inJob:  true,
+		},
+		{
+			name:   "kubeflow labels, sizeUnknown podsSeen: every pod of the job, as before",
+			labels: map[string]string{gang.KubeflowJobLabel: "tf", gang.KubeflowReplicaType: "worker"},
+			gang:   func(g *config.GangConfig) { g.SizeUnknown = config.SizeUnknownPodsSeen },
+			want:   membership{jobKey: "ns/tf", source: gang.SourceKubeflow, role: priority.RoleWorker, index: -1, guessSize: true},
+			inJob:  true,
+		},
+		{
+			name:   "a TFJob's pod: the job's gang from the TFJob",
+			owner:  &metav1.OwnerReference{APIVersion: "kubeflow.org/v1", Kind: "TFJob", Name: "mnist", Controller: ptr(true)},
+			labels: map[string]string{gang.KubeflowJobLabel: "mnist", gang.KubeflowReplicaType: "ps", gang.KubeflowReplicaIndex: "0"},
+			want: membership{jobKey: "ns/mnist", source: gang.SourceKubeflow, role: priority.RolePS, index: 0, minMember: 6, created: created,
+				lookup: "TFJob", owner: "mnist"},
+			inJob: true,
+		},
+		{
+			name:   "a finished TFJob",
+			owner:  &metav1.OwnerReference{APIVersion: "kubeflow.org/v1", Kind: "TFJob", Name: "done", Controller: ptr(true)},
+			labels: map[string]string{gang.KubeflowReplicaType: "ps"},
+			want: membership{jobKey: "ns/done", source: gang.SourceKubeflow, role: priority.RolePS, index: -1, minMember: 3, created: created,
+				lookup: "TFJob", owner: "done", finished: "its TFJob ns/done succeeded"},
+			inJob: true,
+		},
+		{
+			name:   "a TFJob not read: the pod waits, saying why",
+			owner:  &metav1.OwnerReference{APIVersion: "kubeflow.org/v1", Kind: "TFJob", Name: "unseen", Controller: ptr(true)},
+			labels: map[string]string{gang.KubeflowReplicaType: "worker", gang.KubeflowReplicaIndex: "2"},
+			want: membership{jobKey: "ns/unseen", source: gang.SourceKubeflow, role: priority.RoleWorker, index: 2,
+				lookup: "TFJob", owner: "unseen", sizeUnknown: "its TFJob ns/unseen is not in the extender's view"},
+			inJob: true,
+		},
+		{
+			name:   "a TFJob not read, but the pod's min-member label gives the size",
+			owner:  &metav1.OwnerReference{APIVersion: "kubeflow.org/v1", Kind: "TFJob", Name: "unseen", Controller: ptr(true)},
+			labels: map[string]string{g.MinMemberLabel: "4"},
+			want:   membership{jobKey: "ns/unseen", source: gang.SourceKubeflow, role: priority.RoleOther, index: -1, minMember: 4, lookup: "TFJob", owner: "unseen"},
+			inJob:  true,
+		},
+		{
+			name:   "Kubeflow source off: a TFJob's pod is in no job",
+			owner:  &metav1.OwnerReference{APIVersion: "kubeflow.org/v1", Kind: "TFJob", Name: "mnist", Controller: ptr(true)},
+			labels: map[string]string{gang.KubeflowJobLabel: "mnist"},
+			gang:   func(g *config.GangConfig) { g.Kubeflow = false },
+			want:   membership{index: -1},
+		},
+		{
+			name:   "a JobSet's first stage: the JobSet's key and main minimum",
+			owner:  &metav1.OwnerReference{APIVersion: "batch/v1", Kind: "Job", Name: "js-init-0", Controller: ptr(true)},
+			labels: map[string]string{gang.JobSetNameLabel: "js", gang.JobSetReplicatedJobLabel: "init", gang.JobSetJobIndexLabel: "0", gang.JobCompletionIndex: "0"},
+			want: membership{jobKey: "ns/js", source: gang.SourceJobSet, role: priority.RoleOther, index: 0, minMember: 1, created: created,
+				lookup: "JobSet", owner: "js", part: "init"},
+			inJob: true,
+		},
+		{
+			name:   "a JobSet's later stage is a job of its own",
+			owner:  &metav1.OwnerReference{APIVersion: "batch/v1", Kind: "Job", Name: "js-node-0", Controller: ptr(true)},
+			labels: map[string]string{gang.JobSetNameLabel: "js", gang.JobSetReplicatedJobLabel: "node", gang.JobSetJobIndexLabel: "1"},
+			want: membership{jobKey: "ns/js.node", source: gang.SourceJobSet, role: priority.RoleWorker, index: 1, minMember: 8, created: created,
+				lookup: "JobSet", owner: "js", part: "node"},
+			inJob: true,
+		},
+		{
+			name:   "a LeaderWorkerSet group's leader",
+			labels: map[string]string{gang.LWSNameLabel: "lws", gang.LWSGroupIndexLabel: "2", gang.LWSWorkerIndexLabel: "0"},
+			want: membership{jobKey: "ns/lws-2", source: gang.SourceLeaderWorkerSet, role: priority.RoleChief, index: 0, minMember: 4, created: created,
+				lookup: "LeaderWorkerSet", owner: "lws"},
+			inJob: true,
+		},
+		{
+			name:   "a Kueue pod group: the size from the pod",
+			labels: map[string]string{gang.KueuePodGroupLabel: "kg"},
+			annots: map[string]string{gang.KueuePodGroupTotalCount: "5"},
+			want:   membership{jobKey: "ns/kg", source: gang.SourceKueue, role: priority.RoleOther, index: -1, minMember: 5, owner: "kg"},
+			inJob:  true,
+		},
+		{
+			name:   "a Kueue pod group without its count",
+			labels: map[string]string{gang.KueuePodGroupLabel: "kg"},
+			want: membership{jobKey: "ns/kg", source: gang.SourceKueue, role: priority.RoleOther, index: -1, owner: "kg",
+				sizeUnknown: `its Kueue pod group has no valid kueue.x-k8s.io/pod-group-total-count annotation ("")`},
+			inJob: true,
+		},
+		{
+			name:   "the project's job label wins over the owner",
+			owner:  &metav1.OwnerReference{APIVersion: "kubeflow.org/v1", Kind: "TFJob", Name: "mnist", Controller: ptr(true)},
+			labels: map[string]string{g.JobLabel: "mine", g.MinMemberLabel: "2"},
+			want:   membership{jobKey: "ns/mine", source: gang.SourceLabels, role: priority.RoleOther, index: -1, minMember: 2},
 			inJob:  true,
 		},
 		{
@@ -75,7 +181,7 @@ func TestMembershipOf(t *testing.T) {
 			group:  "wg",
 			labels: map[string]string{g.RoleLabel: "worker", g.IndexLabel: "2"},
 			want: membership{jobKey: "ns/wg", source: gang.SourceWorkload, role: priority.RoleWorker, index: 2, minMember: 6, created: created,
-				topology: &priority.TopologyRequest{Required: "example.com/rack"}},
+				lookup: gang.SourceWorkload, owner: "wg", topology: &priority.TopologyRequest{Required: "example.com/rack"}},
 			inJob: true,
 		},
 		{
@@ -83,7 +189,7 @@ func TestMembershipOf(t *testing.T) {
 			group:  "wg",
 			annots: map[string]string{g.RequiredTopologyAnnotation: "topology.kubernetes.io/zone", g.PreferredTopologyAnnotation: "example.com/rack"},
 			want: membership{jobKey: "ns/wg", source: gang.SourceWorkload, role: priority.RoleOther, index: -1, minMember: 6, created: created,
-				topology: &priority.TopologyRequest{Required: "topology.kubernetes.io/zone", Preferred: "example.com/rack"}},
+				lookup: gang.SourceWorkload, owner: "wg", topology: &priority.TopologyRequest{Required: "topology.kubernetes.io/zone", Preferred: "example.com/rack"}},
 			inJob: true,
 		},
 		{
@@ -112,6 +218,9 @@ func TestMembershipOf(t *testing.T) {
 				tt.gang(&cfg)
 			}
 			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", Labels: tt.labels, Annotations: tt.annots}}
+			if tt.owner != nil {
+				pod.OwnerReferences = []metav1.OwnerReference{*tt.owner}
+			}
 			if tt.group != "" {
 				pod.Spec.SchedulingGroup = &corev1.PodSchedulingGroup{PodGroupName: &tt.group}
 			}
@@ -125,3 +234,5 @@ func TestMembershipOf(t *testing.T) {
 		})
 	}
 }
+
+func ptr[T any](v T) *T { return &v }

@@ -213,39 +213,59 @@ func (c *Cluster) recompute(now time.Time) {
 		leavingUntil: leavingUntil,
 	}
 	// The pod-to-job maps change only when pods come, go or change jobs: after a bind or
-	// a status change the previous snapshot's serve again.
+	// a status change the previous snapshot's serve again. A PodGroup or workload event
+	// may move pods too (a JobSet's stages), so the maps are made anew after one.
 	fillPodMaps := true
 	prev := c.Snapshot()
-	if prev != nil && prev.membership == idx.membership && prev.podJob != nil {
+	if prev != nil && prev.membership == idx.membership && prev.sources == sources && prev.podJob != nil {
 		snap.podJob, snap.nameJob, fillPodMaps = prev.podJob, prev.nameJob, false
 	} else {
 		snap.podJob, snap.nameJob = make(map[types.UID]string, len(idx.pods)), make(map[string]string, len(idx.pods))
 	}
 	groups := groupMemo{lookup: c.podGroup, seen: map[string]groupPart{}}
-	// The jobs live in one array, which the snapshot's map points into and Admit reads.
-	state.Jobs = make([]priority.Job, len(idx.jobs))
-	for i, g := range idx.jobs {
-		job := &state.Jobs[i]
-		job.Key, job.Pods = g.key, make([]priority.Pod, 0, len(g.pods))
-		snap.jobs[g.key] = job
-		for k, pod := range g.pods {
+	// A group of the index whose object splits it (a JobSet's later start-up stages) makes
+	// more than one job: count them first, so that the one array the jobs live in, which
+	// the snapshot's map points into and Admit reads, is never grown.
+	n := len(idx.jobs)
+	for _, g := range idx.jobs {
+		if stages := groups.part(g.pods[0]).stages; stages != nil {
+			n += len(stageKeys(g, &groups)) - 1
+		}
+	}
+	state.Jobs = make([]priority.Job, 0, n)
+	jobOf := func(key string) *priority.Job {
+		if job := snap.jobs[key]; job != nil {
+			return job
+		}
+		state.Jobs = append(state.Jobs, priority.Job{Key: key})
+		job := &state.Jobs[len(state.Jobs)-1]
+		snap.jobs[key] = job
+		return job
+	}
+	for _, g := range idx.jobs {
+		for _, pod := range g.pods {
 			m := groups.complete(pod)
-			if k == 0 {
-				job.Created = m.created
+			job := jobOf(m.jobKey)
+			if job.Pods == nil {
+				job.Pods = make([]priority.Pod, 0, len(g.pods))
+				job.Created, job.Finished = m.created, m.finished
 			}
 			addMember(job, pod, m, held, idx.sets)
 			if m.hardPSAntiAffinity {
-				snap.hardPS[g.key] = true
+				snap.hardPS[job.Key] = true
 			}
-			job.PSApart = hardPS || snap.hardPS[g.key]
+			job.PSApart = hardPS || snap.hardPS[job.Key]
 			if job.User == "" {
 				job.User = c.userOf(pod.namespace, m.user, cfg.gang.UserLabel)
 			}
 			if fillPodMaps {
-				snap.podJob[pod.uid] = g.key
-				snap.nameJob[pod.nsName] = g.key
+				snap.podJob[pod.uid] = job.Key
+				snap.nameJob[pod.nsName] = job.Key
 			}
 		}
+	}
+	for i := range state.Jobs {
+		chiefServes(&state.Jobs[i])
 	}
 	for _, pod := range idx.pods {
 		if pod.turnGated && pod.node == "" && !pod.terminated && !pod.deleting {
@@ -254,14 +274,14 @@ func (c *Cluster) recompute(now time.Time) {
 			}
 			job := ""
 			if pod.counted {
-				job = pod.m.jobKey
+				job = snap.podJob[pod.uid]
 			}
 			ns, name, _ := strings.Cut(pod.nsName, "/")
 			snap.turnGated[job] = append(snap.turnGated[job], gang.PodRef{Namespace: ns, Name: name, UID: pod.uid})
 			snap.turnGatedJob[pod.uid] = job
 		}
 		if pod.leaving(now) && pod.inJob && pod.node != "" && !pod.terminated {
-			if job := snap.jobs[pod.m.jobKey]; job != nil {
+			if job := snap.jobs[groups.complete(pod).jobKey]; job != nil {
 				job.Leaving++
 				if until := pod.deleteBy.Add(stuckAfter); snap.leavingUntil.IsZero() || until.Before(snap.leavingUntil) {
 					snap.leavingUntil = until // also for a pod on a node the queue does not use
@@ -314,25 +334,40 @@ func (c *Cluster) admit(snap *Snapshot, cfg *viewConfig, now, start time.Time, h
 	}
 }
 
-// groupMemo completes pod memberships from their PodGroups, one lookup per job and
-// recompute.
+// groupMemo completes pod memberships from the objects their gangs come from, one lookup
+// per object and recompute.
 type groupMemo struct {
-	lookup gang.PodGroupLookup
-	seen   map[string]groupPart // source + job key -> what its PodGroup adds
+	lookup gang.GroupLookup
+	seen   map[string]groupPart // lookup + namespace/name -> what its object adds
 }
 
-func (g *groupMemo) complete(pod *podRecord) membership {
-	m := pod.m
-	if !gang.HasPodGroup(m.source) {
-		return m.withGroupPart(groupPart{})
+// part is what the object of the pod's gang adds (nothing for a pod without one).
+func (g *groupMemo) part(pod *podRecord) groupPart {
+	m := &pod.m
+	if m.lookup == "" {
+		return groupPart{}
 	}
-	key := m.source + "\x00" + m.jobKey
+	key := m.lookup + "\x00" + pod.namespace + "/" + m.owner
 	part, ok := g.seen[key]
 	if !ok {
 		part = m.lookupGroup(g.lookup, pod.namespace)
 		g.seen[key] = part
 	}
-	return m.withGroupPart(part)
+	return part
+}
+
+// complete is the pod's whole membership.
+func (g *groupMemo) complete(pod *podRecord) membership {
+	return pod.m.withGroupPart(g.part(pod))
+}
+
+// stageKeys is the job keys a group of the index splits into by its object's stages.
+func stageKeys(g jobPods, groups *groupMemo) map[string]bool {
+	keys := map[string]bool{}
+	for _, pod := range g.pods {
+		keys[groups.complete(pod).jobKey] = true
+	}
+	return keys
 }
 
 // addMember adds one pod to its job's view; sets gives a pending pod the nodes it may use.
@@ -361,6 +396,13 @@ func addMember(job *priority.Job, pod *podRecord, m membership, held map[types.U
 		job.Priority = *pod.priority
 	}
 	job.Urgent = job.Urgent || m.urgent
+	// A pod that gives the size (a min-member label) makes it known for the job.
+	switch {
+	case job.MinMember > 0:
+		job.SizeUnknown = ""
+	case job.SizeUnknown == "":
+		job.SizeUnknown = m.sizeUnknown
+	}
 	if t := m.topology; t != nil {
 		// Pods of a job that ask for different levels: the smallest name wins, whatever
 		// order the pods came in, so that every replica places the job alike.
@@ -372,6 +414,23 @@ func addMember(job *priority.Job, pod *podRecord, m membership, held map[types.U
 	}
 }
 
+// chiefServes makes a job's chiefs (chief, master, launcher, head, leader) its servers
+// when it has no parameter server: the model places a job's PS first, with the workers
+// around them, and binds them first; in a PyTorch, MPI, Ray or LeaderWorkerSet job the
+// chief is the pod the workers talk to.
+func chiefServes(job *priority.Job) {
+	for i := range job.Pods {
+		if job.Pods[i].Role == priority.RolePS {
+			return
+		}
+	}
+	for i := range job.Pods {
+		if p := &job.Pods[i]; p.Role == priority.RoleChief {
+			p.Role = priority.RolePS
+		}
+	}
+}
+
 // turnedAway lists the pending pods of jobs in the view that kube-scheduler has turned away
 // (PodScheduled False): before this process started, it may have parked them.
 func (c *Cluster) turnedAway() []TurnedAway {
@@ -380,10 +439,11 @@ func (c *Cluster) turnedAway() []TurnedAway {
 		return nil
 	}
 	var out []TurnedAway
+	groups := groupMemo{lookup: c.podGroup, seen: map[string]groupPart{}}
 	for _, pod := range idx.pods {
 		if pod.counted && pod.turnedAway && pod.node == "" {
 			ns, name, _ := strings.Cut(pod.nsName, "/")
-			out = append(out, TurnedAway{Pod: gang.PodRef{Namespace: ns, Name: name, UID: pod.uid}, Job: pod.m.jobKey})
+			out = append(out, TurnedAway{Pod: gang.PodRef{Namespace: ns, Name: name, UID: pod.uid}, Job: groups.complete(pod).jobKey})
 		}
 	}
 	return out
