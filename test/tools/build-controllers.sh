@@ -8,8 +8,7 @@
 #   - jobset-controller-manager (sigs.k8s.io/jobset v0.10.1, the module's root package); its CRD
 #     goes to crd/jobset/, its webhook manifests (and the kustomize patches that narrow the pod
 #     webhooks to JobSet pods) to webhook/jobset/.
-# The operators are built in their downloaded module's folder, with their own go.mod and go.sum:
-# `go install mod@version` asks the proxy for a version list, which it refuses for some modules.
+# The two operators come from the wrapper module in ./controllers (see its README.md).
 # Prints the folder on its last line.
 #
 #   test/tools/build-controllers.sh [CACHE_DIR]     (default: <repo>/.cache/controllers)
@@ -21,14 +20,11 @@ cache=${1:-${CPS_CONTROLLERS_CACHE:-$repo/.cache/controllers}}
 
 k8s_version=v1.37.2
 training_operator=github.com/kubeflow/training-operator
-training_operator_version=v1.9.2
 jobset=sigs.k8s.io/jobset
-jobset_version=v0.10.1
 
-# The stamp covers everything that decides what is built: the wrapper module's pins (for
-# kube-controller-manager), the operators' versions and the Go version.
-stamp=$( { cat "$here/controlplane/go.mod" "$here/controlplane/go.sum"; \
-           echo "$training_operator $training_operator_version"; echo "$jobset $jobset_version"; \
+# The stamp covers everything that decides what is built: both wrapper modules' pins and the
+# Go version.
+stamp=$( { cat "$here/controlplane/go.mod" "$here/controlplane/go.sum" "$here/controllers/go.mod" "$here/controllers/go.sum"; \
            go version; } | sha256sum | cut -c1-16)
 bin="$cache/$stamp"
 
@@ -40,18 +36,11 @@ fi
 
 rm -rf "$bin.tmp"
 mkdir -p "$bin.tmp"
-echo "building kube-controller-manager $k8s_version, training-operator $training_operator_version and JobSet $jobset_version into $bin; a cold build takes ~8 minutes on 2 cores" >&2
-
-# module_dir prints the folder of a module version in the module cache, downloading it first.
-module_dir() {
-  local dir
-  dir=$(GOFLAGS= go mod download -json "$1" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",\{0,1\}$/\1/p')
-  if [[ -z "$dir" || ! -d "$dir" ]]; then
-    echo "no module folder for $1" >&2
-    return 1
-  fi
-  echo "$dir"
-}
+# The operators' versions, as the wrapper module pins them.
+version_of() { (cd "$here/controllers" && GOFLAGS=-mod=mod go list -m -f '{{.Version}}' "$1"); }
+training_operator_version=$(version_of "$training_operator")
+jobset_version=$(version_of "$jobset")
+echo "building kube-controller-manager $k8s_version, training-operator $training_operator_version and JobSet $jobset_version into $bin; a cold build takes ~8 minutes on 2 cores (kube-controller-manager ~3 with the control plane built, the operators ~5)" >&2
 
 # kube-controller-manager from the same wrapper module as kube-apiserver and kube-scheduler, so
 # that it shares their compiled packages. -mod=mod may add go.sum lines; they are committed.
@@ -63,28 +52,27 @@ ldflags="-s -w -X $ver.gitVersion=$k8s_version -X $ver.gitMajor=1 -X $ver.gitMin
 )
 echo "kube-controller-manager built in ${SECONDS}s" >&2
 
-# The operators, each in its own module's folder (read-only: go build writes only the binary).
-to_dir=$(module_dir "$training_operator@$training_operator_version")
+# The operators from the wrapper module in ./controllers, in one go build so that the packages
+# they share (k8s.io/* at v0.34.1, controller-runtime v0.22.1: the versions JobSet v0.10.1 asks
+# for, which the training-operator v1.9.2 compiles against) compile once; see
+# controllers/README.md. go build names the binaries after their packages.
 (
-  cd "$to_dir"
-  GOFLAGS=-buildvcs=false go build -trimpath -ldflags "-s -w" -o "$bin.tmp/training-operator" ./cmd/training-operator.v1
-)
-echo "training-operator built, ${SECONDS}s in all" >&2
-mkdir -p "$bin.tmp/crd/training-operator"
-cp "$to_dir"/manifests/base/crds/*.yaml "$bin.tmp/crd/training-operator/"
-rm -f "$bin.tmp/crd/training-operator/kustomization.yaml"
-
-js_dir=$(module_dir "$jobset@$jobset_version")
-(
-  cd "$js_dir"
-  GOFLAGS=-buildvcs=false go build -trimpath \
+  cd "$here/controllers"
+  GOFLAGS=-mod=mod go build -trimpath \
     -ldflags "-s -w -X sigs.k8s.io/jobset/pkg/version.GitVersion=$jobset_version" \
-    -o "$bin.tmp/jobset-controller-manager" .
+    -o "$bin.tmp/" "$training_operator/cmd/training-operator.v1" "$jobset"
+  mv "$bin.tmp/training-operator.v1" "$bin.tmp/training-operator"
+  mv "$bin.tmp/jobset" "$bin.tmp/jobset-controller-manager"
+  echo "training-operator and jobset-controller-manager built, ${SECONDS}s in all" >&2
+
+  # The CRDs and JobSet's webhook manifests ship inside the same modules.
+  to_dir=$(GOFLAGS=-mod=mod go list -m -f '{{.Dir}}' "$training_operator")
+  js_dir=$(GOFLAGS=-mod=mod go list -m -f '{{.Dir}}' "$jobset")
+  mkdir -p "$bin.tmp/crd/training-operator" "$bin.tmp/crd/jobset" "$bin.tmp/webhook/jobset"
+  cp "$to_dir"/manifests/base/crds/kubeflow.org_*.yaml "$bin.tmp/crd/training-operator/"
+  cp "$js_dir"/config/components/crd/bases/*.yaml "$bin.tmp/crd/jobset/"
+  cp -r "$js_dir"/config/components/webhook/{manifests.yaml,kustomization.yaml,patches} "$bin.tmp/webhook/jobset/"
 )
-echo "jobset-controller-manager built, ${SECONDS}s in all" >&2
-mkdir -p "$bin.tmp/crd/jobset" "$bin.tmp/webhook/jobset"
-cp "$js_dir"/config/components/crd/bases/*.yaml "$bin.tmp/crd/jobset/"
-cp -r "$js_dir"/config/components/webhook/{manifests.yaml,kustomization.yaml,patches} "$bin.tmp/webhook/jobset/"
 chmod -R u+w "$bin.tmp/crd" "$bin.tmp/webhook"
 
 rm -rf "$bin"
