@@ -36,6 +36,10 @@ controlplane: ## Build (or reuse) etcd, kube-apiserver, kube-scheduler and kwok 
 volcano: ## Build (or reuse) Volcano's vc-scheduler and vc-controller-manager (v1.14.1) and its CRDs in .cache/.
 	test/tools/build-volcano.sh
 
+.PHONY: controllers
+controllers: ## Build (or reuse) kube-controller-manager (v1.37.2), the Kubeflow training-operator (v1.9.2) and JobSet (v0.10.1), with their CRDs, in .cache/.
+	test/tools/build-controllers.sh
+
 .PHONY: unit
 unit: ## Unit tests with the race detector.
 	$(GO) test -race -count=1 ./...
@@ -77,9 +81,10 @@ load: controlplane ## Load test: LOAD_NODES kwok nodes + LOAD_JOBS x LOAD_PODS_P
 	  $(GO) test -tags load -count=1 -timeout 60m -v ./test/load/
 
 .PHONY: e2e
-e2e: controlplane volcano ## End-to-end tests on a real local control plane (etcd, kube-apiserver, kube-scheduler, kwok; vc-scheduler for the Volcano tests).
+e2e: controlplane volcano controllers ## End-to-end tests on a real local control plane (etcd, kube-apiserver, kube-scheduler, kwok; vc-scheduler for the Volcano tests; kube-controller-manager, training-operator and JobSet for the workload tests).
 	CPS_CONTROLPLANE_BIN=$$(test/tools/build-controlplane.sh | tail -n1) \
 	  CPS_VOLCANO_BIN=$$(test/tools/build-volcano.sh | tail -n1) \
+	  CPS_CONTROLLERS_BIN=$$(test/tools/build-controllers.sh | tail -n1) \
 	  $(GO) test -tags e2e -count=1 -timeout $(E2E_TIMEOUT) -v ./test/e2e/... ./test/eval/...
 
 .PHONY: test
@@ -109,5 +114,5 @@ clean: ## Remove build outputs (not the control plane cache; see clean-cache).
 	rm -rf $(BIN)
 
 .PHONY: clean-cache
-clean-cache: ## Remove the cached control plane and Volcano binaries.
+clean-cache: ## Remove the cached control plane, Volcano and workload controller binaries.
 	rm -rf .cache

@@ -19,8 +19,19 @@
 //
 // Every control plane has its own scratch folder, etcd and ports, so tests may run in parallel
 // (t.Parallel); each costs about a core for a few seconds while it starts. There is no
-// controller-manager: nothing garbage-collects, finalises namespaces or creates service
-// accounts, and tests delete what they create when it matters.
+// controller-manager unless a test starts one (StartControllerManager, with the controllers it
+// names): by default nothing garbage-collects, runs Jobs, finalises namespaces or creates
+// service accounts, and tests delete what they create when it matters.
+//
+// # Workload controllers
+//
+// The real operators come from ControllersBinDir ($CPS_CONTROLLERS_BIN, or
+// test/tools/build-controllers.sh): kube-controller-manager, the Kubeflow training-operator
+// (InstallTrainingOperator, StartTrainingOperator) and JobSet (InstallJobSet, StartJobSet).
+// Install the CRDs before starting kube-controller-manager, so that its garbage collector
+// watches them from the start. The training-operator's certificate rotator insists on
+// TrainingOperatorCertDir, a fixed folder every test shares (StartTrainingOperator puts a
+// pair there under a lock if none is valid).
 //
 // # Process lifetime
 //

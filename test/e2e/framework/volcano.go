@@ -12,12 +12,10 @@ import (
 	"testing"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
-	"sigs.k8s.io/yaml"
 )
 
 // VolcanoBinDirEnv names the environment variable that, when set, points at a folder holding
@@ -96,30 +94,7 @@ func (cp *ControlPlane) Dynamic(t testing.TB) dynamic.Interface {
 // Queues and Jobs.
 func (cp *ControlPlane) InstallVolcano(t testing.TB, dir string) {
 	t.Helper()
-	dyn := cp.Dynamic(t)
-	files, err := filepath.Glob(filepath.Join(dir, "crd", "*.yaml"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no Volcano CRDs in %s (%v)", filepath.Join(dir, "crd"), err)
-	}
-	for _, f := range files {
-		raw, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		obj := &unstructured.Unstructured{}
-		if err := yaml.Unmarshal(raw, &obj.Object); err != nil {
-			t.Fatalf("read CRD %s: %v", f, err)
-		}
-		if _, err := dyn.Resource(crdResource).Create(context.Background(), obj, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-			t.Fatalf("create CRD %s: %v", filepath.Base(f), err)
-		}
-	}
-	for _, gvr := range []schema.GroupVersionResource{VolcanoPodGroups, VolcanoQueues, VolcanoJobs} {
-		WaitFor(t, crdTimeout, gvr.String()+" served", func() (bool, error) {
-			_, err := dyn.Resource(gvr).List(context.Background(), metav1.ListOptions{Limit: 1})
-			return err == nil, err
-		})
-	}
+	cp.InstallCRDs(t, crdFiles(t, filepath.Join(dir, "crd")), VolcanoPodGroups, VolcanoQueues, VolcanoJobs)
 }
 
 // StartVolcanoControllerManager runs vc-controller-manager from dir with the controllers
