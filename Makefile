@@ -40,6 +40,10 @@ volcano: ## Build (or reuse) Volcano's vc-scheduler and vc-controller-manager (v
 controllers: ## Build (or reuse) kube-controller-manager (v1.37.2), the Kubeflow training-operator (v1.9.2) and JobSet (v0.10.1), with their CRDs, in .cache/.
 	test/tools/build-controllers.sh
 
+.PHONY: controllers-extra
+controllers-extra: ## Build (or reuse) the optional operators, not part of `make test`: Kubeflow Trainer v2 (v2.0.0) and LeaderWorkerSet (v0.7.0), with their CRDs, in .cache/.
+	test/tools/build-controllers-extra.sh
+
 .PHONY: unit
 unit: ## Unit tests with the race detector.
 	$(GO) test -race -count=1 ./...

@@ -84,7 +84,7 @@ func (cp *ControlPlane) StartJobSet(t testing.TB, dir string) *Process {
 		if err != nil {
 			return p, err
 		}
-		if err := applyWebhookConfigs(cp.Client, mutating, validating); err != nil {
+		if err := ApplyWebhookConfigs(cp.Client, mutating, validating); err != nil {
 			return p, err
 		}
 		return p, nil
@@ -148,12 +148,18 @@ spec:
 	}
 }
 
-// JobSetWebhookConfigs reads JobSet's webhook manifests in dir (manifests.yaml with its
-// kustomization.yaml and the patches it names, as shipped in config/components/webhook) and
-// returns its mutating and validating webhook configurations, named with the prefix "jobset-",
-// the patches applied, every webhook calling baseURL followed by its service path and trusting
-// caPEM.
+// JobSetWebhookConfigs is WebhookConfigs for JobSet's manifests (webhook/jobset/ of
+// ControllersBinDir), named with the prefix "jobset-" as its release names them.
 func JobSetWebhookConfigs(dir, baseURL string, caPEM []byte) (*admissionregistrationv1.MutatingWebhookConfiguration, *admissionregistrationv1.ValidatingWebhookConfiguration, error) {
+	return WebhookConfigs(dir, jobSetWebhookPrefix, baseURL, caPEM)
+}
+
+// WebhookConfigs reads a kubebuilder project's webhook manifests in dir (manifests.yaml with
+// its kustomization.yaml and the patches it names, as JobSet and LeaderWorkerSet ship them in
+// config/.../webhook) and returns its mutating and validating webhook configurations, named
+// with namePrefix, the patches applied, every webhook calling baseURL followed by its service
+// path and trusting caPEM.
+func WebhookConfigs(dir, namePrefix, baseURL string, caPEM []byte) (*admissionregistrationv1.MutatingWebhookConfiguration, *admissionregistrationv1.ValidatingWebhookConfiguration, error) {
 	docs, err := readWebhookManifests(dir)
 	if err != nil {
 		return nil, nil, err
@@ -164,7 +170,7 @@ func JobSetWebhookConfigs(dir, baseURL string, caPEM []byte) (*admissionregistra
 	)
 	for _, doc := range docs {
 		kind, _, _ := unstructured.NestedString(doc, "kind")
-		if err := redirectWebhooks(doc, jobSetWebhookPrefix, baseURL, caPEM); err != nil {
+		if err := redirectWebhooks(doc, namePrefix, baseURL, caPEM); err != nil {
 			return nil, nil, err
 		}
 		raw, err := json.Marshal(doc)
@@ -320,8 +326,9 @@ func redirectWebhooks(doc map[string]any, prefix, baseURL string, caPEM []byte) 
 	return nil
 }
 
-// applyWebhookConfigs creates the webhook configurations, or replaces them if they exist.
-func applyWebhookConfigs(c kubernetes.Interface, mutating *admissionregistrationv1.MutatingWebhookConfiguration, validating *admissionregistrationv1.ValidatingWebhookConfiguration) error {
+// ApplyWebhookConfigs creates the webhook configurations, or replaces them (a restarted
+// webhook server: a new address and CA) if they exist.
+func ApplyWebhookConfigs(c kubernetes.Interface, mutating *admissionregistrationv1.MutatingWebhookConfiguration, validating *admissionregistrationv1.ValidatingWebhookConfiguration) error {
 	ctx := context.Background()
 	m := c.AdmissionregistrationV1().MutatingWebhookConfigurations()
 	if _, err := m.Create(ctx, mutating, metav1.CreateOptions{}); apierrors.IsAlreadyExists(err) {
