@@ -526,6 +526,9 @@ type queueJob struct {
 	Held      int                `json:"held"`
 	MinMember int                `json:"minMember"`
 	Placement priority.Placement `json:"placement"`
+	Finished  string             `json:"finished"`
+	// SizeUnknown: the job waits for its gang size to be known.
+	SizeUnknown bool `json:"sizeUnknown"`
 }
 
 // queue reads the extender's admission queue, by job key.
