@@ -21,8 +21,9 @@ func runExplain(args []string, stdout, stderr io.Writer) error {
 	asJSON := fs.Bool("json", false, "print the JSON report instead of the table")
 	caFile := fs.String("ca-file", "", "PEM CA bundle that signed the extender's certificate (https only; default: the system roots)")
 	timeout := fs.Duration("timeout", 10*time.Second, "how long to wait for the answer")
+	tokenFile := fs.String("token-file", "", "a file holding a bearer token whose user may get /debug/queue (not needed through `kubectl port-forward`, which arrives over loopback)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: cps-extender explain [--url=http://127.0.0.1:8888] [--json] [--ca-file=ca.crt]")
+		fmt.Fprintln(stderr, "usage: cps-extender explain [--url=http://127.0.0.1:8888] [--json] [--ca-file=ca.crt] [--token-file=token]")
 		fmt.Fprintln(stderr, "Prints the admission queue: each job's position, P and its four terms, state, gang progress and what it waits for.")
 		fs.PrintDefaults()
 	}
@@ -49,7 +50,18 @@ func runExplain(args []string, stdout, stderr io.Writer) error {
 		format = "json"
 	}
 	url := strings.TrimSuffix(*base, "/") + "/debug/queue?format=" + format
-	resp, err := client.Get(url)
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		return fmt.Errorf("explain: --url %s: %w", *base, err)
+	}
+	if *tokenFile != "" {
+		token, err := os.ReadFile(*tokenFile)
+		if err != nil {
+			return fmt.Errorf("explain: --token-file: %w", err)
+		}
+		req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(token)))
+	}
+	resp, err := client.Do(req)
 	if err != nil {
 		return fmt.Errorf("explain: the extender at %s is not reachable: %w", *base, err)
 	}

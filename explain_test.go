@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -14,6 +16,11 @@ func TestExplain(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/debug/queue" {
 			http.NotFound(w, r)
+			return
+		}
+		if auth := r.Header.Get("Authorization"); auth != "" && auth != "Bearer s3cret" {
+			w.WriteHeader(http.StatusUnauthorized)
+			_, _ = w.Write([]byte(`{"error":"the bearer token is not valid"}`))
 			return
 		}
 		switch r.URL.Query().Get("format") {
@@ -35,6 +42,14 @@ func TestExplain(t *testing.T) {
 	}))
 	defer broken.Close()
 
+	dir := t.TempDir()
+	good, bad := filepath.Join(dir, "good"), filepath.Join(dir, "bad")
+	if err := os.WriteFile(good, []byte("s3cret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bad, []byte("forged"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name    string
 		args    []string
@@ -47,6 +62,8 @@ func TestExplain(t *testing.T) {
 		{name: "nobody listening", args: []string{"--url", down.URL}, wantErr: "explain: the extender at " + down.URL + " is not reachable"},
 		{name: "an error answer is shown", args: []string{"--url", broken.URL}, wantErr: "503 Service Unavailable: {\"error\":\"no queue computed yet: cluster view not synced\"}"},
 		{name: "a CA file that is not there", args: []string{"--url", srv.URL, "--ca-file", "/nonexistent/ca.crt"}, wantErr: "explain: --ca-file"},
+		{name: "a bearer token from a file", args: []string{"--url", srv.URL, "--token-file", good}, want: table},
+		{name: "a token the extender refuses", args: []string{"--url", srv.URL, "--token-file", bad}, wantErr: "401 Unauthorized: {\"error\":\"the bearer token is not valid\"}"},
 		{name: "stray arguments", args: []string{"--url", srv.URL, "extra"}, wantErr: "unexpected arguments: [extra]"},
 	}
 	for _, tt := range tests {

@@ -8,6 +8,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -154,30 +155,45 @@ func run(args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	// The webhook has a listener of its own when webhook.listen is set, and it serves the
+	// webhook alone; else the main listener serves it too.
+	webhookRoute := admission.New(cfg.Gang.ExemptNamespaces, func() bool {
+		// Until the first snapshot, a backlog may wait: gate (the lift follows it).
+		contended, known := queueContended()
+		return contended || !known
+	}).Route(admission.Path)
+	routes := slices.Concat(verbs.Routes(cfg.URLPrefix), vc.Routes())
+	if cfg.Webhook.Listen == "" {
+		routes = append(routes, webhookRoute)
+	}
+	access := server.Access{Scheduler: cfg.Access.Scheduler, Volcano: cfg.Access.Volcano, Admin: cfg.Access.Admin, ClientNames: cfg.TLS.ClientNames}
+	if cfg.TLS.ClientCAFile != "" {
+		cas, err := server.NewClientCAReloader(log, cfg.TLS.ClientCAFile, cfg.Reload.Interval.Duration)
+		if err != nil {
+			return err
+		}
+		access.ClientCAs = cas.Pool
+	}
+	if slices.Contains(cfg.Access.Admin, config.AccessToken) {
+		access.Reviewer = server.NewAPIReviewer(client.AuthenticationV1().TokenReviews(), client.AuthorizationV1().SubjectAccessReviews(), cfg.BindTimeout.Duration)
+	}
 	handler, err := server.New(server.Options{
 		Log: log, MaxRequestBytes: cfg.MaxRequestBytes, Ready: cluster, Queue: cluster, Layout: cluster, Metrics: meters,
-		Routes: slices.Concat(verbs.Routes(cfg.URLPrefix), vc.Routes(),
-			[]wire.Route{admission.New(cfg.Gang.ExemptNamespaces, func() bool {
-				// Until the first snapshot, a backlog may wait: gate (the lift follows it).
-				contended, known := queueContended()
-				return contended || !known
-			}).Route(admission.Path)}),
+		Routes: routes, Access: access, MaxInFlight: cfg.MaxInFlight, MaxInFlightHeld: cfg.MaxInFlightBinds,
 	})
 	if err != nil {
 		return err
 	}
 	srv := newServer(cfg, cfg.Listen, handler)
-	if cfg.TLS.Enabled() {
-		certs, err := server.NewCertReloader(log, cfg.TLS.CertFile, cfg.TLS.KeyFile, cfg.Reload.Interval.Duration)
+	servers := []*http.Server{srv}
+	var hookCerts *tls.Config // the self-kept certificate, when the extender keeps one
+	if hook := cfg.Webhook; hook.Listen != "" {
+		hookHandler, err := server.New(server.Options{Log: log, MaxRequestBytes: cfg.MaxRequestBytes, Ready: cluster, Metrics: meters, HideMetrics: true,
+			Routes: []wire.Route{webhookRoute}, MaxInFlight: cfg.MaxInFlight})
 		if err != nil {
 			return err
 		}
-		srv.TLSConfig = certs.TLSConfig()
-	}
-	servers := []*http.Server{srv}
-	if hook := cfg.Webhook; hook.Listen != "" {
-		// The same routes over HTTPS, for the API server's webhook calls.
-		hookSrv := newServer(cfg, hook.Listen, handler)
+		hookSrv := newServer(cfg, hook.Listen, hookHandler)
 		if hook.SelfSigned() {
 			certs, err := admission.NewCerts(admission.CertsOptions{Log: log, Secrets: client.CoreV1(),
 				Webhooks: client.AdmissionregistrationV1(), Secret: hook.Secret, Configuration: hook.Configuration,
@@ -186,7 +202,8 @@ func run(args []string, stderr io.Writer) error {
 				return err
 			}
 			go certs.Run(ctx)
-			hookSrv.TLSConfig = certs.TLSConfig()
+			hookCerts = certs.TLSConfig()
+			hookSrv.TLSConfig = hookCerts
 		} else {
 			certs, err := server.NewCertReloader(log, hook.CertFile, hook.KeyFile, cfg.Reload.Interval.Duration)
 			if err != nil {
@@ -204,6 +221,20 @@ func run(args []string, stderr io.Writer) error {
 			}
 			go toggle.Run(ctx)
 		}
+	}
+	if cfg.TLS.Enabled() {
+		tlsCfg := hookCerts // tls.selfKept (validated: the webhook keeps one)
+		if !cfg.TLS.SelfKept {
+			certs, err := server.NewCertReloader(log, cfg.TLS.CertFile, cfg.TLS.KeyFile, cfg.Reload.Interval.Duration)
+			if err != nil {
+				return err
+			}
+			tlsCfg = certs.TLSConfig()
+		}
+		if cfg.TLS.ClientCAFile != "" {
+			tlsCfg = server.RequestClients(tlsCfg)
+		}
+		srv.TLSConfig = tlsCfg
 	}
 	if interval := cfg.Reload.Interval.Duration; src.path != "" && interval > 0 {
 		reloader := config.NewConfigReloader(config.ConfigReloaderOptions{
@@ -268,9 +299,10 @@ func newServer(cfg config.Config, addr string, handler http.Handler) *http.Serve
 	return &http.Server{
 		Addr:              addr,
 		Handler:           handler,
-		ReadHeaderTimeout: cfg.ReadTimeout.Duration,
+		ReadHeaderTimeout: cfg.ReadHeaderTimeout.Duration,
 		ReadTimeout:       cfg.ReadTimeout.Duration,
 		WriteTimeout:      cfg.WriteTimeout.Duration,
+		IdleTimeout:       cfg.IdleTimeout.Duration,
 	}
 }
 

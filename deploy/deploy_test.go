@@ -28,6 +28,7 @@ import (
 
 const (
 	extenderConfig       = "base/config.yaml"
+	standaloneConfig     = "overlays/standalone/config.yaml"
 	sidecarScheduler     = "overlays/sidecar/kube-scheduler.yaml"
 	shippedScheduler     = "../scheduler-config/kube-scheduler.yaml"
 	namespace            = "cps-system"
@@ -64,6 +65,29 @@ func loadExtenderConfig(t *testing.T) config.Config {
 		t.Errorf("%s: %v", extenderConfig, err)
 	}
 	return cfg
+}
+
+// TestStandaloneExtenderConfig: the standalone overlay's config.yaml is the base's but for who
+// may call the verbs: the default scheduler's client certificate over HTTPS, and its pods
+// alone to bind.
+func TestStandaloneExtenderConfig(t *testing.T) {
+	base := loadExtenderConfig(t)
+	standalone, errs := config.LoadConfig(standaloneConfig)
+	errs = append(errs, standalone.Validate()...)
+	for _, err := range errs {
+		t.Errorf("%s: %v", standaloneConfig, err)
+	}
+	want := config.TLSConfig{SelfKept: true, ClientCAFile: "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt", ClientNames: []string{"system:kube-scheduler"}}
+	if diff := cmp.Diff(want, standalone.TLS); diff != "" {
+		t.Errorf("%s tls (-want +got):\n%s", standaloneConfig, diff)
+	}
+	if !slices.Equal(standalone.Access.Scheduler, []string{config.AccessClientCertificate}) || !slices.Equal(standalone.SchedulerNames, []string{"default-scheduler"}) {
+		t.Errorf("%s: access.scheduler %v, schedulerNames %v; want clientCertificate, default-scheduler", standaloneConfig, standalone.Access.Scheduler, standalone.SchedulerNames)
+	}
+	standalone.TLS, standalone.Access.Scheduler, standalone.SchedulerNames = base.TLS, base.Access.Scheduler, base.SchedulerNames
+	if diff := cmp.Diff(base, standalone); diff != "" {
+		t.Errorf("%s differs from %s beyond who may call (-base +standalone):\n%s", standaloneConfig, extenderConfig, diff)
+	}
 }
 
 // TestSidecarSchedulerConfig: the sidecar's KubeSchedulerConfiguration is the shipped one

@@ -426,6 +426,7 @@ func (w *Workspace) release() {
 func (m Model) viewJob(v *jobView, coolDown map[string]time.Time, now time.Time, buf *[]*Pod) bool {
 	j, d := v.job, v.d
 	d.Key, d.Pods, d.MinMember = j.Key, len(j.Pods), j.MinMembers()
+	d.User, d.UserFrom = j.User, j.UserFrom
 	d.Terms = m.Terms(j, now)
 	d.P = m.Combined(d.Terms)
 	start := len(*buf)

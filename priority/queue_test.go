@@ -546,7 +546,7 @@ func TestAdmitCounts(t *testing.T) {
 	terms := m.Terms(&s.Jobs[0], t0)
 	want := &priority.Decision{
 		Key: "ns/a", Phase: priority.PhaseAdmitted, Position: 1, QueueLen: 1,
-		Terms: terms, P: m.Combined(terms), Repair: true,
+		Terms: terms, P: m.Combined(terms), User: "bob", Repair: true,
 		Pods: 4, Bound: 1, Held: 1, MinMember: 3,
 		Reason: d.Reason, // pinned in TestAdmitReasons
 		// Only the one pod still needed for the minimum is planned, next to the bound PS.

@@ -95,6 +95,9 @@ type Job struct {
 	// Key is "namespace/name"; it is unique and the last tie-break of the order.
 	Key  string
 	User string
+	// UserFrom says where User came from ("namespace", "namespace label", "pod label"), for
+	// explanations.
+	UserFrom string
 	// Priority is the job's pods' spec.priority (from their PriorityClass).
 	Priority int32
 	// Urgent jobs count as having the priority ceiling.
@@ -348,6 +351,9 @@ type Decision struct {
 	QueueLen int     `json:"queueLength"`
 	Terms    Terms   `json:"terms"`
 	P        float64 `json:"p"`
+	// User is the job's user and UserFrom where it came from (Job.User, Job.UserFrom).
+	User     string `json:"user,omitempty"`
+	UserFrom string `json:"userFrom,omitempty"`
 	// Starved is true when the job has waited past the starvation bound.
 	Starved bool `json:"starved,omitempty"`
 	// Repair is true for a job with 0 < bound < minimum, which gets the first turn.

@@ -41,7 +41,7 @@ func New(exemptNamespaces []string, contended func() bool) *Webhook {
 // Route is the webhook's endpoint, POST path. What it decides it reads from the pod and
 // the contended report.
 func (h *Webhook) Route(path string) wire.Route {
-	return wire.Route{Path: path, Verb: Verb, Handler: h.serve}
+	return wire.Route{Path: path, Verb: Verb, Handler: h.serve, Kind: wire.KindWebhook}
 }
 
 // patchOp is one JSON Patch (RFC 6902) operation.

@@ -29,12 +29,27 @@ type Config struct {
 	URLPrefix string `json:"urlPrefix"`
 	// Kubeconfig is the path of a kubeconfig file; empty means the in-cluster config.
 	Kubeconfig string `json:"kubeconfig"`
-	// MaxRequestBytes bounds a request body; larger bodies get 413.
+	// MaxRequestBytes bounds a request body; larger bodies get 413. A body is read as it
+	// arrives, never allocated from its declared length.
 	MaxRequestBytes int64 `json:"maxRequestBytes"`
+	// MaxInFlight bounds the requests of one verb served at once (filter, prioritize,
+	// preempt, each Volcano verb, the webhook); MaxInFlightBinds the bind requests, which the
+	// gate holds while their gangs gather. A request past the bound gets 429.
+	MaxInFlight      int `json:"maxInFlight"`
+	MaxInFlightBinds int `json:"maxInFlightBinds"`
 	// ReadTimeout and WriteTimeout bound one HTTP exchange. WriteTimeout must exceed the
 	// bind hold timeout, since a held bind answers only when its gang has gathered.
-	ReadTimeout  metav1.Duration `json:"readTimeout"`
-	WriteTimeout metav1.Duration `json:"writeTimeout"`
+	// ReadHeaderTimeout bounds the headers alone, IdleTimeout a kept-alive connection
+	// between requests.
+	ReadTimeout       metav1.Duration `json:"readTimeout"`
+	WriteTimeout      metav1.Duration `json:"writeTimeout"`
+	ReadHeaderTimeout metav1.Duration `json:"readHeaderTimeout"`
+	IdleTimeout       metav1.Duration `json:"idleTimeout"`
+	// Access says who may call each kind of endpoint (docs/security.md).
+	Access AccessConfig `json:"access"`
+	// SchedulerNames are the schedulers whose pods the extender binds: a bind request for
+	// a pod of another scheduler is refused (empty: any).
+	SchedulerNames []string `json:"schedulerNames"`
 	// ShutdownTimeout bounds the graceful shutdown on SIGTERM/SIGINT.
 	ShutdownTimeout metav1.Duration `json:"shutdownTimeout"`
 	// ResyncPeriod is the informers' resync period (0 disables resync).
@@ -112,16 +127,56 @@ type ReloadConfig struct {
 	Interval metav1.Duration `json:"interval"`
 }
 
+// The ways a caller may be let in (AccessConfig).
+const (
+	// AccessLoopback: the connection comes from this host's loopback address: kube-scheduler
+	// in the same pod, or `kubectl port-forward`, which the API server authorizes.
+	AccessLoopback = "loopback"
+	// AccessClientCertificate: the caller presents a TLS client certificate signed by
+	// tls.clientCAFile (kube-scheduler's extender tlsConfig certFile and keyFile).
+	AccessClientCertificate = "clientCertificate"
+	// AccessToken: the caller's bearer token is one the API server accepts (TokenReview),
+	// for a user allowed to get the URL path (a SubjectAccessReview on the non-resource URL).
+	AccessToken = "token"
+	// AccessAnyone lets every caller in: only where something else guards the port (a
+	// NetworkPolicy).
+	AccessAnyone = "anyone"
+)
+
+// AccessConfig says, per kind of endpoint, which ways let a caller in; a caller that none
+// lets in gets 401 (no credential) or 403, with a JSON body. /healthz and /readyz are open
+// to all, for probes; the turn-gate webhook is served on its own listener and nothing else.
+type AccessConfig struct {
+	// Scheduler is for the kube-scheduler verbs under urlPrefix: loopback,
+	// clientCertificate, anyone.
+	Scheduler []string `json:"scheduler"`
+	// Volcano is for the Volcano verbs: loopback or anyone. Volcano's extender plugin
+	// (v1.14.1) sends no credential of its own: run the extender as a sidecar of
+	// vc-scheduler, or guard the port with a NetworkPolicy.
+	Volcano []string `json:"volcano"`
+	// Admin is for /debug/*, /ui and /metrics: loopback, token, anyone.
+	Admin []string `json:"admin"`
+}
+
 // TLSConfig switches HTTPS serving on when both files are given (kube-scheduler's
 // extender enableHTTPS and tlsConfig). The files are reloaded when they change.
 type TLSConfig struct {
 	// CertFile is the PEM serving certificate (chain); KeyFile is its private key.
 	CertFile string `json:"certFile"`
 	KeyFile  string `json:"keyFile"`
+	// ClientCAFile is a PEM bundle of the CAs whose client certificates the access mode
+	// clientCertificate accepts; reloaded like the pair.
+	ClientCAFile string `json:"clientCAFile"`
+	// ClientNames, when not empty, are the common names clientCertificate accepts (e.g.
+	// system:kube-scheduler where the cluster's CA signs every component's certificate).
+	ClientNames []string `json:"clientNames"`
+	// SelfKept serves the main listener with the certificate the extender keeps for its
+	// webhook (webhook.secret, for webhook.service's names) instead of CertFile and KeyFile.
+	SelfKept bool `json:"selfKept"`
 }
 
 // Enabled reports whether HTTPS is configured.
-func (t TLSConfig) Enabled() bool { return t.CertFile != "" }
+func (t TLSConfig) Enabled() bool { return t.CertFile != "" || t.SelfKept }
 
 // VolcanoConfig configures the verbs served to Volcano's scheduler `extender` plugin.
 type VolcanoConfig struct {
@@ -155,8 +210,13 @@ type GangConfig struct {
 	IndexLabel string `json:"indexLabel"`
 	// MinMemberLabel gives the gang minimum of a plain pod's job (default: all its pods).
 	MinMemberLabel string `json:"minMemberLabel"`
-	// UserLabel names the user, on the pod or else on its namespace (else the namespace name).
+	// UserLabel names the user: on the namespace (set by whoever may edit namespaces),
+	// else the namespace's name is the user. On a pod it counts only in PodUserNamespaces.
 	UserLabel string `json:"userLabel"`
+	// PodUserNamespaces are the namespaces whose pods may name their own user with
+	// UserLabel ("*": every namespace, as releases before 2026-12 did). A pod elsewhere that
+	// names one is ranked as its namespace's user and gets a Warning (LabelIgnored).
+	PodUserNamespaces []string `json:"podUserNamespaces"`
 	// UrgentLabel marks an urgent job when its value is "true" (label or annotation).
 	UrgentLabel string `json:"urgentLabel"`
 	// RequiredTopologyAnnotation on a pod names a node label key (a level of
@@ -297,10 +357,21 @@ type LogConfig struct {
 // DefaultConfig returns the configuration used where the file and flags are silent.
 func DefaultConfig() Config {
 	return Config{
-		Listen:          ":8888",
-		URLPrefix:       "/scheduler",
-		MaxRequestBytes: 64 << 20, // full Node objects: ~1.5 MB per 420 nodes
-		ReadTimeout:     metav1.Duration{Duration: 30 * time.Second},
+		Listen:    ":8888",
+		URLPrefix: "/scheduler",
+		// 5000 full Node objects (nodeCacheCapable: false) are ~18 MB; their names ~0.1 MB.
+		MaxRequestBytes:   32 << 20,
+		MaxInFlight:       64,
+		MaxInFlightBinds:  20000,
+		ReadTimeout:       metav1.Duration{Duration: 30 * time.Second},
+		ReadHeaderTimeout: metav1.Duration{Duration: 10 * time.Second},
+		IdleTimeout:       metav1.Duration{Duration: 120 * time.Second},
+		SchedulerNames:    []string{"cps-scheduler"},
+		Access: AccessConfig{
+			Scheduler: []string{AccessLoopback},
+			Volcano:   []string{AccessLoopback},
+			Admin:     []string{AccessLoopback, AccessToken},
+		},
 		WriteTimeout:    metav1.Duration{Duration: 90 * time.Second},
 		ShutdownTimeout: metav1.Duration{Duration: 10 * time.Second},
 		ResyncPeriod:    metav1.Duration{Duration: 0},
@@ -408,10 +479,15 @@ func (c Config) Validate() []error {
 	if c.MaxRequestBytes < 1024 {
 		bad("maxRequestBytes: %d is below 1024", c.MaxRequestBytes)
 	}
+	if c.MaxInFlight < 1 || c.MaxInFlightBinds < 1 {
+		bad("maxInFlight (%d) and maxInFlightBinds (%d) must be at least 1", c.MaxInFlight, c.MaxInFlightBinds)
+	}
+	errs = append(errs, c.Access.validate(c.TLS)...)
 	for _, d := range []struct {
 		key string
 		v   metav1.Duration
-	}{{"readTimeout", c.ReadTimeout}, {"writeTimeout", c.WriteTimeout}, {"shutdownTimeout", c.ShutdownTimeout}, {"bindTimeout", c.BindTimeout}} {
+	}{{"readTimeout", c.ReadTimeout}, {"writeTimeout", c.WriteTimeout}, {"readHeaderTimeout", c.ReadHeaderTimeout}, {"idleTimeout", c.IdleTimeout},
+		{"shutdownTimeout", c.ShutdownTimeout}, {"bindTimeout", c.BindTimeout}} {
 		if d.v.Duration <= 0 {
 			bad("%s: %v must be positive", d.key, d.v.Duration)
 		}
@@ -469,6 +545,12 @@ func (c Config) Validate() []error {
 	if (c.TLS.CertFile == "") != (c.TLS.KeyFile == "") {
 		bad("tls: certFile %q and keyFile %q must be given both or neither", c.TLS.CertFile, c.TLS.KeyFile)
 	}
+	if c.TLS.ClientCAFile != "" && !c.TLS.Enabled() {
+		bad("tls.clientCAFile: client certificates need TLS: set tls.certFile and tls.keyFile, or tls.selfKept")
+	}
+	if c.TLS.SelfKept && (c.TLS.CertFile != "" || !c.Webhook.SelfSigned() || c.Webhook.Secret == "") {
+		bad("tls.selfKept: serves the webhook's self-kept certificate: leave tls.certFile empty and set webhook.secret and webhook.service, without webhook.certFile")
+	}
 	errs = append(errs, c.Webhook.validate()...)
 	switch c.Log.Format {
 	case "json", "console":
@@ -513,6 +595,35 @@ func (w WebhookConfig) validate() []error {
 	for _, h := range w.Hosts {
 		if h == "" || strings.ContainsAny(h, "/: ") && net.ParseIP(h) == nil {
 			bad("webhook.hosts: %q is neither a DNS name nor an IP address", h)
+		}
+	}
+	return errs
+}
+
+// validate lists the problems of the access modes: unknown ways, an empty list (nobody at
+// all could call), and clientCertificate without a CA to check certificates against.
+func (a AccessConfig) validate(t TLSConfig) []error {
+	var errs []error
+	for _, kind := range []struct {
+		key     string
+		ways    []string
+		allowed []string
+	}{
+		{"access.scheduler", a.Scheduler, []string{AccessLoopback, AccessClientCertificate, AccessAnyone}},
+		{"access.volcano", a.Volcano, []string{AccessLoopback, AccessAnyone}},
+		{"access.admin", a.Admin, []string{AccessLoopback, AccessToken, AccessAnyone}},
+	} {
+		if len(kind.ways) == 0 {
+			errs = append(errs, fmt.Errorf("%s: empty: nobody could call these endpoints (give one of %s)", kind.key, strings.Join(kind.allowed, ", ")))
+		}
+		for _, w := range kind.ways {
+			if !slices.Contains(kind.allowed, w) {
+				errs = append(errs, fmt.Errorf("%s: %q is not one of %s", kind.key, w, strings.Join(kind.allowed, ", ")))
+				continue
+			}
+			if w == AccessClientCertificate && t.ClientCAFile == "" {
+				errs = append(errs, fmt.Errorf("%s: clientCertificate needs tls.clientCAFile (the CA that signs the scheduler's client certificate)", kind.key))
+			}
 		}
 	}
 	return errs

@@ -254,3 +254,55 @@ func wantErrPrefixes(t *testing.T, errs []error, want []string) {
 		}
 	}
 }
+
+// TestValidateAccessAndGang: the access modes, the client certificate settings and the
+// new gang keys are checked, every problem named.
+func TestValidateAccessAndGang(t *testing.T) {
+	tests := []struct {
+		name string
+		edit func(*Config)
+		want []string // error prefixes, in order; none for a valid config
+	}{
+		{name: "defaults", edit: func(*Config) {}},
+		{name: "an unknown way", edit: func(c *Config) { c.Access.Scheduler = []string{"password"} },
+			want: []string{`access.scheduler: "password" is not one of loopback, clientCertificate, anyone`}},
+		{name: "tokens are no way for the scheduler; nobody at all for the admin endpoints", edit: func(c *Config) {
+			c.Access.Scheduler, c.Access.Admin = []string{AccessToken}, nil
+		}, want: []string{`access.scheduler: "token" is not one of`, "access.admin: empty: nobody could call"}},
+		{name: "Volcano's plugin has no client certificate", edit: func(c *Config) { c.Access.Volcano = []string{AccessClientCertificate} },
+			want: []string{`access.volcano: "clientCertificate" is not one of loopback, anyone`}},
+		{name: "clientCertificate without a CA", edit: func(c *Config) { c.Access.Scheduler = []string{AccessClientCertificate} },
+			want: []string{"access.scheduler: clientCertificate needs tls.clientCAFile"}},
+		{name: "a client CA without TLS", edit: func(c *Config) {
+			c.Access.Scheduler, c.TLS.ClientCAFile = []string{AccessClientCertificate}, "ca.crt"
+		}, want: []string{"tls.clientCAFile: client certificates need TLS"}},
+		{name: "client certificates over the self-kept certificate", edit: func(c *Config) {
+			c.Access.Scheduler = []string{AccessClientCertificate}
+			c.TLS = TLSConfig{ClientCAFile: "ca.crt", SelfKept: true, ClientNames: []string{"system:kube-scheduler"}}
+			c.Webhook.Listen = ":9443"
+		}},
+		{name: "selfKept without a webhook certificate to serve", edit: func(c *Config) { c.TLS.SelfKept = true },
+			want: []string{"tls.selfKept: serves the webhook's self-kept certificate"}},
+		{name: "in-flight bounds and header timeout", edit: func(c *Config) {
+			c.MaxInFlight, c.ReadHeaderTimeout = 0, metav1.Duration{}
+		}, want: []string{"maxInFlight (0) and maxInFlightBinds", "readHeaderTimeout:"}},
+		{name: "gang keys", edit: func(c *Config) {
+			c.Gang.SizeUnknown, c.Gang.DiscoveryInterval = "guess", metav1.Duration{Duration: time.Millisecond}
+		}, want: []string{`gang.sizeUnknown: "guess" is not wait or podsSeen`, "gang.discoveryInterval: 1ms is below 1s"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := DefaultConfig()
+			tt.edit(&c)
+			got := errStrings(c.Validate())
+			if len(got) != len(tt.want) {
+				t.Fatalf("errors %q, want %d: %q", got, len(tt.want), tt.want)
+			}
+			for i, p := range tt.want {
+				if !strings.HasPrefix(got[i], p) {
+					t.Errorf("error %d = %q, want prefix %q", i, got[i], p)
+				}
+			}
+		})
+	}
+}

@@ -137,7 +137,7 @@ func benchCluster(tb testing.TB, nodes, pods, jobs int) *benchEnv {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	e.srv, err = server.New(server.Options{Log: log, MaxRequestBytes: 1 << 30, Ready: c, Routes: slices.Concat(verbs.Routes("/scheduler"), vc.Routes())})
+	e.srv, err = server.New(server.Options{Access: server.OpenAccess, Log: log, MaxRequestBytes: 1 << 30, Ready: c, Routes: slices.Concat(verbs.Routes("/scheduler"), vc.Routes())})
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -67,7 +67,7 @@ func TestConcurrentVerbsDuringChurn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := server.New(server.Options{Log: log, MaxRequestBytes: 1 << 20, Ready: cluster, Routes: verbs.Routes("/scheduler")})
+	srv, err := server.New(server.Options{Access: server.OpenAccess, Log: log, MaxRequestBytes: 1 << 20, Ready: cluster, Routes: verbs.Routes("/scheduler")})
 	if err != nil {
 		t.Fatal(err)
 	}

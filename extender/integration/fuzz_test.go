@@ -48,7 +48,7 @@ func newFuzzServer(f *testing.F) *server.Server {
 	if err != nil {
 		f.Fatal(err)
 	}
-	srv, err := server.New(server.Options{Log: log, MaxRequestBytes: 64 << 10, Ready: cluster, Queue: cluster, Routes: verbs.Routes("/scheduler")})
+	srv, err := server.New(server.Options{Access: server.OpenAccess, Log: log, MaxRequestBytes: 64 << 10, Ready: cluster, Queue: cluster, Routes: verbs.Routes("/scheduler")})
 	if err != nil {
 		f.Fatal(err)
 	}

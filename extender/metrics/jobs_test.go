@@ -24,6 +24,7 @@ func TestNamesAreWhatIsServed(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	m := New(reg)
 	m.ObserveRequest("filter", 200, time.Millisecond)
+	m.ObserveRefused("admin", 401)
 	m.GateDecision("bind", OutcomeGathered)
 	m.BindFailed()
 	m.WaitingEvent(true)

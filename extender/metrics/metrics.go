@@ -22,6 +22,7 @@ import (
 type Metrics struct {
 	gatherer      prometheus.Gatherer
 	requests      *prometheus.CounterVec
+	refused       *prometheus.CounterVec
 	duration      *prometheus.HistogramVec
 	decisions     *prometheus.CounterVec
 	queueJobs     *prometheus.GaugeVec
@@ -73,6 +74,10 @@ func New(reg *prometheus.Registry) *Metrics {
 		Name: "cps_extender_requests_total",
 		Help: "Scheduler extender requests by verb and HTTP status code.",
 	}, "verb", "code")
+	m.refused = m.counterVec(prometheus.CounterOpts{
+		Name: "cps_extender_requests_refused_total",
+		Help: "Requests refused by the access check, by kind of endpoint (scheduler, volcano, admin) and HTTP status code (401: no credential that lets the caller in, 403: a credential or an address that does not, 503: a token that could not be checked).",
+	}, "kind", "code")
 	m.duration = m.histogramVec(prometheus.HistogramOpts{
 		Name: "cps_extender_request_duration_seconds",
 		Help: "Latency of scheduler extender requests by verb (bind includes the time a bind is held).",
@@ -141,7 +146,7 @@ func New(reg *prometheus.Registry) *Metrics {
 	}
 	m.names = append(m.names, "cps_extender_informer_synced", "cps_extender_ready")
 	m.jobs = newJobMetrics(m)
-	reg.MustRegister(m.requests, m.duration, m.decisions, m.queueJobs, m.queueLength, m.heldBinds,
+	reg.MustRegister(m.requests, m.refused, m.duration, m.decisions, m.queueJobs, m.queueLength, m.heldBinds,
 		m.bindFailures, m.waitingEvents, m.reloads, m.nudges, m.lifts, m.preemptions, m.evictedPods, m.viewWaits, m.webhookOn, m.informers)
 	m.jobs.register(reg)
 	for _, state := range []priority.JobPhase{priority.PhaseWaiting, priority.PhaseAdmitted, priority.PhaseRunning, priority.PhaseUnschedulable, priority.PhasePreempting} {
@@ -192,6 +197,14 @@ func (m *Metrics) ObserveRequest(verb string, code int, took time.Duration) {
 	}
 	m.requests.WithLabelValues(verb, strconv.Itoa(code)).Inc()
 	m.duration.WithLabelValues(verb).Observe(took.Seconds())
+}
+
+// ObserveRefused counts a request the access check refused.
+func (m *Metrics) ObserveRefused(kind string, code int) {
+	if m == nil {
+		return
+	}
+	m.refused.WithLabelValues(kind, strconv.Itoa(code)).Inc()
 }
 
 func (m *Metrics) GateDecision(verb, outcome string) {

@@ -61,12 +61,17 @@ func (sc *scratch) release() {
 	sc.pool.Put(sc)
 }
 
+// trustedLength is how much of a body's declared length readBody allocates ahead: a
+// caller that declares 60 MB and sends nothing must not have them allocated. Past it the
+// buffer grows as the bytes arrive (and keeps its size in the pool for the next request).
+const trustedLength = 64 << 10
+
 // readBody reads the whole request body, at most maxBytes of it, into sc.body.
 func readBody(w http.ResponseWriter, r *http.Request, maxBytes int64, sc *scratch) error {
 	buf := &sc.body
 	buf.Reset()
 	if r.ContentLength > 0 && r.ContentLength <= maxBytes {
-		buf.Grow(int(r.ContentLength) + 1) // +1: ReadFrom wants room to see EOF
+		buf.Grow(int(min(r.ContentLength, trustedLength)) + 1) // +1: ReadFrom wants room to see EOF
 	}
 	if _, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, maxBytes)); err != nil {
 		var tooBig *http.MaxBytesError

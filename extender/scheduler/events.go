@@ -64,31 +64,25 @@ func NewWaitingEvents(recorder EventRecorder, interval time.Duration, metrics *m
 		sent: gocache.New(2*interval, 2*interval)}
 }
 
-// ReasonNotInGang is the reason of the Warning Event a pod gets, once per workload, when
-// it carries a workload controller's label but is in no gang.
-const ReasonNotInGang = "NotInGang"
+// warningInterval is how long after a Warning (view.Warning) its key gets no other.
+const warningInterval = time.Hour
 
-// notInGangInterval is how long after its Warning a workload's pods get no other.
-const notInGangInterval = time.Hour
-
-// NotifyUngrouped gives a pod in no job that carries a workload controller's label (label)
-// a Warning Event saying it is placed on its own, once per workload (namespace and the
-// label's value) per hour.
-func (w *WaitingEvents) NotifyUngrouped(pod *corev1.Pod, label string) {
-	key := "\x00ungrouped\x00" + pod.Namespace + "\x00" + label + "=" + pod.Labels[label]
+// Warn gives pod a Warning Event for something its user most likely did not mean (a
+// workload's label in no gang, a label the extender ignores), once per warning key an hour:
+// once per job, not per pod or retry.
+func (w *WaitingEvents) Warn(pod *corev1.Pod, warning view.Warning) {
+	key := "\x00warning\x00" + warning.Reason + "\x00" + warning.Key
 	w.mu.Lock()
 	now := w.clock.Now()
 	last, seen := w.sent.Get(key)
-	fresh := !seen || now.Sub(last.(time.Time)) >= notInGangInterval
+	fresh := !seen || now.Sub(last.(time.Time)) >= warningInterval
 	if fresh {
-		w.sent.Set(key, now, notInGangInterval)
+		w.sent.Set(key, now, warningInterval)
 	}
 	w.mu.Unlock()
-	if !fresh {
-		return
+	if fresh {
+		w.recorder.Eventf(pod, corev1.EventTypeWarning, warning.Reason, "%s", warning.Message)
 	}
-	w.recorder.Eventf(pod, corev1.EventTypeWarning, ReasonNotInGang,
-		"pod carries %s=%s but is in no gang the extender knows (its gang source is switched off, or the workload's labels are incomplete): it is placed on its own, not with the rest of its job", label, pod.Labels[label])
 }
 
 // NotifyWaiting records the Event unless the pod had one within the interval.

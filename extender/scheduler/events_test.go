@@ -127,29 +127,25 @@ func TestWaitingEventsAfterTheInterval(t *testing.T) {
 	}
 }
 
-// TestNotInGangEvents: a pod that carries a workload's label but is in no gang gets a
-// Warning, once per workload and hour, not once per pod or retry.
-func TestNotInGangEvents(t *testing.T) {
+// TestWarnings: a Warning goes out once per key an hour, not once per pod or retry.
+func TestWarnings(t *testing.T) {
 	rec := &fakeRecorder{}
 	clk := testingclock.NewFakeClock(time.Unix(1_700_000_000, 0))
 	w := NewWaitingEvents(rec, time.Minute, nil, clk)
-	pod := func(name, jobset string) *corev1.Pod {
-		p := waitingPod(name, name)
-		p.Labels = map[string]string{"jobset.sigs.k8s.io/jobset-name": jobset}
-		return p
+	warn := func(pod, job string) {
+		w.Warn(waitingPod(pod, pod), view.Warning{Reason: view.ReasonNotInGang, Key: "ml/" + job, Message: "job " + job + " is no gang"})
 	}
-	w.NotifyUngrouped(pod("a-0", "a"), "jobset.sigs.k8s.io/jobset-name")
-	w.NotifyUngrouped(pod("a-1", "a"), "jobset.sigs.k8s.io/jobset-name")
-	w.NotifyUngrouped(pod("b-0", "b"), "jobset.sigs.k8s.io/jobset-name")
+	warn("a-0", "a")
+	warn("a-1", "a")
+	warn("b-0", "b")
 	clk.Step(59 * time.Minute)
-	w.NotifyUngrouped(pod("a-0", "a"), "jobset.sigs.k8s.io/jobset-name")
+	warn("a-0", "a")
 	clk.Step(time.Minute)
-	w.NotifyUngrouped(pod("a-2", "a"), "jobset.sigs.k8s.io/jobset-name")
-	const msg = ": pod carries jobset.sigs.k8s.io/jobset-name=%s but is in no gang the extender knows (its gang source is switched off, or the workload's labels are incomplete): it is placed on its own, not with the rest of its job"
+	warn("a-2", "a")
 	want := []string{
-		"ml/a-0 Warning NotInGang" + fmt.Sprintf(msg, "a"),
-		"ml/b-0 Warning NotInGang" + fmt.Sprintf(msg, "b"),
-		"ml/a-2 Warning NotInGang" + fmt.Sprintf(msg, "a"),
+		"ml/a-0 Warning NotInGang: job a is no gang",
+		"ml/b-0 Warning NotInGang: job b is no gang",
+		"ml/a-2 Warning NotInGang: job a is no gang",
 	}
 	if diff := cmp.Diff(want, rec.events); diff != "" {
 		t.Errorf("events (-want +got):\n%s", diff)

@@ -68,15 +68,18 @@ type Decisions interface {
 	// UID, namespace and name) may be evicted for it.
 	MayPreempt(pod *corev1.Pod) bool
 	MayEvict(victim gang.PodRef) bool
+	// BindCheck says whether the extender may bind the pod to node at all (a pod of a
+	// scheduler it serves, a node the pod may use), whoever asks.
+	BindCheck(ctx context.Context, pod gang.PodRef, node string) error
 }
 
 // WaitingNotifier tells a pod that waits for its job's turn why, e.g. with an Event on the
 // pod. It must not block: it is called on the filter's path.
 type WaitingNotifier interface {
 	NotifyWaiting(pod *corev1.Pod, adm view.Admission)
-	// NotifyUngrouped tells the user of a pod in no job that carries a workload's label
-	// (view.Admission.Ungrouped) that it is placed on its own.
-	NotifyUngrouped(pod *corev1.Pod, label string)
+	// Warn tells the user of a pod of something they most likely did not mean
+	// (view.Admission.Warnings).
+	Warn(pod *corev1.Pod, warning view.Warning)
 }
 
 // Turns tracks the pods the filter turns away, so that they come back when their job's turn
@@ -235,10 +238,10 @@ func (v *Verbs) settle(d Decisions, adm view.Admission, pod *corev1.Pod) (_ Deci
 // Routes are the kube-scheduler verbs, served under prefix once the cluster view has synced.
 func (v *Verbs) Routes(prefix string) []wire.Route {
 	return []wire.Route{
-		{Path: prefix + "/" + VerbFilter, Verb: VerbFilter, Handler: v.filter, NeedsView: true},
-		{Path: prefix + "/" + VerbPrioritize, Verb: VerbPrioritize, Handler: v.prioritize, NeedsView: true},
-		{Path: prefix + "/" + VerbBind, Verb: VerbBind, Handler: v.bind, NeedsView: true},
-		{Path: prefix + "/" + VerbPreempt, Verb: VerbPreempt, Handler: v.preempt, NeedsView: true},
+		{Path: prefix + "/" + VerbFilter, Verb: VerbFilter, Handler: v.filter, NeedsView: true, Kind: wire.KindScheduler},
+		{Path: prefix + "/" + VerbPrioritize, Verb: VerbPrioritize, Handler: v.prioritize, NeedsView: true, Kind: wire.KindScheduler},
+		{Path: prefix + "/" + VerbBind, Verb: VerbBind, Handler: v.bind, NeedsView: true, Kind: wire.KindScheduler, Held: true},
+		{Path: prefix + "/" + VerbPreempt, Verb: VerbPreempt, Handler: v.preempt, NeedsView: true, Kind: wire.KindScheduler},
 	}
 }
 
@@ -307,12 +310,14 @@ func (v *Verbs) decideFilter(d Decisions, adm view.Admission, parked bool, args 
 	result := &answer.ExtenderFilterResult
 	names := candidateNames(args)
 	ok, reason := adm.OK, adm.Reason
+	if v.waiting != nil {
+		for _, warning := range adm.Warnings {
+			v.waiting.Warn(args.Pod, warning)
+		}
+	}
 	var check func(string) (bool, string)
 	if ok {
 		check = d.NodeCheck(args.Pod)
-		if adm.Ungrouped != "" && v.waiting != nil {
-			v.waiting.NotifyUngrouped(args.Pod, adm.Ungrouped)
-		}
 		v.metrics.GateDecision(VerbFilter, metrics.OutcomeAdmitted)
 		v.turns.Passed(args.Pod)
 	} else {
@@ -526,6 +531,11 @@ func (v *Verbs) bind(w http.ResponseWriter, r *http.Request, c wire.Call) wire.N
 		return wire.Note{}
 	}
 	pod := gang.PodRef{Namespace: args.PodNamespace, Name: args.PodName, UID: args.PodUID}
+	if err := v.decider().BindCheck(r.Context(), pod, args.Node); err != nil {
+		v.metrics.GateDecision(VerbBind, metrics.OutcomeRefused)
+		wire.WriteJSON(w, http.StatusOK, extenderv1.ExtenderBindingResult{Error: err.Error()})
+		return wire.Note{Pod: pod.String(), Decision: "refused: " + err.Error()}
+	}
 	result := extenderv1.ExtenderBindingResult{}
 	// The Binding must not be cut short when the scheduler drops the request: a bind that
 	// reached the API server is finished (the scheduler checks spec.nodeName afterwards).

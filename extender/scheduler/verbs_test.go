@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strconv"
 	"strings"
 	"sync"
@@ -49,6 +50,7 @@ type fakeDecider struct {
 	conflicts map[string]string // "pod/node" -> reason
 	scores    map[string]int64  // node -> score
 	planned   map[string]string // pod name -> the node its job's plan puts it on
+	refuse    map[string]string // "pod/node" -> why BindCheck refuses the bind
 	// changes and latest are the snapshot's and the view's change counts, on every answer.
 	changes, latest uint64
 }
@@ -93,6 +95,13 @@ func (f *fakeDecider) MayPreempt(pod *corev1.Pod) bool {
 }
 
 func (f *fakeDecider) Planned(pod *corev1.Pod) string { return f.planned[pod.Name] }
+
+func (f *fakeDecider) BindCheck(_ context.Context, pod gang.PodRef, node string) error {
+	if why, ok := f.refuse[pod.Name+"/"+node]; ok {
+		return errors.New(why)
+	}
+	return nil
+}
 
 func (f *fakeDecider) MayEvict(victim gang.PodRef) bool {
 	return !strings.HasPrefix(string(victim.UID), "gang-") && !strings.HasPrefix(victim.Name, "gang-")
@@ -151,10 +160,10 @@ func (f *fakeNotifier) NotifyWaiting(pod *corev1.Pod, adm view.Admission) {
 	f.calls = append(f.calls, podKey(pod)+": "+adm.Reason)
 }
 
-func (f *fakeNotifier) NotifyUngrouped(pod *corev1.Pod, label string) {
+func (f *fakeNotifier) Warn(pod *corev1.Pod, warning view.Warning) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.calls = append(f.calls, podKey(pod)+": not in a gang despite "+label)
+	f.calls = append(f.calls, podKey(pod)+": "+warning.Reason+" "+warning.Message)
 }
 
 func newTestServer(t *testing.T, ready bool, maxBytes int64) *testServer {
@@ -171,6 +180,7 @@ func newTestServer(t *testing.T, ready bool, maxBytes int64) *testServer {
 		scores:    map[string]int64{"n1": 10, "n2": 3},
 		// ps1's planned node fails its check: the other passing nodes stay.
 		planned: map[string]string{"planned": "n2", "ps1": "n2", "elsewhere": "n9"},
+		refuse:  map[string]string{"other/n1": `pod default/other is of scheduler "default-scheduler", not one this extender binds for (cps-scheduler)`},
 	}
 	// The newest snapshot Turns has seen gives job ns/a the turn.
 	tu := &recordingTurns{Turns: turns.New(turns.Options{Log: log, Nudger: noNudger{}})}
@@ -182,7 +192,7 @@ func newTestServer(t *testing.T, ready bool, maxBytes int64) *testServer {
 	metrics := metrics.New(prometheus.NewRegistry())
 	waiting := &fakeNotifier{}
 	verbs.Observe(metrics, waiting)
-	srv, err := server.New(server.Options{Log: log, MaxRequestBytes: maxBytes, Ready: readyFlag(ready), Metrics: metrics, Routes: verbs.Routes("/scheduler")})
+	srv, err := server.New(server.Options{Access: server.OpenAccess, Log: log, MaxRequestBytes: maxBytes, Ready: readyFlag(ready), Metrics: metrics, Routes: verbs.Routes("/scheduler")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -378,6 +388,11 @@ func TestBind(t *testing.T) {
 			name:      "binds through the binder",
 			body:      `{"PodName":"p1","PodNamespace":"default","PodUID":"u1","Node":"n1"}`,
 			wantBinds: []string{"default/p1->n1"},
+		},
+		{
+			name:      "a bind the view refuses (another scheduler's pod) is never posted",
+			body:      `{"PodName":"other","PodNamespace":"default","PodUID":"u3","Node":"n1"}`,
+			wantError: `pod default/other is of scheduler "default-scheduler", not one this extender binds for (cps-scheduler)`,
 		},
 		{
 			name:      "a pod that no longer exists answers an Error saying so",
@@ -711,7 +726,7 @@ func TestFilterAwaitsView(t *testing.T) {
 			done := make(chan Decisions)
 			go func() {
 				d, adm := v.fresh(context.Background(), tt.snapshots[0], pod)
-				if adm != d.Admit(pod) {
+				if !reflect.DeepEqual(adm, d.Admit(pod)) {
 					t.Errorf("admission %+v is not that of the decisions returned", adm)
 				}
 				done <- d
@@ -805,7 +820,7 @@ func TestFilterDecidesAgainWhenTheTurnCame(t *testing.T) {
 			}
 			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "default"}}
 			d, adm, parked := v.settle(tt.first, tt.first.Admit(pod), pod)
-			if adm != d.Admit(pod) {
+			if !reflect.DeepEqual(adm, d.Admit(pod)) {
 				t.Errorf("admission %+v is not that of the decisions returned", adm)
 			}
 			if adm.OK != tt.wantOK || parked != tt.wantParked {

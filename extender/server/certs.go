@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"os"
 	"sync"
@@ -97,4 +98,66 @@ func (c *CertReloader) load(certPEM, keyPEM []byte) error {
 	}
 	c.cert, c.certPEM, c.keyPEM = &cert, certPEM, keyPEM
 	return nil
+}
+
+// ClientCAReloader keeps a pool of client certificate authorities from a PEM file,
+// reloaded when the file changes (checked at most once per interval, on a handshake). A
+// bundle that fails to load is logged and the previous pool stays in use.
+type ClientCAReloader struct {
+	log      *zap.Logger
+	file     string
+	interval time.Duration
+	now      func() time.Time
+
+	mu      sync.Mutex
+	pool    *x509.CertPool
+	pem     []byte
+	checked time.Time
+}
+
+// NewClientCAReloader loads the bundle once; an error here stops the start. interval 0
+// never reloads.
+func NewClientCAReloader(log *zap.Logger, file string, interval time.Duration) (*ClientCAReloader, error) {
+	c := &ClientCAReloader{log: log, file: file, interval: interval, now: time.Now}
+	pem, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("tls.clientCAFile: %w", err)
+	}
+	if c.pool, err = ClientCAs(pem); err != nil {
+		return nil, fmt.Errorf("tls.clientCAFile %s: %w", file, err)
+	}
+	c.pem, c.checked = pem, c.now()
+	return c, nil
+}
+
+// Pool returns the current pool, reloading it first if the file changed.
+func (c *ClientCAReloader) Pool() *x509.CertPool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if now := c.now(); c.interval > 0 && now.Sub(c.checked) >= c.interval {
+		c.checked = now
+		pem, err := os.ReadFile(c.file)
+		switch {
+		case err != nil:
+			c.log.Error("TLS reload: reading the client CA bundle; the current one stays", zap.Error(err))
+		case !bytes.Equal(pem, c.pem):
+			if pool, err := ClientCAs(pem); err != nil {
+				c.log.Error("TLS reload: the new client CA bundle does not load; the current one stays", zap.Error(err))
+			} else {
+				c.pool, c.pem = pool, pem
+				c.log.Info("TLS client CA bundle reloaded", zap.String("clientCAFile", c.file))
+			}
+		}
+	}
+	return c.pool
+}
+
+// RequestClients makes base ask callers for a client certificate, which the access check of
+// each endpoint verifies against Pool (Access.ClientCAs): a call without one is still
+// served where no certificate is needed (the probes, /metrics), and one with a wrong one
+// gets an HTTP answer saying so.
+func RequestClients(base *tls.Config) *tls.Config {
+	out := base.Clone()
+	out.ClientAuth = tls.RequestClientCert
+	return out
 }

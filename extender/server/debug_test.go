@@ -24,7 +24,7 @@ func (f fixedQueue) Queue() (*priority.Queue, time.Time) { return f.q, f.at }
 // queueTestServer serves /debug/queue from queue.
 func queueTestServer(t *testing.T, queue QueueSource) *Server {
 	t.Helper()
-	srv, err := New(Options{Log: zap.NewNop(), MaxRequestBytes: 1 << 20, Ready: readyFlag(true), Queue: queue})
+	srv, err := New(Options{Access: OpenAccess, Log: zap.NewNop(), MaxRequestBytes: 1 << 20, Ready: readyFlag(true), Queue: queue})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -71,7 +71,7 @@ func TestDebugNodes(t *testing.T) {
 	if !ok || d.Phase != priority.PhaseAdmitted || planned == "" {
 		t.Fatalf("ns/gather: %+v: want it admitted with a plan for its worker", d)
 	}
-	srv, err := New(Options{Log: zap.NewNop(), MaxRequestBytes: 1 << 20, Ready: readyFlag(true), Queue: f, Layout: f})
+	srv, err := New(Options{Access: OpenAccess, Log: zap.NewNop(), MaxRequestBytes: 1 << 20, Ready: readyFlag(true), Queue: f, Layout: f})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +129,7 @@ func TestDebugNodesRoutes(t *testing.T) {
 		{name: "read-only", opts: Options{Layout: layoutJobs(t), Queue: layoutJobs(t)}, path: "POST /debug/nodes", status: http.StatusMethodNotAllowed},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			tc.opts.Log, tc.opts.MaxRequestBytes, tc.opts.Ready = zap.NewNop(), 1<<20, readyFlag(true)
+			tc.opts.Log, tc.opts.MaxRequestBytes, tc.opts.Ready, tc.opts.Access = zap.NewNop(), 1<<20, readyFlag(true), OpenAccess
 			srv, err := New(tc.opts)
 			if err != nil {
 				t.Fatal(err)

@@ -31,6 +31,7 @@ type Server struct {
 	queue    QueueSource
 	layout   LayoutSource
 	metrics  *metrics.Metrics
+	access   Access
 	router   *httprouter.Router
 	// verbs lists the verbs served under each route prefix, for the 404 of an unknown verb.
 	verbs map[string][]string
@@ -49,6 +50,14 @@ type Options struct {
 	Layout LayoutSource
 	// Metrics counts requests and serves /metrics; nil leaves them out.
 	Metrics *metrics.Metrics
+	// HideMetrics counts requests in Metrics but serves no /metrics (the webhook's listener).
+	HideMetrics bool
+	// Access says who may call the routes, /debug/*, /ui and /metrics; /healthz and
+	// /readyz are open. Its zero value lets callers in from loopback only.
+	Access Access
+	// MaxInFlight bounds the requests of one route served at once, MaxInFlightHeld those of
+	// a Held route (bind); past the bound a request gets 429. 0: no bound.
+	MaxInFlight, MaxInFlightHeld int
 }
 
 // New builds the HTTP handler of the extender.
@@ -66,7 +75,13 @@ func New(o Options) (*Server, error) {
 	if len(missing) > 0 {
 		return nil, fmt.Errorf("extender server: missing %s", strings.Join(missing, ", "))
 	}
-	s := &Server{log: o.Log, maxBytes: o.MaxRequestBytes, ready: o.Ready, queue: o.Queue, layout: o.Layout, metrics: o.Metrics, verbs: map[string][]string{}}
+	access := o.Access
+	for _, ways := range []*[]string{&access.Scheduler, &access.Volcano, &access.Admin} {
+		if len(*ways) == 0 {
+			*ways = []string{WayLoopback}
+		}
+	}
+	s := &Server{log: o.Log, maxBytes: o.MaxRequestBytes, ready: o.Ready, queue: o.Queue, layout: o.Layout, metrics: o.Metrics, access: access, verbs: map[string][]string{}}
 	r := httprouter.New()
 	r.RedirectTrailingSlash = false
 	r.RedirectFixedPath = false
@@ -77,25 +92,35 @@ func New(o Options) (*Server, error) {
 			return nil, fmt.Errorf("extender server: two routes for %s: give each part its own URL prefix", route.Path)
 		}
 		seen[route.Path] = true
-		r.POST(route.Path, s.handle(route))
+		limit := o.MaxInFlight
+		if route.Held {
+			limit = o.MaxInFlightHeld
+		}
+		r.POST(route.Path, s.handle(route, limit))
 		prefix, verb := path.Split(route.Path)
 		s.verbs[prefix] = append(s.verbs[prefix], verb)
 	}
 	r.GET("/healthz", s.healthz)
 	r.GET("/readyz", s.readyz)
+	admin := func(path string, h httprouter.Handle) {
+		r.GET(path, func(w http.ResponseWriter, req *http.Request, p httprouter.Params) {
+			s.guard("admin", func(w http.ResponseWriter, req *http.Request) { h(w, req, p) })(w, req)
+		})
+	}
 	if s.queue != nil {
-		r.GET("/debug/queue", s.debugQueue)
+		admin("/debug/queue", s.debugQueue)
 	}
 	if s.layout != nil {
-		r.GET("/debug/nodes", s.debugNodes)
+		admin("/debug/nodes", s.debugNodes)
 		if s.queue != nil {
-			if err := routeUI(r); err != nil {
+			if err := routeUI(admin); err != nil {
 				return nil, err
 			}
 		}
 	}
-	if s.metrics != nil {
-		r.Handler(http.MethodGet, "/metrics", s.metrics.Handler())
+	if s.metrics != nil && !o.HideMetrics {
+		metricsHandler := s.metrics.Handler()
+		admin("/metrics", func(w http.ResponseWriter, req *http.Request, _ httprouter.Params) { metricsHandler.ServeHTTP(w, req) })
 	}
 	r.NotFound = http.HandlerFunc(s.notFound)
 	r.MethodNotAllowed = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
@@ -124,7 +149,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // handle wraps one route: readiness check where it needs the view, then the verb's own
 // decode-decide-encode; the verb's request is counted and timed in the metrics and logged
 // (verb, pod, decision, duration).
-func (s *Server) handle(route wire.Route) httprouter.Handle {
+func (s *Server) handle(route wire.Route, limit int) httprouter.Handle {
+	var slots chan struct{}
+	if limit > 0 {
+		slots = make(chan struct{}, limit)
+	}
 	return func(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
 		start := time.Now()
 		rec, _ := w.(*statusRecorder)
@@ -133,10 +162,22 @@ func (s *Server) handle(route wire.Route) httprouter.Handle {
 		}
 		rec.verb = route.Verb
 		var note wire.Note
-		if route.NeedsView && !s.ready.Ready() {
-			wire.WriteJSON(rec, http.StatusServiceUnavailable, wire.ErrorBody{Error: "extender is not ready: cluster view not synced yet"})
+		if status, msg := s.access.allow(r, route.Kind); status != 0 {
+			s.metrics.ObserveRefused(route.Kind, status)
+			wire.WriteJSON(rec, status, wire.ErrorBody{Error: msg})
+			note.Decision = "refused"
+		} else if !take(slots) {
+			rec.Header().Set("Retry-After", "1")
+			wire.WriteJSON(rec, http.StatusTooManyRequests, wire.ErrorBody{Error: fmt.Sprintf("%s: %d requests are being served already; retry", route.Verb, limit)})
 		} else {
-			note = route.Handler(rec, r, wire.Call{MaxBytes: s.maxBytes, Detailed: s.log.Core().Enabled(zap.DebugLevel)})
+			if route.NeedsView && !s.ready.Ready() {
+				wire.WriteJSON(rec, http.StatusServiceUnavailable, wire.ErrorBody{Error: "extender is not ready: cluster view not synced yet"})
+			} else {
+				note = route.Handler(rec, r, wire.Call{MaxBytes: s.maxBytes, Detailed: s.log.Core().Enabled(zap.DebugLevel)})
+			}
+			if slots != nil {
+				<-slots
+			}
 		}
 		took := time.Since(start)
 		s.metrics.ObserveRequest(route.Verb, rec.status, took)
@@ -157,6 +198,19 @@ func (s *Server) logRequest(r *http.Request, rec *statusRecorder, verb string, n
 			fields = append(fields, zap.ByteString("error", bytes.TrimSpace(rec.errBody)))
 		}
 		ce.Write(fields...)
+	}
+}
+
+// take takes a slot of slots, without waiting; a nil slots has room for all.
+func take(slots chan struct{}) bool {
+	if slots == nil {
+		return true
+	}
+	select {
+	case slots <- struct{}{}:
+		return true
+	default:
+		return false
 	}
 }
 

@@ -34,7 +34,7 @@ func uiFile(body []byte, contentType string) httprouter.Handle {
 }
 
 // routeUI adds GET /ui (the queue page) and its script, style and icon.
-func routeUI(r *httprouter.Router) error {
+func routeUI(get func(path string, h httprouter.Handle)) error {
 	for _, f := range []struct{ path, file, contentType string }{
 		{"/ui", "ui/index.html", "text/html; charset=utf-8"},
 		{"/ui/app.js", "ui/app.js", "text/javascript; charset=utf-8"},
@@ -45,7 +45,7 @@ func routeUI(r *httprouter.Router) error {
 		if err != nil {
 			return fmt.Errorf("extender server: the queue page's %s: %w", f.file, err)
 		}
-		r.GET(f.path, uiFile(body, f.contentType))
+		get(f.path, uiFile(body, f.contentType))
 	}
 	return nil
 }

@@ -25,7 +25,7 @@ func request(srv http.Handler, line string) *httptest.ResponseRecorder {
 func uiTestServer(t *testing.T) *Server {
 	t.Helper()
 	f := layoutJobs(t)
-	srv, err := New(Options{Log: zap.NewNop(), MaxRequestBytes: 1 << 20, Ready: readyFlag(true), Queue: f, Layout: f})
+	srv, err := New(Options{Access: OpenAccess, Log: zap.NewNop(), MaxRequestBytes: 1 << 20, Ready: readyFlag(true), Queue: f, Layout: f})
 	if err != nil {
 		t.Fatal(err)
 	}

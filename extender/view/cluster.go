@@ -75,6 +75,8 @@ type viewConfig struct {
 	gang     config.GangConfig
 	model    priority.Model
 	affinity priority.Affinity
+	// schedulerNames are the schedulers whose pods the extender binds (BindCheck).
+	schedulerNames []string
 }
 
 // ClusterOptions are the dependencies and settings of a Cluster.
@@ -126,7 +128,7 @@ func NewCluster(o ClusterOptions) *Cluster {
 	c.informers.Store(&map[string]cache.InformerSynced{
 		"nodes": nodeInf.Informer().HasSynced, "pods": podInf.Informer().HasSynced, "namespaces": nsInf.Informer().HasSynced,
 	})
-	c.cfg.Store(&viewConfig{gang: o.Config.Gang, model: o.Config.Model.PriorityModel(), affinity: o.Config.Affinity})
+	c.cfg.Store(&viewConfig{gang: o.Config.Gang, model: o.Config.Model.PriorityModel(), affinity: o.Config.Affinity, schedulerNames: o.Config.SchedulerNames})
 	sourceChanged := func() {
 		c.sourceChanges.Add(1)
 		c.Trigger()
@@ -313,7 +315,7 @@ func (c *Cluster) podGroup(lookup, namespace, name string) (gang.GroupInfo, bool
 // SetModel swaps the model and affinity the view computes with, and recomputes the queue.
 func (c *Cluster) SetModel(model priority.Model, affinity priority.Affinity) {
 	old := c.cfg.Load()
-	c.cfg.Store(&viewConfig{gang: old.gang, model: model, affinity: affinity})
+	c.cfg.Store(&viewConfig{gang: old.gang, model: model, affinity: affinity, schedulerNames: old.schedulerNames})
 	c.Trigger()
 }
 

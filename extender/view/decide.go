@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/cps-extender/cps-extender/extender/gang"
@@ -43,15 +44,27 @@ type Admission struct {
 	// now, and the filter may wait a moment for them (see scheduler.AwaitView) rather than
 	// turn the pod away, which costs it a trip through kube-scheduler's queues.
 	Gathering bool
-	// Ungrouped names the workload controller's label a pod in no job carries ("" for
-	// none): it is placed on its own, not as a member of a gang, which its user most likely
-	// did not mean (a gang source switched off, or a label set by hand).
-	Ungrouped string
+	// Warnings are what the pod's user most likely did not mean: a workload controller's
+	// label on a pod in no job (it is placed on its own), a label the extender ignores.
+	Warnings []Warning
 	// Changes is how many changes the snapshot the answer comes from reflects, and Latest
 	// how many the view had received when the answer was made: a waiting pod decided on a
 	// snapshot with Changes < Latest may be waiting for room an event just freed (see
 	// scheduler.AwaitView).
 	Changes, Latest uint64
+}
+
+// The reasons of the Warnings on pods (Admission.Warnings).
+const (
+	// ReasonNotInGang: the pod carries a workload controller's label but is in no gang.
+	ReasonNotInGang = "NotInGang"
+	// ReasonLabelIgnored: the pod carries a label the extender does not honour there.
+	ReasonLabelIgnored = "LabelIgnored"
+)
+
+// Warning is a Warning Event for a pod, sent once per Key (a job, mostly) an hour.
+type Warning struct {
+	Reason, Key, Message string
 }
 
 // GatherWindow is how long after a job's first pod was created its gang counts as still
@@ -101,21 +114,27 @@ func (ds *Decisions) Admit(pod *corev1.Pod) Admission {
 	}
 	m, inJob := membershipOf(cfg.gang, pod, ds.c.podGroup)
 	if !inJob {
-		return Admission{OK: true, Ungrouped: gang.WorkloadLabel(pod)}
+		var warnings []Warning
+		if label := gang.WorkloadLabel(pod); label != "" {
+			warnings = append(warnings, Warning{Reason: ReasonNotInGang, Key: pod.Namespace + "/" + label + "=" + pod.Labels[label],
+				Message: fmt.Sprintf("pod carries %s=%s but is in no gang the extender knows (its gang source is switched off, or the workload's labels are incomplete): it is placed on its own, not with the rest of its job", label, pod.Labels[label])})
+		}
+		return Admission{OK: true, Warnings: warnings}
 	}
+	warnings := ds.c.ignoredLabels(cfg, pod, m)
 	snap := ds.snap
 	job, d, ok := snap.Job(m.jobKey)
 	if !ok {
-		return Admission{Reason: fmt.Sprintf("job %s is not in the extender's view yet; it is retried shortly", m.jobKey), Job: m.jobKey, Retry: true}
+		return Admission{Reason: fmt.Sprintf("job %s is not in the extender's view yet; it is retried shortly", m.jobKey), Job: m.jobKey, Retry: true, Warnings: warnings}
 	}
 	if d.Phase != priority.PhaseAdmitted && d.Phase != priority.PhaseRunning { // waiting, preempting, unschedulable
 		_, seen := snap.JobOf(pod.UID, pod.Namespace, pod.Name)
 		return Admission{Reason: d.Wait, Explain: d.Reason, Job: m.jobKey, Queued: true,
 			Unschedulable: d.Phase == priority.PhaseUnschedulable, Retry: !seen,
 			Gathering: d.Pods < d.MinMember && snap.Computed.Sub(job.Created) < GatherWindow,
-			Changes:   snap.changes, Latest: ds.c.index.changes.Load()}
+			Changes:   snap.changes, Latest: ds.c.index.changes.Load(), Warnings: warnings}
 	}
-	return Admission{OK: true, Job: m.jobKey}
+	return Admission{OK: true, Job: m.jobKey, Warnings: warnings}
 }
 
 func (c *Cluster) exempt(namespace string) bool {
@@ -240,6 +259,52 @@ func (c *Cluster) JobOfPod(ctx context.Context, ref gang.PodRef) (string, bool, 
 	}
 	m, inJob := membershipOf(c.config().gang, pod, c.podGroup)
 	return m.jobKey, inJob, nil
+}
+
+// BindCheck says whether the extender may bind a pod to node, defense in depth against a
+// caller that is not the scheduler it serves: the pod must be one of a scheduler in the
+// config's schedulerNames (empty: any), still unbound, and node one it may use (its node selector,
+// required node affinity and tolerations against the node's NoSchedule and NoExecute
+// taints, a node that is not Ready or cordoned counting as tainted), as kube-scheduler's filters would
+// have checked. The pod is read from the informer cache, else from the API server.
+func (c *Cluster) BindCheck(ctx context.Context, ref gang.PodRef, node string) error {
+	schedulerNames := c.config().schedulerNames
+	pod, err := c.pods.Pods(ref.Namespace).Get(ref.Name)
+	if err != nil && c.client != nil {
+		pod, err = c.client.CoreV1().Pods(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+	}
+	if apierrors.IsNotFound(err) {
+		return fmt.Errorf("pod %s no longer exists", ref)
+	}
+	if err != nil {
+		return fmt.Errorf("looking up pod %s: %w", ref, err)
+	}
+	if ref.UID != "" && pod.UID != ref.UID {
+		return fmt.Errorf("pod %s is not the pod of UID %s (it was made anew)", ref, ref.UID)
+	}
+	if len(schedulerNames) > 0 && !slices.Contains(schedulerNames, pod.Spec.SchedulerName) {
+		return fmt.Errorf("pod %s is of scheduler %q, not one this extender binds for (%s)", ref, pod.Spec.SchedulerName, strings.Join(schedulerNames, ", "))
+	}
+	if pod.Spec.NodeName != "" && pod.Spec.NodeName != node {
+		return fmt.Errorf("pod %s is bound to %s already", ref, pod.Spec.NodeName)
+	}
+	n, ok := c.Node(node)
+	if !ok {
+		return fmt.Errorf("node %s is not in the extender's view", node)
+	}
+	taints := nodeTaints(n)
+	if n.Spec.Unschedulable {
+		taints = append(slices.Clone(taints), corev1.Taint{Key: corev1.TaintNodeUnschedulable, Effect: corev1.TaintEffectNoSchedule})
+	}
+	if ok, why := newPodConstraints(constraintsKey(pod), pod).allows(n, taints); !ok {
+		return fmt.Errorf("pod %s may not run on node %s: %s", ref, node, why)
+	}
+	return nil
+}
+
+// BindCheck is Cluster.BindCheck.
+func (d *Decisions) BindCheck(ctx context.Context, ref gang.PodRef, node string) error {
+	return d.c.BindCheck(ctx, ref, node)
 }
 
 // MayPreempt says whether a pod may have the scheduler preempt for it: not while its job

@@ -151,3 +151,14 @@ func sameTaints(a, b []corev1.Taint) bool {
 		return x.Key == y.Key && x.Value == y.Value && x.Effect == y.Effect
 	})
 }
+
+// allows says whether a pod of constraints c may use node n, and if not, why.
+func (c *podConstraints) allows(n *corev1.Node, taints []corev1.Taint) (bool, string) {
+	if ok, err := c.affinity.Match(n); err != nil || !ok {
+		return false, "it does not match the pod's node selector and required node affinity"
+	}
+	if t, untolerated := v1helper.FindMatchingUntoleratedTaint(logr.Discard(), taints, c.tolerations, doNotSchedule, false); untolerated {
+		return false, "it has a taint the pod does not tolerate (" + t.ToString() + ")"
+	}
+	return true, ""
+}

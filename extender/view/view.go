@@ -1,13 +1,17 @@
 package view
 
 import (
+	"fmt"
 	"maps"
+	"slices"
 	"strings"
 	"time"
 
+	"github.com/cps-extender/cps-extender/extender/config"
 	"github.com/cps-extender/cps-extender/extender/gang"
 
 	"go.uber.org/zap"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/cps-extender/cps-extender/priority"
@@ -256,7 +260,7 @@ func (c *Cluster) recompute(now time.Time) {
 			}
 			job.PSApart = hardPS || snap.hardPS[job.Key]
 			if job.User == "" {
-				job.User = c.userOf(pod.namespace, m.user, cfg.gang.UserLabel)
+				job.User, job.UserFrom = c.userOf(pod.namespace, m.user, cfg.gang)
 			}
 			if fillPodMaps {
 				snap.podJob[pod.uid] = job.Key
@@ -449,18 +453,44 @@ func (c *Cluster) turnedAway() []TurnedAway {
 	return out
 }
 
-// userOf names the user of a job: the pod's label, else its namespace's label, else the
-// namespace's name.
-func (c *Cluster) userOf(namespace, fromPod, userLabel string) string {
-	if fromPod != "" {
-		return fromPod
+// Where a job's user comes from (priority.Job.UserFrom).
+const (
+	UserFromPodLabel       = "pod label"
+	UserFromNamespaceLabel = "namespace label"
+	UserFromNamespace      = "namespace"
+)
+
+// userOf names the user of a job and where it came from: the pod's label where its
+// namespace may name its pods' user (gang.podUserNamespaces), else the namespace's label,
+// else the namespace's name. Who may edit a namespace decides its user, not who may
+// create pods in it.
+func (c *Cluster) userOf(namespace, fromPod string, g config.GangConfig) (string, string) {
+	if fromPod != "" && podMayNameUser(g, namespace) {
+		return fromPod, UserFromPodLabel
 	}
 	if c.namespaces != nil {
-		if ns, err := c.namespaces.Get(namespace); err == nil && ns.Labels[userLabel] != "" {
-			return ns.Labels[userLabel]
+		if ns, err := c.namespaces.Get(namespace); err == nil && ns.Labels[g.UserLabel] != "" {
+			return ns.Labels[g.UserLabel], UserFromNamespaceLabel
 		}
 	}
-	return namespace
+	return namespace, UserFromNamespace
+}
+
+// podMayNameUser reports whether pods of namespace may name their own user.
+func podMayNameUser(g config.GangConfig, namespace string) bool {
+	return slices.Contains(g.PodUserNamespaces, namespace) || slices.Contains(g.PodUserNamespaces, "*")
+}
+
+// ignoredLabels are the Warnings for the labels of a job's pod that the extender does not
+// honour where the pod is: a user named by a pod whose namespace may not.
+func (c *Cluster) ignoredLabels(cfg *viewConfig, pod *corev1.Pod, m membership) []Warning {
+	if m.user == "" || podMayNameUser(cfg.gang, pod.Namespace) {
+		return nil
+	}
+	user, from := c.userOf(pod.Namespace, "", cfg.gang)
+	return []Warning{{Reason: ReasonLabelIgnored, Key: m.jobKey + "\x00user",
+		Message: fmt.Sprintf("label %s=%s is ignored: namespace %s may not name its pods' user (gang.podUserNamespaces); job %s is ranked as user %s (from the %s)",
+			cfg.gang.UserLabel, m.user, pod.Namespace, m.jobKey, user, from)}}
 }
 
 // smallerNonEmpty is the smaller of a and b, an empty one counting as absent.

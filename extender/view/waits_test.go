@@ -44,6 +44,7 @@ func TestJobWaitMetrics(t *testing.T) {
 	// alice's tier ranks below the default one: her job waits behind early.
 	cfg.Model.Tiers["tin"] = 0.1
 	cfg.Model.UserTiers = map[string]string{"alice": "tin"}
+	cfg.Gang.PodUserNamespaces = []string{"*"} // the pods name their user
 	m := metrics.New(prometheus.NewRegistry())
 	c := NewCluster(ClusterOptions{Log: zap.NewNop(), Client: fake.NewClientset(), Config: cfg, Metrics: m})
 	old := pod("old", 2000, t0.Add(-10*time.Minute), "n1", "", "")

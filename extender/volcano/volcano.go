@@ -127,7 +127,7 @@ func (v *Verbs) Routes() []wire.Route {
 		{VerbJobEnqueueable, serveVolcano(v.decideEnqueue)},
 		{VerbJobReady, serveVolcano(v.decideJobReady)},
 	} {
-		out = append(out, wire.Route{Path: v.prefix + "/" + route.verb, Verb: "volcano/" + route.verb, Handler: route.handler})
+		out = append(out, wire.Route{Path: v.prefix + "/" + route.verb, Verb: "volcano/" + route.verb, Handler: route.handler, Kind: wire.KindVolcano})
 	}
 	return out
 }

@@ -84,7 +84,7 @@ func buildVolcanoServer(tb testing.TB, log *zap.Logger, clk clock.PassiveClock, 
 	if err != nil {
 		tb.Fatal(err)
 	}
-	srv, err := server.New(server.Options{Log: log, MaxRequestBytes: maxBytes, Ready: readyFlag(true), Routes: slices.Concat(viewRoutes(cfg.URLPrefix), volcano.Routes())})
+	srv, err := server.New(server.Options{Access: server.OpenAccess, Log: log, MaxRequestBytes: maxBytes, Ready: readyFlag(true), Routes: slices.Concat(viewRoutes(cfg.URLPrefix), volcano.Routes())})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -1165,7 +1165,7 @@ func TestVolcanoVerbsChecksItsConfig(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := server.New(server.Options{Log: log, MaxRequestBytes: 1024, Ready: readyFlag(true), Routes: slices.Concat(viewRoutes("/scheduler"), v.Routes())}); err == nil {
+		if _, err := server.New(server.Options{Access: server.OpenAccess, Log: log, MaxRequestBytes: 1024, Ready: readyFlag(true), Routes: slices.Concat(viewRoutes("/scheduler"), v.Routes())}); err == nil {
 			t.Error("NewServer accepted the same prefix twice")
 		}
 	})
@@ -1180,7 +1180,7 @@ func TestVolcanoNotReady(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := server.New(server.Options{Log: log, MaxRequestBytes: 1024, Ready: readyFlag(false), Routes: slices.Concat(viewRoutes("/scheduler"), v.Routes())})
+	srv, err := server.New(server.Options{Access: server.OpenAccess, Log: log, MaxRequestBytes: 1024, Ready: readyFlag(false), Routes: slices.Concat(viewRoutes("/scheduler"), v.Routes())})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -104,11 +104,25 @@ type Call struct {
 // Handler answers one request and says what it decided.
 type Handler func(w http.ResponseWriter, r *http.Request, c Call) Note
 
+// The kinds of routes, which decide who may call them (the server's access check).
+const (
+	// KindScheduler routes are kube-scheduler's verbs.
+	KindScheduler = "scheduler"
+	// KindVolcano routes are Volcano's verbs.
+	KindVolcano = "volcano"
+	// KindWebhook routes are the API server's admission webhook calls.
+	KindWebhook = "webhook"
+)
+
 // Route is one endpoint a part of the extender serves: POST Path, counted and logged as
-// Verb. NeedsView routes answer 503 until the cluster view has synced.
+// Verb. NeedsView routes answer 503 until the cluster view has synced. Kind says who may
+// call it. Held routes may wait long for their answer (bind): they have a larger share
+// of the requests served at once.
 type Route struct {
 	Path      string
 	Verb      string
 	Handler   Handler
 	NeedsView bool
+	Kind      string
+	Held      bool
 }

@@ -1,5 +1,5 @@
-// Package testcerts makes a throwaway CA and serving certificates for 127.0.0.1, for the
-// TLS tests (unit and end-to-end). Nothing here is for production use.
+// Package testcerts makes a throwaway CA, serving certificates for 127.0.0.1 and client
+// certificates, for the TLS tests (unit and end-to-end). Nothing here is for production use.
 package testcerts
 
 import (
@@ -55,12 +55,28 @@ func (ca *CA) Pool() *x509.CertPool {
 // it and its key, PEM encoded.
 func (ca *CA) Issue(t testing.TB, serial int64) (certPEM, keyPEM []byte) {
 	t.Helper()
-	key := newKey(t)
-	tmpl := &x509.Certificate{
+	return ca.sign(t, &x509.Certificate{
 		SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: "cps-extender"},
 		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
 		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
+	})
+}
+
+// IssueClient makes a client certificate for the common name cn (kube-scheduler's, say)
+// and returns it and its key, PEM encoded.
+func (ca *CA) IssueClient(t testing.TB, serial int64, cn string) (certPEM, keyPEM []byte) {
+	t.Helper()
+	return ca.sign(t, &x509.Certificate{
+		SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: cn},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	})
+}
+
+// sign issues tmpl with a new key and returns the certificate and its key, PEM encoded.
+func (ca *CA) sign(t testing.TB, tmpl *x509.Certificate) (certPEM, keyPEM []byte) {
+	t.Helper()
+	key := newKey(t)
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.Cert, &key.PublicKey, ca.key)
 	if err != nil {
 		t.Fatal(err)

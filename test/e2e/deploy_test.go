@@ -5,6 +5,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -28,6 +29,7 @@ import (
 	"k8s.io/client-go/restmapper"
 
 	"github.com/cps-extender/cps-extender/extender/admission"
+	"github.com/cps-extender/cps-extender/internal/testcerts"
 	"github.com/cps-extender/cps-extender/test/e2e/framework"
 )
 
@@ -341,13 +343,35 @@ func TestDeploySidecar(t *testing.T) {
 // are both bound through the extender's bind verb, and the extender is refused nothing.
 func TestDeployStandalone(t *testing.T) {
 	d := deployOverlay(t, "deploy/overlays/standalone", framework.Nodes("node", 2, "4", "8Gi")...)
+	// The cluster's CA, which signs the scheduler's client certificate: here a test CA, in
+	// the place of the service account's ca.crt.
+	dir := t.TempDir()
+	clusterCA := testcerts.NewCA(t)
+	caFile, clientCert, clientKey, serverCA := filepath.Join(dir, "cluster-ca.crt"), filepath.Join(dir, "client.crt"), filepath.Join(dir, "client.key"), filepath.Join(dir, "ca.crt")
+	testcerts.WriteFile(t, caFile, clusterCA.PEM)
+	certPEM, keyPEM := clusterCA.IssueClient(t, 2, "system:kube-scheduler")
+	testcerts.WriteFile(t, clientCert, certPEM)
+	testcerts.WriteFile(t, clientKey, keyPEM)
+	// The extender serves HTTPS with the certificate it keeps; the test's own probes skip
+	// checking it (the scheduler checks it, with the CA from the Secret).
+	d.extTLS = &tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS12} //nolint:gosec // a test probe
 	// Debug logging, to count the scheduler's calls.
-	d.startExtender(append([]string{"log: {format: json, level: info}", "log: {format: json, level: debug}"}, callsOn...)...)
+	d.startExtender(append([]string{"log: {format: json, level: info}", "log: {format: json, level: debug}",
+		"/var/run/secrets/kubernetes.io/serviceaccount/ca.crt", caFile}, callsOn...)...)
+	// The extender's serving CA, as docs/deploy.md has the operator take it from the Secret.
+	secret, err := d.cp.Client.CoreV1().Secrets(deployNamespace).Get(context.Background(), "cps-extender-webhook-tls", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	testcerts.WriteFile(t, serverCA, secret.Data["ca.crt"])
 	raw, err := os.ReadFile(filepath.Join(d.repoRoot, "scheduler-config", "default-scheduler.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	sched := d.edit("default-scheduler.yaml", string(raw), "http://CLUSTER_IP:8888/", "http://"+d.extAddr+"/")
+	sched := d.edit("default-scheduler.yaml", string(raw), "https://CLUSTER_IP:8888/", "https://"+d.extAddr+"/")
+	for _, f := range [][2]string{{"/etc/kubernetes/cps-extender/ca.crt", serverCA}, {"/etc/kubernetes/cps-extender/client.crt", clientCert}, {"/etc/kubernetes/cps-extender/client.key", clientKey}} {
+		sched = d.edit("default-scheduler.yaml", sched, f[0], f[1])
+	}
 	// The default scheduler runs as itself, not as the extender: here, the admin.
 	sched = d.edit("default-scheduler.yaml", sched, "kubeconfig: /etc/kubernetes/scheduler.conf", "kubeconfig: "+d.cp.Kubeconfig)
 	sched = d.edit("default-scheduler.yaml", sched, "leaderElect: true", "leaderElect: false")

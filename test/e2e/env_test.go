@@ -76,14 +76,14 @@ func newEnv(t *testing.T, nodes ...framework.NodeSpec) *env {
 	return newEnvWith(t, framework.Options{}, nodes...)
 }
 
-// newEnvWith is newEnv on a control plane started with opts (its Users are set here).
+// newEnvWith is newEnv on a control plane started with opts (extenderUser joins its Users).
 func newEnvWith(t *testing.T, opts framework.Options, nodes ...framework.NodeSpec) *env {
 	t.Helper()
 	root, err := framework.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts.Users = []framework.User{{Name: extenderUser}}
+	opts.Users = append(opts.Users, framework.User{Name: extenderUser})
 	cp := framework.Start(t, opts)
 	grantExtenderRole(t, cp, root, rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: extenderUser})
 	if len(nodes) > 0 {
@@ -112,8 +112,20 @@ func (e *env) startExtenderWith(cfg string) {
 	framework.WaitExtenderReady(e.t, e.ext, 60*time.Second, func() (*http.Response, error) { return e.extenderGet("/readyz") })
 }
 
-// extenderConfig is the test's base extender config followed by extraConfig.
+// extenderConfig is the test's base extender config followed by extraConfig. The tests'
+// pods name their users with the cps-extender.io/user label in namespace default, where the
+// base config lets them (gang.podUserNamespaces), as an admin would for a trusted pipeline;
+// TestTrustBoundary checks the label elsewhere.
 func (e *env) extenderConfig(extraConfig string) string {
+	const podUsers = "  podUserNamespaces: [default]\n"
+	switch {
+	case strings.HasPrefix(extraConfig, "gang:\n"):
+		extraConfig = "gang:\n" + podUsers + strings.TrimPrefix(extraConfig, "gang:\n")
+	case strings.Contains(extraConfig, "\ngang:\n"):
+		extraConfig = strings.Replace(extraConfig, "\ngang:\n", "\ngang:\n"+podUsers, 1)
+	default:
+		extraConfig += "\ngang:\n" + podUsers
+	}
 	return fmt.Sprintf("listen: %s\nurlPrefix: /scheduler\nkubeconfig: %s\nlog:\n  format: json\n  level: debug\n%s", e.extAddr, e.extKube, extraConfig)
 }
 

@@ -6,6 +6,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"slices"
 	"strings"
 	"testing"
@@ -246,12 +248,26 @@ func (e *env) webhookCalls() int {
 	return n
 }
 
+// metricsText reads the extender's /metrics (over HTTPS when extTLS is set).
+func (e *env) metricsText() (string, error) {
+	resp, err := e.extenderGet("/metrics")
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err == nil && resp.StatusCode != http.StatusOK {
+		err = fmt.Errorf("GET /metrics: %s", resp.Status)
+	}
+	return string(body), err
+}
+
 // waitWebhookCalled waits until the API server calls the turn-gate webhook, probing with p
 // (in default, selecting no node).
 func (e *env) waitWebhookCalled(p podSpec) {
 	e.t.Helper()
 	p.selector = map[string]string{"cps-e2e/probe": "no-such-node"}
-	framework.WaitWebhookCalled(e.t, e.cp.Client, p.pod(), e.extenderURL("/metrics"), 30*time.Second)
+	framework.WaitWebhookCalled(e.t, e.cp.Client, p.pod(), e.metricsText, 30*time.Second)
 }
 
 // waitWebhookNotCalled waits until the API server no longer calls the turn-gate webhook,
@@ -259,7 +275,7 @@ func (e *env) waitWebhookCalled(p podSpec) {
 func (e *env) waitWebhookNotCalled(p podSpec) {
 	e.t.Helper()
 	p.selector = map[string]string{"cps-e2e/probe": "no-such-node"}
-	framework.WaitWebhookNotCalled(e.t, e.cp.Client, p.pod(), e.extenderURL("/metrics"), 30*time.Second)
+	framework.WaitWebhookNotCalled(e.t, e.cp.Client, p.pod(), e.metricsText, 30*time.Second)
 }
 
 // gatedHandover checks second, created behind jobs that hold the room it needs: its pods

@@ -315,6 +315,11 @@ func (cp *ControlPlane) UserConfig(name string) *rest.Config {
 	return cfg
 }
 
+// UserToken returns the bearer token of the user of Options.Users with that name, for a
+// client of something other than the API server (the extender's token-checked endpoints).
+// An unknown name is a bug in the test: it panics.
+func (cp *ControlPlane) UserToken(name string) string { return cp.user(name).Token }
+
 func (cp *ControlPlane) user(name string) User {
 	u, ok := cp.users[name]
 	if !ok || name == adminUser {

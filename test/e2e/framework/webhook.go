@@ -5,9 +5,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
-	"io"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -165,35 +163,30 @@ func handshake(addr string, caBundle []byte) error {
 // WaitWebhookCalled waits up to timeout until the API server calls the turn-gate webhook
 // (it picks up a changed webhook configuration within a second or so, and calls only once
 // it trusts the certificate): probe is created and deleted until the extender, whose
-// /metrics metricsURL serves, has answered a call more. The probe should select no node, so
+// /metrics the metrics function reads, has answered a call more. The probe should select no node, so
 // that no scheduler binds it in the moment before it goes.
-func WaitWebhookCalled(t testing.TB, c kubernetes.Interface, probe *corev1.Pod, metricsURL string, timeout time.Duration) {
+func WaitWebhookCalled(t testing.TB, c kubernetes.Interface, probe *corev1.Pod, metrics func() (string, error), timeout time.Duration) {
 	t.Helper()
-	waitWebhookProbe(t, c, probe, metricsURL, timeout, true)
+	waitWebhookProbe(t, c, probe, metrics, timeout, true)
 }
 
 // WaitWebhookNotCalled is WaitWebhookCalled's opposite: it waits until a probe's creation
 // is no longer sent to the webhook (the API server has picked up calls switched off).
-func WaitWebhookNotCalled(t testing.TB, c kubernetes.Interface, probe *corev1.Pod, metricsURL string, timeout time.Duration) {
+func WaitWebhookNotCalled(t testing.TB, c kubernetes.Interface, probe *corev1.Pod, metrics func() (string, error), timeout time.Duration) {
 	t.Helper()
-	waitWebhookProbe(t, c, probe, metricsURL, timeout, false)
+	waitWebhookProbe(t, c, probe, metrics, timeout, false)
 }
 
 // waitWebhookProbe creates and deletes probe until its creation was (called) or was not
 // answered by the webhook.
-func waitWebhookProbe(t testing.TB, c kubernetes.Interface, probe *corev1.Pod, metricsURL string, timeout time.Duration, called bool) {
+func waitWebhookProbe(t testing.TB, c kubernetes.Interface, probe *corev1.Pod, metrics func() (string, error), timeout time.Duration, called bool) {
 	t.Helper()
 	calls := func() (int, error) {
-		resp, err := (&http.Client{Timeout: 5 * time.Second}).Get(metricsURL)
+		body, err := metrics()
 		if err != nil {
 			return 0, err
 		}
-		defer resp.Body.Close()
-		body, err := io.ReadAll(resp.Body)
-		if err != nil {
-			return 0, err
-		}
-		return WebhookCalls(string(body))
+		return WebhookCalls(body)
 	}
 	zero := int64(0)
 	pods := c.CoreV1().Pods(probe.Namespace)
