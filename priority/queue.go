@@ -77,6 +77,8 @@ const (
 	waitBesideReserve          // does not fit in what the reservation leaves (reserve)
 	waitNeverFits              // does not fit even on the nodes' Capacity: unschedulable
 	waitPreempting             // waits while the running jobs evicted for it leave
+	waitCannotGather           // gathering at bind, and what it still needs does not fit
+	waitYieldTo                // gathering at bind; gives its held room to a gathering job ahead
 )
 
 // jobView is Admit's working record of one job.
@@ -119,7 +121,10 @@ type jobView struct {
 	// does not fit says so in words that do not depend on which pod failed where.
 	need     string
 	kind     waitKind
-	blocking *jobView // the strict head or the reserving job this one waits on
+	blocking *jobView // the strict head, the reserving job, or the gathering job this one yields to
+	// yieldTo is the gathering job ahead that this gathering job gives its held room to
+	// (see gatherInHeldRoom); it is not placed when walked.
+	yieldTo *jobView
 }
 
 // Admit computes the admission queue at now. Jobs with at least their minimum bound are
@@ -303,10 +308,14 @@ func (m Model) AdmitIn(s State, now time.Time, w *Workspace) *Queue {
 		v.need = blocker
 		return true
 	}
-	for _, v := range queue {
+	for i, v := range queue {
 		d := v.d
 		d.Phase = PhaseWaiting
 		switch {
+		case v.yieldTo != nil:
+			// Its held room went to a gathering job ahead, which could not gather without it.
+			v.kind, v.blocking, d.YieldHeld = waitYieldTo, v.yieldTo, true
+			d.Blocker = "it gives the room of its " + heldBinds(d.Held) + " to " + v.yieldTo.job.Key + ", which goes first and cannot gather without it"
 		case !v.eligible:
 			v.kind = waitIneligible
 		case v.badTopology != "":
@@ -321,9 +330,21 @@ func (m Model) AdmitIn(s State, now time.Time, w *Workspace) *Queue {
 		case strictHead != nil:
 			v.kind, v.blocking = waitStrictBehind, strictHead
 			d.Blocker = "strict order: behind " + strictHead.job.Key
+			if v.class == classGathering {
+				// Its gang cannot gather while the head waits: its held binds go back.
+				d.YieldHeld = true
+				d.Blocker += "; " + heldGivenBack(d.Held)
+			}
 		default:
 			c.begin()
-			blocker := place(c, v, func(v *jobView, span int) int { return m.patience(reachTable, v, span) })
+			var patience func(v *jobView, span int) int
+			if v.class > classGathering { // a gang with pods placed is not moved to one domain
+				patience = func(v *jobView, span int) int { return m.patience(reachTable, v, span) }
+			}
+			blocker := place(c, v, patience)
+			if blocker != "" && v.class == classGathering && gatherInHeldRoom(c, v, queue[i+1:]) {
+				blocker = ""
+			}
 			switch {
 			case blocker == "":
 				c.commit()
@@ -341,6 +362,10 @@ func (m Model) AdmitIn(s State, now time.Time, w *Workspace) *Queue {
 				c.rollback()
 				v.kind, d.Phase = waitNeverFits, PhaseUnschedulable
 				d.Blocker = "never fits: " + v.never
+				if v.class == classGathering {
+					giveHeld(c, v)
+					d.YieldHeld = true
+				}
 			// A job waiting for one rack by choice (spreadAfter) fits spread: it evicts
 			// nobody for its preference.
 			case !preempting && !v.patient && m.mayPreempt(v, !failed) && tryPreempt(v, blocker):
@@ -349,6 +374,18 @@ func (m Model) AdmitIn(s State, now time.Time, w *Workspace) *Queue {
 					strictHead = v
 				} else if reserving == nil {
 					reserving = v
+				}
+			case v.class == classGathering:
+				// Its gang cannot gather: rather than keep its held binds, and their room,
+				// until the gate's hold timeout, it gives them back now and waits as any job
+				// that does not fit (from the next queue on, when it may reserve).
+				c.rollback()
+				giveHeld(c, v)
+				v.kind, d.YieldHeld = waitCannotGather, true
+				d.Blocker = "its gang cannot gather: " + blocker + "; " + heldGivenBack(d.Held)
+				failed = true
+				if policy == PolicyStrict {
+					strictHead = v
 				}
 			case reserving == nil && m.reserves(policy, v):
 				c.rollback()
@@ -648,6 +685,71 @@ func place(c *capacity, v *jobView, patience func(v *jobView, span int) int) str
 		return "no one " + c.lay.levelName(v.required) + " domain has room for its " + strconv.Itoa(len(v.toFit)) + " pods together"
 	}
 	return c.shortage(podLabel(v.toFit[f.first], namespaceOf(v.job.Key)), v.demands[f.first])
+}
+
+// gatherInHeldRoom fits v, a gathering job that does not fit as things are, into the room
+// held at bind by gathering jobs walked after it (lower in the queue): a gang that cannot
+// gather must not keep one of higher P from gathering until the gate's hold timeout. The
+// held room of those jobs is given back one job at a time, the lowest first, until v fits;
+// then each whose room v can do without keeps it, the highest first. Those that give theirs
+// yield to v (yieldTo). It reports whether v fits: then c's trial holds the room given and
+// v's plan, else c's trial is empty.
+func gatherInHeldRoom(c *capacity, v *jobView, behind []*jobView) bool {
+	var lower []*jobView
+	for _, w := range behind {
+		if w.class == classGathering && w.yieldTo == nil && len(w.placed) > 0 {
+			lower = append(lower, w)
+		}
+	}
+	fitsWith := func(given []*jobView) bool {
+		c.rollback()
+		c.begin()
+		for _, w := range given {
+			giveHeld(c, w)
+		}
+		return place(c, v, nil) == ""
+	}
+	var given []*jobView
+	fits := false
+	for k := len(lower) - 1; k >= 0 && !fits; k-- {
+		given = append(given, lower[k])
+		fits = fitsWith(given)
+	}
+	if !fits {
+		c.rollback()
+		c.begin()
+		return false
+	}
+	for k := len(given) - 2; k >= 0; k-- { // the last given is needed: without it v did not fit
+		if fitsWith(slices.Delete(slices.Clone(given), k, k+1)) {
+			given = slices.Delete(given, k, k+1)
+		}
+	}
+	fitsWith(given)
+	for _, w := range given {
+		w.yieldTo = v
+	}
+	return true
+}
+
+// giveHeld gives a gathering job's held room back to c: its bound and held pods' requests
+// on their nodes.
+func giveHeld(c *capacity, v *jobView) {
+	for i, p := range v.placed {
+		if at := c.nodeIndex(p.Node); at >= 0 && p.State == PodHeld {
+			c.give(at, v.placedDemands[i].needs)
+		}
+	}
+}
+
+// heldBinds is "1 held bind" or "n held binds".
+func heldBinds(n int) string {
+	return strconv.Itoa(n) + plural(n, " held bind", " held binds")
+}
+
+// heldGivenBack is "its n held binds are given back".
+func heldGivenBack(n int) string {
+	return "its " + heldBinds(n) + plural(n, " is", " are") + " given back"
 }
 
 // reserves reports whether a job that does not fit reserves room when no job ahead of it

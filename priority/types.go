@@ -371,6 +371,12 @@ type Decision struct {
 	// Finished says how the job's workload ended (Job.Finished): a finished job is running,
 	// whatever is left of it.
 	Finished string `json:"finished,omitempty"`
+	// YieldHeld is true for a job whose held binds are to be given back now: its gang
+	// cannot gather (what it still needs does not fit), or a gathering job of higher P
+	// cannot gather without their room. Admit counts their room as free for the jobs
+	// walked after it; the gate answers them with an error the scheduler retries, so the
+	// wait ends within a backoff rather than the gate's hold timeout.
+	YieldHeld bool `json:"yieldHeld,omitempty"`
 	// Reason is the one-sentence explanation that explain, /debug/queue and Events show.
 	Reason string `json:"reason"`
 	// Wait is, for a job that waits or is unschedulable, the sentence the filter answers:
