@@ -20,6 +20,9 @@ type Queue struct {
 	// Unschedulable holds the jobs that cannot be placed even on the nodes' Capacity, in
 	// the order they would have had in Order. They take no turn and hold nothing back.
 	Unschedulable []*Decision
+	// Levels are the configured topology levels as the nodes carry them (State.Topology;
+	// nil without one): a level on no node takes no part in the placement.
+	Levels []TopologyLevel
 
 	byKey map[string]*Decision
 }
@@ -236,6 +239,9 @@ func (m Model) AdmitIn(s State, now time.Time, w *Workspace) *Queue {
 	top := lay.levels() + 1
 	for _, v := range queue {
 		v.levels(lay, top)
+	}
+	if lay != nil {
+		q.Levels = slices.Clone(lay.carried)
 	}
 	c := newCapacity(s.Nodes, &dims, &w.free, lay)
 	var reach *capacity // the nodes' Capacity, built when a job first does not fit
@@ -912,6 +918,9 @@ func (v *jobView) levels(lay *layout, top int) {
 	var ok bool
 	if v.required, ok = lay.levelOf(req.Required, top); !ok {
 		v.badTopology = "it requires one " + req.Required + " domain, and " + req.Required + " is not a topology level of the extender (affinity.topology)"
+		if lay.configured(req.Required) {
+			v.badTopology = "it requires one " + req.Required + " domain, and no node carries the label " + req.Required
+		}
 		v.required = top
 	}
 	if v.preferred, ok = lay.levelOf(req.Preferred, top); !ok || req.Preferred == "" {
