@@ -659,6 +659,15 @@ func (c *capacity) add(node int, needs []dimNeed, sign int64) {
 	}
 }
 
+// taken appends to buf a copy of what the open trial has taken and given so far.
+func (c *capacity) taken(buf []taken) []taken {
+	for _, t := range c.undo {
+		t.needs = slices.Clone(t.needs)
+		buf = append(buf, t)
+	}
+	return buf
+}
+
 // begin opens a trial; commit keeps what it took, rollback gives it all back.
 func (c *capacity) begin() { c.trial = true }
 

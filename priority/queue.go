@@ -103,8 +103,14 @@ type jobView struct {
 	required, preferred int
 	badTopology         string
 	// patient: the job waits for one domain of its required level, which it set for the
-	// time being, instead of spreading (Model.SpreadAfter).
-	patient bool
+	// time being, instead of spreading (Model.SpreadAfter); asked is the level it asked for.
+	// reserved is what its reservation took, to be given back if its wait turns out idle
+	// (see spreadIdle), and fitBlocker why it did not fit, for a job that waited beside
+	// its reservation.
+	patient    bool
+	asked      int
+	reserved   []taken
+	fitBlocker string
 	// preemptNote says why a job that may preempt does not: "; it may not preempt: ...".
 	preemptNote string
 	// turn is the job's Turn from State.Previous, when it keeps it (hasTurn).
@@ -397,6 +403,9 @@ func (m Model) AdmitIn(s State, now time.Time, w *Workspace) *Queue {
 				c.rollback()
 				c.begin()
 				d.Placement = reserve(c, reach, v)
+				if v.patient {
+					v.reserved = c.taken(v.reserved[:0])
+				}
 				c.commit()
 				v.plan = v.plan[:0]
 				v.kind, reserving = waitReserving, v
@@ -410,12 +419,13 @@ func (m Model) AdmitIn(s State, now time.Time, w *Workspace) *Queue {
 				if policy == PolicyStrict {
 					strictHead = v
 				} else if reserving != nil {
-					v.kind, v.blocking = waitBesideReserve, reserving
+					v.kind, v.blocking, v.fitBlocker = waitBesideReserve, reserving, blocker
 					d.Blocker = "does not fit beside the reservation of " + reserving.job.Key + ": " + blocker
 				}
 			}
 		}
 	}
+	spreadIdle(c, queue, now)
 
 	q.Order = make([]*Decision, 0, len(queue))
 	var ahead *jobView
@@ -674,6 +684,7 @@ func place(c *capacity, v *jobView, patience func(v *jobView, span int) int) str
 			return ""
 		}
 		c.rollbackTo(start)
+		v.asked = v.required
 		v.plan, v.required, v.patient = v.plan[:0], l, true
 		v.need = c.total(v.demands)
 		return "it waits for one " + c.lay.levelName(l) + " domain with room for its " + strconv.Itoa(len(v.toFit)) + " pods together, rather than spread over several"
@@ -758,6 +769,52 @@ func heldGivenBack(n int) string {
 	return "its " + heldBinds(n) + plural(n, " is", " are") + " given back"
 }
 
+// spreadIdle admits, spread, each job that waits for one domain by choice (patient: see
+// Model.patience) when its wait would leave idle the room it could run in now. Waiting for
+// a domain costs the job its wait and costs the cluster nothing only while the jobs behind
+// it use that room; so after the walk, in walk order, a patient job is placed once more as
+// it asked, on what is left with its own reservation given back, and when it fits there,
+// no job behind needed that room: it is admitted where it fits. The jobs that waited beside
+// its reservation then wait as jobs that do not fit (the room it released is theirs from
+// the next queue on).
+func spreadIdle(c *capacity, queue []*jobView, now time.Time) {
+	for _, v := range queue {
+		d := v.d
+		if !v.patient || d.Phase != PhaseWaiting {
+			continue
+		}
+		c.begin()
+		for _, t := range v.reserved {
+			if t.given {
+				c.take(t.node, t.needs)
+			} else {
+				c.give(t.node, t.needs)
+			}
+		}
+		patient := v.required
+		v.required = v.asked
+		if place(c, v, nil) != "" {
+			c.rollback()
+			v.required = patient
+			continue
+		}
+		c.commit()
+		v.patient, v.reserved = false, nil
+		v.kind, v.blocking = waitNone, nil
+		d.Phase, d.Blocker, d.TurnSince = PhaseAdmitted, "", now
+		d.Plan = make(map[string]string, len(v.plan))
+		for _, pp := range v.plan {
+			d.Plan[pp.uid] = c.nodes[pp.node]
+		}
+		d.Placement = summarize(c, v.placed, v.plan)
+		for _, w := range queue {
+			if w.blocking == v && w.kind == waitBesideReserve {
+				w.kind, w.blocking, w.d.Blocker = waitNoFit, nil, w.fitBlocker
+			}
+		}
+	}
+}
+
 // reserves reports whether a job that does not fit reserves room when no job ahead of it
 // does: always under reserve; under backfill once it has waited ReserveAfter or is starved.
 func (m Model) reserves(policy Policy, v *jobView) bool {
@@ -772,9 +829,10 @@ func (m Model) reserves(policy Policy, v *jobView) bool {
 
 // patience is the level of the nearest-level domain a job should wait for rather than be
 // spread up to span (see Model.SpreadAfter): the lowest topology level below span one of
-// whose domains could hold the job were the other jobs gone (reach: the table of the nodes'
-// Capacity), while the job is younger than SpreadAfter and not starved, and the policy is
-// not strict; 0 otherwise.
+// whose domains (nodes that carry its label) could hold the job were the other jobs gone
+// (reach: the table of the nodes' Capacity), while the job is younger than SpreadAfter and
+// not starved, and the policy is not strict; 0 otherwise. Whether the wait would leave
+// room idle is known only after the walk: spreadIdle.
 func (m Model) patience(reach func() *capacity, v *jobView, span int) int {
 	// Under strict a job that waits stops every job behind it: its locality is not worth
 	// that.

@@ -239,8 +239,11 @@ type Model struct {
 	// SpreadAfter is how long after its creation a job whose gang one domain of the
 	// nearest topology level (a rack) could hold, were it empty, waits for one with room
 	// rather than being spread over several: a gang spread over racks runs slower for as
-	// long as it runs. The wait ends earlier when a domain frees. 0 spreads at once; so
-	// does the strict policy, where a job that waits stops every job behind it.
+	// long as it runs. The wait ends earlier when a domain frees, and it is taken only
+	// while it leaves nothing idle: while the jobs behind it use the room it could run in
+	// now spread (else it is spread at once). A domain exists only where nodes carry the
+	// level's label. 0 spreads at once; so does the strict policy, where a job that waits
+	// stops every job behind it.
 	SpreadAfter time.Duration
 	// ReserveAfter is how long a job that does not fit waits under the backfill policy
 	// before it reserves room (its wait counts from its creation); other policies ignore

@@ -104,7 +104,10 @@ func TestNoDomainFromAMissingLabel(t *testing.T) {
 	m := reserveModel()
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := priority.State{Nodes: tt.nodes, Jobs: []priority.Job{tt.job}, Topology: priority.NewNodeIndex(tt.nodes, []string{zoneKey}, nil)}
+			// A small job behind it takes some of the room it could spread over: a wait
+			// for one zone leaves nothing idle then.
+			behind := mkJob("ns/small").user("carol").gang(0, nil, 1, res(2500, 0)).obj()
+			s := priority.State{Nodes: tt.nodes, Jobs: []priority.Job{tt.job, behind}, Topology: priority.NewNodeIndex(tt.nodes, []string{zoneKey}, nil)}
 			q := m.Admit(s, t0)
 			d, _ := q.Lookup(tt.job.Key)
 			if d.Phase != tt.phase || d.Blocker != tt.blocker {
