@@ -802,6 +802,9 @@ func spreadIdle(c *capacity, queue []*jobView, now time.Time) {
 		v.patient, v.reserved = false, nil
 		v.kind, v.blocking = waitNone, nil
 		d.Phase, d.Blocker, d.TurnSince = PhaseAdmitted, "", now
+		if v.hasTurn {
+			d.TurnSince = v.turn.Since
+		}
 		d.Plan = make(map[string]string, len(v.plan))
 		for _, pp := range v.plan {
 			d.Plan[pp.uid] = c.nodes[pp.node]
