@@ -236,6 +236,13 @@ func waitSentence(v *jobView) string {
 		b.WriteString(v.blocking.job.Key)
 		b.WriteString(": ")
 		b.WriteString(v.need)
+	case waitCannotGather:
+		b.WriteString("its gang cannot gather now: ")
+		b.WriteString(v.need)
+	case waitYieldTo:
+		b.WriteString("it gives its held room to ")
+		b.WriteString(v.blocking.job.Key)
+		b.WriteString(", which goes first")
 	default:
 		b.WriteString(d.Blocker)
 	}

@@ -231,8 +231,9 @@ type capacity struct {
 	names []string // resource names by dimension
 
 	// cursor[shape] is the first node that may fit that shape: no node before it does
-	// (len(nodes) when none does). Capacity only shrinks between trials, so it stays
-	// true and each shape's search resumes instead of rescanning full nodes.
+	// (len(nodes) when none does). Capacity only shrinks between trials, and give moves
+	// the cursors back, so it stays true and each shape's search resumes instead of
+	// rescanning full nodes.
 	cursor []int
 
 	byName map[string]int // node index by name, built on first use
@@ -595,12 +596,21 @@ func (c *capacity) totalShape(needs []dimNeed) int {
 	return s
 }
 
-// give adds needs back to a node (room a preemption's victims would leave), logged like
-// take so that a trial takes it back out on rollback.
+// give adds needs back to a node (room a preemption's victims would leave, or held binds
+// given back), logged like take so that a trial takes it back out on rollback. A shape whose
+// cursor is past the node may fit there now: its cursor moves back to it.
 func (c *capacity) give(node int, needs []dimNeed) {
 	c.add(node, needs, +1)
 	if c.trial {
 		c.undo = append(c.undo, taken{node: node, needs: needs, given: true})
+	}
+	for shape, at := range c.cursor {
+		if at > node {
+			if c.trial {
+				c.undoCursor = append(c.undoCursor, [2]int{shape, at})
+			}
+			c.cursor[shape] = node
+		}
 	}
 }
 
@@ -647,6 +657,15 @@ func (c *capacity) add(node int, needs []dimNeed, sign int64) {
 			return
 		}
 	}
+}
+
+// taken appends to buf a copy of what the open trial has taken and given so far.
+func (c *capacity) taken(buf []taken) []taken {
+	for _, t := range c.undo {
+		t.needs = slices.Clone(t.needs)
+		buf = append(buf, t)
+	}
+	return buf
 }
 
 // begin opens a trial; commit keeps what it took, rollback gives it all back.

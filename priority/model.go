@@ -19,8 +19,9 @@ const (
 	// DefaultTurnHold is how long a job that got the turn keeps it ahead of the queue while
 	// kube-scheduler places its pods: a second or two normally, a few under load.
 	DefaultTurnHold = 10 * time.Second
-	// DefaultSpreadAfter is how long a job may wait for a domain to hold it whole: a few
-	// minutes against a run time of hours.
+	// DefaultSpreadAfter is how long a job may wait for a domain to hold it whole while the
+	// room it could spread over serves the jobs behind it (an idle wait is never taken): a
+	// few minutes of its own wait against a run time of hours.
 	DefaultSpreadAfter = 5 * time.Minute
 	// DefaultReserveAfter is how long a job waits under backfill before it reserves: tau,
 	// a third of the starvation bound.

@@ -39,6 +39,16 @@ func NewNodeIndex(nodes []Node, topology []string, labelsOf func(node string) ma
 // Topology returns the label keys the index was built for.
 func (x *NodeIndex) Topology() []string { return x.topology }
 
+// Levels says, for each of the index's label keys, how many of its nodes carry it and how
+// many domains they make. A key on no node takes no part in the placement: it is placed
+// as if it were not configured.
+func (x *NodeIndex) Levels() []TopologyLevel {
+	if x == nil || x.lay == nil {
+		return nil
+	}
+	return slices.Clone(x.lay.carried)
+}
+
 // number is value's number at level l, or -1 for no value; with add a new value is
 // numbered, without it an unknown value is -1 too.
 func (x *NodeIndex) number(l int, value string, add bool) int32 {

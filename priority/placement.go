@@ -520,6 +520,9 @@ func (g *gangPlacer) nodeFor(u []podGroup, lo, hi int) (int, []dimNeed) {
 		if pendingPS && g.hasPS(at) && at != anchor {
 			return false
 		}
+		if !g.lay.hasDomain(g.required, at) {
+			return false // the job requires a domain of a level whose label the node lacks
+		}
 		for _, grp := range u {
 			if grp.ps >= 0 && !g.c.usable(at, g.demands[grp.ps]) {
 				return false
@@ -559,7 +562,8 @@ func (g *gangPlacer) nodeFor(u []podGroup, lo, hi int) (int, []dimNeed) {
 }
 
 // candidates are the domains of level l inside [lo, hi) whose free sums could hold u, and
-// that hold u's placed pods, in the order to try them: nearest the job's other pods first
+// that hold u's placed pods (never the run of a node without the level's label), in the
+// order to try them: nearest the job's other pods first
 // (the lowest level at which an enclosing domain already has one), then the tightest fit
 // (the least left of the scarcest resource u asks for, counted in u's own demand), then
 // placement order.
@@ -587,6 +591,9 @@ func (g *gangPlacer) candidates(u []podGroup, l, lo, hi int) []int {
 	sums := g.c.sums[l-1]
 	r := g.c.r
 	for d := first; d <= last; d++ {
+		if !lay.labelled(l, d) {
+			continue // a node without the level's label: no domain of it
+		}
 		row := sums[d*r : (d+1)*r]
 		slack, fits := -1.0, true
 		for _, n := range total {

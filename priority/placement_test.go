@@ -415,24 +415,35 @@ func TestSpreadAfter(t *testing.T) {
 	big := func(age time.Duration) priority.Job {
 		return mkJob("ns/big").gang(1, res(2000, gi), 7, res(2000, gi)).created(t0.Add(-age)).obj() // 16000m: a rack
 	}
+	// small, behind big (lower P), fits the room big could spread over.
+	small := mkJob("ns/small").user("carol").gang(1, res(2000, gi), 1, res(2000, gi)).obj()
 	m := reserveModel()
 	for _, tc := range []struct {
 		name    string
-		job     priority.Job
+		jobs    []priority.Job
 		phase   priority.JobPhase
 		blocker string
 		level   string
+		small   priority.JobPhase // small's phase, when it is there
 	}{
-		{"fits one node: admitted at once", job(0), priority.PhaseAdmitted, "", "node"},
-		{"a rack's worth, young: waits for a rack", big(time.Minute), priority.PhaseWaiting,
-			"it waits for one example.com/rack domain with room for its 8 pods together, rather than spread over several", rackKey},
-		{"the same past spreadAfter: spread over both racks", big(m.SpreadAfter + time.Second), priority.PhaseAdmitted, "", zoneKey},
+		{name: "fits one node: admitted at once", jobs: []priority.Job{job(0)}, phase: priority.PhaseAdmitted, level: "node"},
+		{name: "a rack's worth, young, a job behind it takes part of the room it could spread over: it waits for a rack",
+			jobs: []priority.Job{big(time.Minute), small}, phase: priority.PhaseWaiting,
+			blocker: "it waits for one example.com/rack domain with room for its 8 pods together, rather than spread over several", level: rackKey,
+			small: priority.PhaseAdmitted},
+		{name: "the same with nobody behind: its wait would leave the room idle, it spreads at once",
+			jobs: []priority.Job{big(time.Minute)}, phase: priority.PhaseAdmitted, level: zoneKey},
+		{name: "the same past spreadAfter: spread over both racks", jobs: []priority.Job{big(m.SpreadAfter + time.Second), small},
+			phase: priority.PhaseAdmitted, level: zoneKey, small: priority.PhaseWaiting},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			q := m.Admit(topoState(nodes, tc.job), t0)
-			d, _ := q.Lookup(tc.job.Key)
+			q := m.Admit(topoState(nodes, tc.jobs...), t0)
+			d, _ := q.Lookup(tc.jobs[0].Key)
 			if d.Phase != tc.phase || d.Blocker != tc.blocker || d.Placement.Level != tc.level {
 				t.Errorf("phase %s, blocker %q, placement %s; want %s, %q, level %s", d.Phase, d.Blocker, d.Placement, tc.phase, tc.blocker, tc.level)
+			}
+			if s, ok := q.Lookup(small.Key); ok && s.Phase != tc.small {
+				t.Errorf("%s: phase %s (%s), want %s", small.Key, s.Phase, s.Blocker, tc.small)
 			}
 		})
 	}

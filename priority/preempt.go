@@ -214,6 +214,9 @@ func (m Model) preempt(c *capacity, v *jobView, running []*jobView, dims *dimSet
 				case l < top:
 					lo, hi = c.lay.spanOf(l, d)
 				}
+				if !c.lay.hasDomain(l, lo) || l == nodeLevel && !c.lay.hasDomain(v.required, lo) {
+					continue // no domain of the level, or of the one the job requires
+				}
 				if slices.Contains(at[lo:hi], true) && !f(lo, hi, l) {
 					return
 				}

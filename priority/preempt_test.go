@@ -163,9 +163,10 @@ func TestPreemption(t *testing.T) {
 		{
 			name: "a job that fits spread and waits for one rack by choice (spreadAfter) evicts nobody",
 			modify: func(_ *priority.Model, s *priority.State) {
-				// n01 and n03 free: two racks have half their room each.
+				// n01 and n03 free: two racks have half their room each; a small job
+				// behind it uses some of that room, so its wait leaves none idle.
 				s.Nodes[1].Free, s.Nodes[3].Free = res(8000, 64*gi), res(8000, 64*gi)
-				s.Jobs = []priority.Job{s.Jobs[0], s.Jobs[2]}
+				s.Jobs = []priority.Job{s.Jobs[0], s.Jobs[2], mkJob("ns/small").user("carol").gang(0, nil, 1, res(4000, 0)).obj()}
 			},
 			job:     urgentJob(4),
 			phase:   priority.PhaseWaiting,

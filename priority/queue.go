@@ -20,6 +20,9 @@ type Queue struct {
 	// Unschedulable holds the jobs that cannot be placed even on the nodes' Capacity, in
 	// the order they would have had in Order. They take no turn and hold nothing back.
 	Unschedulable []*Decision
+	// Levels are the configured topology levels as the nodes carry them (State.Topology;
+	// nil without one): a level on no node takes no part in the placement.
+	Levels []TopologyLevel
 
 	byKey map[string]*Decision
 }
@@ -77,6 +80,8 @@ const (
 	waitBesideReserve          // does not fit in what the reservation leaves (reserve)
 	waitNeverFits              // does not fit even on the nodes' Capacity: unschedulable
 	waitPreempting             // waits while the running jobs evicted for it leave
+	waitCannotGather           // gathering at bind, and what it still needs does not fit
+	waitYieldTo                // gathering at bind; gives its held room to a gathering job ahead
 )
 
 // jobView is Admit's working record of one job.
@@ -98,8 +103,14 @@ type jobView struct {
 	required, preferred int
 	badTopology         string
 	// patient: the job waits for one domain of its required level, which it set for the
-	// time being, instead of spreading (Model.SpreadAfter).
-	patient bool
+	// time being, instead of spreading (Model.SpreadAfter); asked is the level it asked for.
+	// reserved is what its reservation took, to be given back if its wait turns out idle
+	// (see spreadIdle), and fitBlocker why it did not fit, for a job that waited beside
+	// its reservation.
+	patient    bool
+	asked      int
+	reserved   []taken
+	fitBlocker string
 	// preemptNote says why a job that may preempt does not: "; it may not preempt: ...".
 	preemptNote string
 	// turn is the job's Turn from State.Previous, when it keeps it (hasTurn).
@@ -119,7 +130,10 @@ type jobView struct {
 	// does not fit says so in words that do not depend on which pod failed where.
 	need     string
 	kind     waitKind
-	blocking *jobView // the strict head or the reserving job this one waits on
+	blocking *jobView // the strict head, the reserving job, or the gathering job this one yields to
+	// yieldTo is the gathering job ahead that this gathering job gives its held room to
+	// (see gatherInHeldRoom); it is not placed when walked.
+	yieldTo *jobView
 }
 
 // Admit computes the admission queue at now. Jobs with at least their minimum bound are
@@ -232,6 +246,9 @@ func (m Model) AdmitIn(s State, now time.Time, w *Workspace) *Queue {
 	for _, v := range queue {
 		v.levels(lay, top)
 	}
+	if lay != nil {
+		q.Levels = slices.Clone(lay.carried)
+	}
 	c := newCapacity(s.Nodes, &dims, &w.free, lay)
 	var reach *capacity // the nodes' Capacity, built when a job first does not fit
 	// Jobs with nothing placed yet and the same roles and demand shapes, in order, get the
@@ -303,10 +320,14 @@ func (m Model) AdmitIn(s State, now time.Time, w *Workspace) *Queue {
 		v.need = blocker
 		return true
 	}
-	for _, v := range queue {
+	for i, v := range queue {
 		d := v.d
 		d.Phase = PhaseWaiting
 		switch {
+		case v.yieldTo != nil:
+			// Its held room went to a gathering job ahead, which could not gather without it.
+			v.kind, v.blocking, d.YieldHeld = waitYieldTo, v.yieldTo, true
+			d.Blocker = "it gives the room of its " + heldBinds(d.Held) + " to " + v.yieldTo.job.Key + ", which goes first and cannot gather without it"
 		case !v.eligible:
 			v.kind = waitIneligible
 		case v.badTopology != "":
@@ -321,9 +342,21 @@ func (m Model) AdmitIn(s State, now time.Time, w *Workspace) *Queue {
 		case strictHead != nil:
 			v.kind, v.blocking = waitStrictBehind, strictHead
 			d.Blocker = "strict order: behind " + strictHead.job.Key
+			if v.class == classGathering {
+				// Its gang cannot gather while the head waits: its held binds go back.
+				d.YieldHeld = true
+				d.Blocker += "; " + heldGivenBack(d.Held)
+			}
 		default:
 			c.begin()
-			blocker := place(c, v, func(v *jobView, span int) int { return m.patience(reachTable, v, span) })
+			var patience func(v *jobView, span int) int
+			if v.class > classGathering { // a gang with pods placed is not moved to one domain
+				patience = func(v *jobView, span int) int { return m.patience(reachTable, v, span) }
+			}
+			blocker := place(c, v, patience)
+			if blocker != "" && v.class == classGathering && gatherInHeldRoom(c, v, queue[i+1:]) {
+				blocker = ""
+			}
 			switch {
 			case blocker == "":
 				c.commit()
@@ -341,6 +374,10 @@ func (m Model) AdmitIn(s State, now time.Time, w *Workspace) *Queue {
 				c.rollback()
 				v.kind, d.Phase = waitNeverFits, PhaseUnschedulable
 				d.Blocker = "never fits: " + v.never
+				if v.class == classGathering {
+					giveHeld(c, v)
+					d.YieldHeld = true
+				}
 			// A job waiting for one rack by choice (spreadAfter) fits spread: it evicts
 			// nobody for its preference.
 			case !preempting && !v.patient && m.mayPreempt(v, !failed) && tryPreempt(v, blocker):
@@ -350,10 +387,25 @@ func (m Model) AdmitIn(s State, now time.Time, w *Workspace) *Queue {
 				} else if reserving == nil {
 					reserving = v
 				}
+			case v.class == classGathering:
+				// Its gang cannot gather: rather than keep its held binds, and their room,
+				// until the gate's hold timeout, it gives them back now and waits as any job
+				// that does not fit (from the next queue on, when it may reserve).
+				c.rollback()
+				giveHeld(c, v)
+				v.kind, d.YieldHeld = waitCannotGather, true
+				d.Blocker = "its gang cannot gather: " + blocker + "; " + heldGivenBack(d.Held)
+				failed = true
+				if policy == PolicyStrict {
+					strictHead = v
+				}
 			case reserving == nil && m.reserves(policy, v):
 				c.rollback()
 				c.begin()
 				d.Placement = reserve(c, reach, v)
+				if v.patient {
+					v.reserved = c.taken(v.reserved[:0])
+				}
 				c.commit()
 				v.plan = v.plan[:0]
 				v.kind, reserving = waitReserving, v
@@ -367,12 +419,13 @@ func (m Model) AdmitIn(s State, now time.Time, w *Workspace) *Queue {
 				if policy == PolicyStrict {
 					strictHead = v
 				} else if reserving != nil {
-					v.kind, v.blocking = waitBesideReserve, reserving
+					v.kind, v.blocking, v.fitBlocker = waitBesideReserve, reserving, blocker
 					d.Blocker = "does not fit beside the reservation of " + reserving.job.Key + ": " + blocker
 				}
 			}
 		}
 	}
+	spreadIdle(c, queue, now)
 
 	q.Order = make([]*Decision, 0, len(queue))
 	var ahead *jobView
@@ -632,6 +685,7 @@ func place(c *capacity, v *jobView, patience func(v *jobView, span int) int) str
 			return ""
 		}
 		c.rollbackTo(start)
+		v.asked = v.required
 		v.plan, v.required, v.patient = v.plan[:0], l, true
 		v.need = c.total(v.demands)
 		return "it waits for one " + c.lay.levelName(l) + " domain with room for its " + strconv.Itoa(len(v.toFit)) + " pods together, rather than spread over several"
@@ -651,6 +705,120 @@ func place(c *capacity, v *jobView, patience func(v *jobView, span int) int) str
 	return c.shortage(podLabel(v.toFit[f.first], namespaceOf(v.job.Key)), v.demands[f.first])
 }
 
+// gatherInHeldRoom fits v, a gathering job that does not fit as things are, into the room
+// held at bind by gathering jobs walked after it (lower in the queue): a gang that cannot
+// gather must not keep one of higher P from gathering until the gate's hold timeout. The
+// held room of those jobs is given back one job at a time, the lowest first, until v fits;
+// then each whose room v can do without keeps it, the highest first. Those that give theirs
+// yield to v (yieldTo). It reports whether v fits: then c's trial holds the room given and
+// v's plan, else c's trial is empty.
+func gatherInHeldRoom(c *capacity, v *jobView, behind []*jobView) bool {
+	var lower []*jobView
+	for _, w := range behind {
+		if w.class == classGathering && w.yieldTo == nil && len(w.placed) > 0 {
+			lower = append(lower, w)
+		}
+	}
+	fitsWith := func(given []*jobView) bool {
+		c.rollback()
+		c.begin()
+		for _, w := range given {
+			giveHeld(c, w)
+		}
+		return place(c, v, nil) == ""
+	}
+	var given []*jobView
+	fits := false
+	for k := len(lower) - 1; k >= 0 && !fits; k-- {
+		given = append(given, lower[k])
+		fits = fitsWith(given)
+	}
+	if !fits {
+		c.rollback()
+		c.begin()
+		return false
+	}
+	for k := len(given) - 2; k >= 0; k-- { // the last given is needed: without it v did not fit
+		if fitsWith(slices.Delete(slices.Clone(given), k, k+1)) {
+			given = slices.Delete(given, k, k+1)
+		}
+	}
+	fitsWith(given)
+	for _, w := range given {
+		w.yieldTo = v
+	}
+	return true
+}
+
+// giveHeld gives a gathering job's held room back to c: its bound and held pods' requests
+// on their nodes.
+func giveHeld(c *capacity, v *jobView) {
+	for i, p := range v.placed {
+		if at := c.nodeIndex(p.Node); at >= 0 && p.State == PodHeld {
+			c.give(at, v.placedDemands[i].needs)
+		}
+	}
+}
+
+// heldBinds is "1 held bind" or "n held binds".
+func heldBinds(n int) string {
+	return strconv.Itoa(n) + plural(n, " held bind", " held binds")
+}
+
+// heldGivenBack is "its n held binds are given back".
+func heldGivenBack(n int) string {
+	return "its " + heldBinds(n) + plural(n, " is", " are") + " given back"
+}
+
+// spreadIdle admits, spread, each job that waits for one domain by choice (patient: see
+// Model.patience) when its wait would leave idle the room it could run in now. Waiting for
+// a domain costs the job its wait and costs the cluster nothing only while the jobs behind
+// it use that room; so after the walk, in walk order, a patient job is placed once more as
+// it asked, on what is left with its own reservation given back, and when it fits there,
+// no job behind needed that room: it is admitted where it fits. The jobs that waited beside
+// its reservation then wait as jobs that do not fit (the room it released is theirs from
+// the next queue on).
+func spreadIdle(c *capacity, queue []*jobView, now time.Time) {
+	for _, v := range queue {
+		d := v.d
+		if !v.patient || d.Phase != PhaseWaiting {
+			continue
+		}
+		c.begin()
+		for _, t := range v.reserved {
+			if t.given {
+				c.take(t.node, t.needs)
+			} else {
+				c.give(t.node, t.needs)
+			}
+		}
+		patient := v.required
+		v.required = v.asked
+		if place(c, v, nil) != "" {
+			c.rollback()
+			v.required = patient
+			continue
+		}
+		c.commit()
+		v.patient, v.reserved = false, nil
+		v.kind, v.blocking = waitNone, nil
+		d.Phase, d.Blocker, d.TurnSince = PhaseAdmitted, "", now
+		if v.hasTurn {
+			d.TurnSince = v.turn.Since
+		}
+		d.Plan = make(map[string]string, len(v.plan))
+		for _, pp := range v.plan {
+			d.Plan[pp.uid] = c.nodes[pp.node]
+		}
+		d.Placement = summarize(c, v.placed, v.plan)
+		for _, w := range queue {
+			if w.blocking == v && w.kind == waitBesideReserve {
+				w.kind, w.blocking, w.d.Blocker = waitNoFit, nil, w.fitBlocker
+			}
+		}
+	}
+}
+
 // reserves reports whether a job that does not fit reserves room when no job ahead of it
 // does: always under reserve; under backfill once it has waited ReserveAfter or is starved.
 func (m Model) reserves(policy Policy, v *jobView) bool {
@@ -665,9 +833,10 @@ func (m Model) reserves(policy Policy, v *jobView) bool {
 
 // patience is the level of the nearest-level domain a job should wait for rather than be
 // spread up to span (see Model.SpreadAfter): the lowest topology level below span one of
-// whose domains could hold the job were the other jobs gone (reach: the table of the nodes'
-// Capacity), while the job is younger than SpreadAfter and not starved, and the policy is
-// not strict; 0 otherwise.
+// whose domains (nodes that carry its label) could hold the job were the other jobs gone
+// (reach: the table of the nodes' Capacity), while the job is younger than SpreadAfter and
+// not starved, and the policy is not strict; 0 otherwise. Whether the wait would leave
+// room idle is known only after the walk: spreadIdle.
 func (m Model) patience(reach func() *capacity, v *jobView, span int) int {
 	// Under strict a job that waits stops every job behind it: its locality is not worth
 	// that.
@@ -811,6 +980,9 @@ func (v *jobView) levels(lay *layout, top int) {
 	var ok bool
 	if v.required, ok = lay.levelOf(req.Required, top); !ok {
 		v.badTopology = "it requires one " + req.Required + " domain, and " + req.Required + " is not a topology level of the extender (affinity.topology)"
+		if lay.configured(req.Required) {
+			v.badTopology = "it requires one " + req.Required + " domain, and no node carries the label " + req.Required
+		}
 		v.required = top
 	}
 	if v.preferred, ok = lay.levelOf(req.Preferred, top); !ok || req.Preferred == "" {

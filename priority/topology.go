@@ -2,6 +2,7 @@ package priority
 
 import (
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -12,8 +13,11 @@ import (
 //
 // Domains nest by construction: a domain at level l is the nodes that share the values of
 // levels l..L-1 (a rack is the nodes of one rack name in one zone). A node without a value
-// at level l is a domain of its own there: it shares that level with no other node, as the
-// affinity scores read it.
+// at level l has no domain there: it sits in a run of its own so that the runs stay
+// nested, but it is never a domain a job may be placed in, reserve in or wait for
+// (labelled), and it shares that level with no other node, as the affinity scores read it.
+// A level that no node carries is left out altogether: the placement is as if it were not
+// configured.
 type layout struct {
 	names []string // node names, by input index
 	order []int32  // input index of the node at each position
@@ -28,18 +32,38 @@ type layout struct {
 	// value[l][d] is the label value that names domain d at level l ("" for a node without
 	// one, which is a domain of its own).
 	value [][]string
-	keys  []string // the level keys, nearest first
+	keys  []string // the level keys some node carries, nearest first
+	// carried is every configured level key, nearest first, with how many nodes carry it
+	// and how many domains they make (zero for a key on no node, which keys leaves out).
+	carried []TopologyLevel
 	// single[d] is a one-element list naming domain d of the nearest level: its value, or
 	// the node's name for a node without one. Placements of one domain share it.
 	single [][]string
 }
 
+// TopologyLevel is a configured topology level (affinity.topology) as the cluster's nodes
+// carry it: its label key, how many of the nodes have the label, and how many domains of
+// the level they make. A level on no node is left out of the placement.
+type TopologyLevel struct {
+	Key     string `json:"key"`
+	Nodes   int    `json:"nodes"`
+	Domains int    `json:"domains"`
+}
+
+// String says it for people: "example.com/rack on 32 nodes in 8 domains",
+// "topology.kubernetes.io/zone on no node (left out of the placement)".
+func (l TopologyLevel) String() string {
+	if l.Nodes == 0 {
+		return l.Key + " on no node (left out of the placement)"
+	}
+	return l.Key + " on " + strconv.Itoa(l.Nodes) + plural(l.Nodes, " node", " nodes") + " in " + strconv.Itoa(l.Domains) + plural(l.Domains, " domain", " domains")
+}
+
 // newLayout orders nodes (with labels as labelsOf reads them) over the topology levels.
 func newLayout(nodes []Node, topology []string, labelsOf func(node string) map[string]string) *layout {
-	levels := len(topology)
 	n := len(nodes)
-	lay := &layout{names: make([]string, n), order: make([]int32, n), at: make([]int32, n), keys: slices.Clone(topology)}
-	values := make([]string, n*levels) // node i's value at level l: values[i*levels+l]
+	lay := &layout{names: make([]string, n), order: make([]int32, n), at: make([]int32, n), carried: make([]TopologyLevel, len(topology))}
+	all := make([]string, n*len(topology)) // node i's value of key k: all[i*len(topology)+k]
 	for i := range nodes {
 		lay.names[i] = nodes[i].Name
 		lay.order[i] = int32(i)
@@ -47,8 +71,32 @@ func newLayout(nodes []Node, topology []string, labelsOf func(node string) map[s
 		if labels == nil && labelsOf != nil {
 			labels = labelsOf(nodes[i].Name)
 		}
-		for l, key := range topology {
-			values[i*levels+l] = labels[key]
+		for k, key := range topology {
+			all[i*len(topology)+k] = labels[key]
+		}
+	}
+	// The levels some node carries; a key on no node is no level of the placement.
+	var kept []int
+	for k, key := range topology {
+		lay.carried[k].Key = key
+		for i := range n {
+			if all[i*len(topology)+k] != "" {
+				lay.carried[k].Nodes++
+			}
+		}
+		if lay.carried[k].Nodes > 0 {
+			kept = append(kept, k)
+			lay.keys = append(lay.keys, key)
+		}
+	}
+	levels := len(kept)
+	values := all // node i's value at level l: values[i*levels+l]
+	if levels < len(topology) {
+		values = make([]string, n*levels)
+		for i := range n {
+			for l, k := range kept {
+				values[i*levels+l] = all[i*len(topology)+k]
+			}
 		}
 	}
 	slices.SortFunc(lay.order, func(a, b int32) int {
@@ -91,6 +139,11 @@ func newLayout(nodes []Node, topology []string, labelsOf func(node string) map[s
 			lay.span[l][d][1] = int32(p + 1)
 		}
 		lay.dom[l] = dom
+		for _, v := range lay.value[l] {
+			if v != "" {
+				lay.carried[kept[l]].Domains++
+			}
+		}
 	}
 	if levels > 0 {
 		lay.single = make([][]string, len(lay.span[0]))
@@ -117,6 +170,32 @@ func sameDomain(values []string, levels, l, a, b int) bool {
 		}
 	}
 	return true
+}
+
+// labelled reports whether domain d of placement level l (1..L) is one: its nodes carry
+// the level's label. A node without it is a run of its own there, but no domain.
+func (lay *layout) labelled(l, d int) bool { return lay.value[l-1][d] != "" }
+
+// hasDomain reports whether table position p has a domain at placement level l: always at
+// the node and the cluster level, and at a topology level when the node carries its label.
+func (lay *layout) hasDomain(l, p int) bool {
+	if l <= nodeLevel || l > lay.levels() {
+		return true
+	}
+	return lay.labelled(l, lay.domainOf(l, p))
+}
+
+// configured reports whether key is a configured level, carried by a node or not.
+func (lay *layout) configured(key string) bool {
+	if lay == nil {
+		return false
+	}
+	for _, c := range lay.carried {
+		if c.Key == key {
+			return true
+		}
+	}
+	return false
 }
 
 // levels is the number of topology levels (without the node and the cluster).

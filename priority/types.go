@@ -242,8 +242,11 @@ type Model struct {
 	// SpreadAfter is how long after its creation a job whose gang one domain of the
 	// nearest topology level (a rack) could hold, were it empty, waits for one with room
 	// rather than being spread over several: a gang spread over racks runs slower for as
-	// long as it runs. The wait ends earlier when a domain frees. 0 spreads at once; so
-	// does the strict policy, where a job that waits stops every job behind it.
+	// long as it runs. The wait ends earlier when a domain frees, and it is taken only
+	// while it leaves nothing idle: while the jobs behind it use the room it could run in
+	// now spread (else it is spread at once). A domain exists only where nodes carry the
+	// level's label. 0 spreads at once; so does the strict policy, where a job that waits
+	// stops every job behind it.
 	SpreadAfter time.Duration
 	// ReserveAfter is how long a job that does not fit waits under the backfill policy
 	// before it reserves room (its wait counts from its creation); other policies ignore
@@ -377,6 +380,12 @@ type Decision struct {
 	// Finished says how the job's workload ended (Job.Finished): a finished job is running,
 	// whatever is left of it.
 	Finished string `json:"finished,omitempty"`
+	// YieldHeld is true for a job whose held binds are to be given back now: its gang
+	// cannot gather (what it still needs does not fit), or a gathering job of higher P
+	// cannot gather without their room. Admit counts their room as free for the jobs
+	// walked after it; the gate answers them with an error the scheduler retries, so the
+	// wait ends within a backoff rather than the gate's hold timeout.
+	YieldHeld bool `json:"yieldHeld,omitempty"`
 	// Reason is the one-sentence explanation that explain, /debug/queue and Events show.
 	Reason string `json:"reason"`
 	// Wait is, for a job that waits or is unschedulable, the sentence the filter answers:

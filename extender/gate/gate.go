@@ -101,7 +101,14 @@ type gathering struct {
 	seen    map[types.UID]struct{}
 	lastNew time.Time
 	stall   clock.Timer
+	// check looks at the job's decision every yieldCheck: a gang that cannot gather gives
+	// its held binds back (Decision.YieldHeld).
+	check clock.Timer
 }
+
+// yieldCheck is how often a gathering looks whether the view's current queue tells its job
+// to give its held binds back: a wait ended within a recompute or so, not a hold timeout.
+const yieldCheck = 250 * time.Millisecond
 
 // hold is one held bind request.
 type hold struct {
@@ -320,6 +327,7 @@ func (g *Gate) gathering(key string, min int) *gathering {
 	}
 	gat := &gathering{job: key, min: min, start: g.clock.Now(), holds: map[types.UID]*hold{}, seen: map[types.UID]struct{}{}}
 	gat.stall = g.clock.AfterFunc(g.holdTimeout, func() { go g.stalled(gat) })
+	gat.check = g.clock.AfterFunc(yieldCheck, func() { go g.checkYield(gat) })
 	g.gatherings.SetDefault(key, gat)
 	return gat
 }
@@ -327,6 +335,7 @@ func (g *Gate) gathering(key string, min int) *gathering {
 // closeGathering ends a gathering (released or failed). The caller holds g.mu.
 func (g *Gate) closeGathering(gat *gathering) {
 	gat.stall.Stop()
+	gat.check.Stop()
 	for _, h := range gat.holds {
 		h.timer.Stop()
 	}
@@ -341,6 +350,63 @@ func (g *Gate) stalled(gat *gathering) {
 	if !grew {
 		g.expire(gat)
 	}
+}
+
+// checkYield gives a gathering's held binds back when the view's current queue says its
+// job's gang cannot gather (Decision.YieldHeld, for these very held pods): what it still
+// needs does not fit, or a gathering job of higher P needs their room. Every held bind
+// answers an error the scheduler retries after its backoff; nothing is bound, and the job
+// does not cool down: the queue keeps it waiting while it does not fit. Otherwise it looks
+// again after yieldCheck.
+func (g *Gate) checkYield(gat *gathering) {
+	g.mu.Lock()
+	current, ok := g.gatherings.Get(gat.job)
+	if !ok || current.(*gathering) != gat {
+		g.mu.Unlock()
+		return
+	}
+	view := gat.view
+	g.mu.Unlock()
+	var d *priority.Decision
+	yield := false
+	if view != nil {
+		var job *priority.Job
+		if job, d, ok = view.Job(gat.job); ok && d.YieldHeld {
+			yield = g.heldHere(gat, job)
+		}
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if current, ok := g.gatherings.Get(gat.job); !ok || current.(*gathering) != gat {
+		return
+	}
+	if !yield {
+		// A new timer rather than Reset: the fake clock of the tests blocks on a
+		// func timer that fires twice.
+		gat.check = g.clock.AfterFunc(yieldCheck, func() { go g.checkYield(gat) })
+		return
+	}
+	g.closeGathering(gat)
+	err := &gateError{metrics.OutcomeRefused, fmt.Errorf("not bound: job %s gives its held binds back: %s; the scheduler retries", gat.job, d.Blocker)}
+	for _, h := range gat.holds {
+		h.result <- err
+	}
+	g.log.Info("held binds given back", zap.String("job", gat.job), zap.Int("held", len(gat.holds)), zap.Int("min", gat.min), zap.String("why", d.Blocker))
+	g.notify() // never blocks
+}
+
+// heldHere reports whether a pod the job's snapshot counts as held is held in gat: the
+// decision to give held binds back was made on this gathering, not on an earlier one. The
+// caller does not hold g.mu.
+func (g *Gate) heldHere(gat *gathering, job *priority.Job) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, p := range job.Pods {
+		if _, ok := gat.holds[types.UID(p.UID)]; ok && p.State == priority.PodHeld {
+			return true
+		}
+	}
+	return false
 }
 
 // expireHold ends one held request that has waited maxHold. When the gang has made progress

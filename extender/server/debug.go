@@ -24,8 +24,10 @@ type QueueSource interface {
 // queueReport is the JSON of /debug/queue: the queue in order, then the unschedulable jobs,
 // then the running jobs.
 type queueReport struct {
-	Computed time.Time            `json:"computed"`
-	Jobs     []*priority.Decision `json:"jobs"`
+	Computed time.Time `json:"computed"`
+	// Topology is each configured topology level as the nodes carry it.
+	Topology []priority.TopologyLevel `json:"topology,omitempty"`
+	Jobs     []*priority.Decision     `json:"jobs"`
 }
 
 // debugQueue answers /debug/queue: the admission queue as JSON, or as a text table with
@@ -36,7 +38,7 @@ func (s *Server) debugQueue(w http.ResponseWriter, r *http.Request, _ httprouter
 		wire.WriteJSON(w, http.StatusServiceUnavailable, wire.ErrorBody{Error: "no queue computed yet: cluster view not synced"})
 		return
 	}
-	report := queueReport{Computed: computed, Jobs: slices.Concat(q.Order, q.Unschedulable, q.Running)}
+	report := queueReport{Computed: computed, Topology: q.Levels, Jobs: slices.Concat(q.Order, q.Unschedulable, q.Running)}
 	switch format := r.URL.Query().Get("format"); format {
 	case "", "json":
 		wire.WriteJSON(w, http.StatusOK, report)
@@ -64,6 +66,9 @@ func writeQueueTable(w io.Writer, report queueReport) {
 	}
 	fmt.Fprintf(w, "queue computed %s: %d queued, %d unschedulable, %d running\n", report.Computed.UTC().Format(time.RFC3339),
 		queued, unschedulable, len(report.Jobs)-queued-unschedulable)
+	if len(report.Topology) > 0 {
+		fmt.Fprintf(w, "topology: %s\n", TopologyLevels(report.Topology))
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "POS\tJOB\tPHASE\tP\tUSER\tJOB-PRIO\tWAIT\tPARALLEL\tGANG\tPLACEMENT\tWAITS FOR")
 	for _, d := range report.Jobs {
@@ -92,4 +97,15 @@ func writeQueueTable(w io.Writer, report queueReport) {
 			d.Terms.User, d.Terms.Job, d.Terms.Wait, d.Terms.Parallelism, gang, placement, strings.TrimSpace(blocker))
 	}
 	_ = tw.Flush()
+}
+
+// TopologyLevels says how the nodes carry the configured topology levels, for people:
+// "example.com/rack on 32 nodes in 8 domains; topology.kubernetes.io/zone on no node (left
+// out of the placement)".
+func TopologyLevels(levels []priority.TopologyLevel) string {
+	parts := make([]string, len(levels))
+	for i, l := range levels {
+		parts[i] = l.String()
+	}
+	return strings.Join(parts, "; ")
 }

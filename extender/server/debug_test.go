@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"go.uber.org/zap"
 
 	"github.com/cps-extender/cps-extender/priority"
@@ -164,5 +165,34 @@ func TestNewRequiresDependencies(t *testing.T) {
 	_, err := New(Options{})
 	if err == nil || !strings.Contains(err.Error(), "Log, Ready, MaxRequestBytes") {
 		t.Errorf("err = %v, want all missing dependencies named", err)
+	}
+}
+
+// TestDebugQueueTopology: /debug/queue, and so explain, say which configured topology
+// levels the nodes carry: a level on no node is left out of the placement.
+func TestDebugQueueTopology(t *testing.T) {
+	nodes := []priority.Node{
+		{Name: "n1", Free: priority.Resources{"cpu": 8000}, Labels: map[string]string{"example.com/rack": "r1"}},
+		{Name: "n2", Free: priority.Resources{"cpu": 8000}, Labels: map[string]string{"example.com/rack": "r2"}},
+		{Name: "n3", Free: priority.Resources{"cpu": 8000}, Labels: map[string]string{}},
+	}
+	topology := priority.NewNodeIndex(nodes, []string{"example.com/rack", "topology.kubernetes.io/zone"}, nil)
+	now := time.Unix(1_700_000_000, 0)
+	q := priority.DefaultModel().Admit(priority.State{Nodes: nodes, Topology: topology}, now)
+	srv := queueTestServer(t, fixedQueue{q: q, at: now})
+
+	var report struct {
+		Topology []priority.TopologyLevel `json:"topology"`
+	}
+	if err := json.Unmarshal(get(srv, "/debug/queue").Body.Bytes(), &report); err != nil {
+		t.Fatal(err)
+	}
+	want := []priority.TopologyLevel{{Key: "example.com/rack", Nodes: 2, Domains: 2}, {Key: "topology.kubernetes.io/zone"}}
+	if diff := cmp.Diff(want, report.Topology); diff != "" {
+		t.Errorf("topology (-want +got):\n%s", diff)
+	}
+	lines := strings.Split(get(srv, "/debug/queue?format=table").Body.String(), "\n")
+	if len(lines) < 2 || lines[1] != "topology: example.com/rack on 2 nodes in 2 domains; topology.kubernetes.io/zone on no node (left out of the placement)" {
+		t.Errorf("table's second line %q, want the levels the nodes carry", lines[1])
 	}
 }

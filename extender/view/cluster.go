@@ -66,7 +66,8 @@ type Cluster struct {
 	// admitSpace pools *priority.Workspace: Admit's scratch space, reused recompute after
 	// recompute instead of allocated anew.
 	admitSpace sync.Pool
-	waits      jobWaits // for the job metrics (waits.go)
+	waits      jobWaits   // for the job metrics (waits.go)
+	levels     levelNotes // what was logged of the topology levels (levels.go)
 }
 
 // viewConfig is the part of the configuration the view computes with; it can be swapped

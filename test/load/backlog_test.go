@@ -24,11 +24,26 @@ import (
 // The same backlog is scheduled by plain kube-scheduler (the shipped config without the
 // extenders block) and through cps-extender, each on an empty cluster; the time counts from
 // the scheduler's start (it is ready) to the last binding. Through cps-extender every gang
-// must be bound whole, with no hold timeout, in at most 1.2 times the plain time.
+// must be bound whole, with no hold timeout, in at most 1.2 times the plain time. The nodes
+// carry rack and zone labels (4 zones of 25).
 func TestBacklogAtStart(t *testing.T) {
+	backlogAtStart(t, false)
+}
+
+// TestBacklogAtStartUnlabelled is TestBacklogAtStart on nodes without rack or zone labels,
+// with the shipped affinity.topology (the zone level): 100 gangs fit a node each, the other
+// 20 only spread over what those leave (7 CPU a node). Before, every unlabelled node counted
+// as a zone, and those 20 waited model.spreadAfter (5 min) for a node to empty: 5 min 4 s
+// against plain kube-scheduler's 56 s, twice in two runs.
+func TestBacklogAtStartUnlabelled(t *testing.T) {
+	backlogAtStart(t, true)
+}
+
+func backlogAtStart(t *testing.T, unlabelled bool) {
 	spec := fixture.Spec{
 		Nodes: envInt(t, "BACKLOG_NODES", 100), Jobs: envInt(t, "BACKLOG_JOBS", 120),
 		PodsPerJob: envInt(t, "BACKLOG_PODS_PER_JOB", 24), KwokNodes: true, SchedulerName: "cps-scheduler",
+		NoTopology: unlabelled,
 	}
 	cp := framework.Start(t, framework.Options{})
 	createNodes(t, cp.Client, fixture.Nodes(spec))
