@@ -331,6 +331,15 @@ func lwsGroup(p *corev1.Pod) string {
 	return p.Labels[lwsNameLabel] + "-" + p.Labels[lwsGroupIndexLabel]
 }
 
+// lwsStage is a LeaderWorkerSet pod's group, its workers apart: "ready-0" for the leader,
+// "ready-0.workers" for the others.
+func lwsStage(p *corev1.Pod) string {
+	if p.Labels["leaderworkerset.sigs.k8s.io/worker-index"] == "0" {
+		return lwsGroup(p)
+	}
+	return lwsGroup(p) + ".workers"
+}
+
 // groupBound counts the bound, running pods of each LeaderWorkerSet group.
 func (e *env) groupBound(name string) map[string]int {
 	out := map[string]int{}
@@ -350,7 +359,10 @@ func (e *env) groupBound(name string) map[string]int {
 // kube-controller-manager's StatefulSet controller, only schedulerName set. Each group is a
 // gang (default/vllm-<index>, 4 pods): one binds whole, the other waits with nothing bound;
 // a node where only 2 of its pods fit changes nothing; a second one and it binds whole. No
-// group is ever partly bound (200 ms sampling).
+// group is ever partly bound (200 ms sampling). Then, the first one deleted, one with
+// startupPolicy LeaderReady, whose workers LWS creates only once the leader is Ready: its
+// leader binds alone (default/ready-0, 1 pod), then its 3 workers whole
+// (default/ready-0.workers).
 func TestLeaderWorkerSetAsSubmitted(t *testing.T) {
 	began := time.Now()
 	e := newEnv(t, framework.Nodes("node", 2, "8", "16Gi")...)
@@ -416,6 +428,32 @@ func TestLeaderWorkerSetAsSubmitted(t *testing.T) {
 	t.Logf("%s bound whole %v after the second node was added", second, time.Since(added).Round(time.Millisecond))
 	if p := watch.Stop(); len(p) > 0 {
 		t.Errorf("groups seen partly bound: %v", p)
+	}
+
+	// LeaderReady: a gang of the whole group would wait for workers that come only after
+	// its leader runs.
+	deleteAndWaitGone(t, e.cp, framework.LeaderWorkerSets, "vllm", lwsNameLabel+"=vllm")
+	workers := e.watchGroupsBy(lwsStage, map[string]int{"ready-0.workers": 3})
+	defer workers.Stop()
+	queue := e.watchQueue()
+	defer queue.Stop()
+	created = time.Now()
+	e.cp.CreateYAML(t, framework.LeaderWorkerSets, true,
+		strings.Replace(lwsManifest("ready", 1, 4, "4"), "spec:\n  replicas:", "spec:\n  startupPolicy: LeaderReady\n  replicas:", 1))
+	framework.WaitFor(t, 30*time.Second, "the LeaderReady group's leader, then its workers, bound", func() (bool, error) {
+		g := e.groupBound("ready")
+		return g["ready-0"] == 4, fmt.Errorf("groups bound: %v", g)
+	})
+	t.Logf("the LeaderReady group bound %v after its LeaderWorkerSet was created", time.Since(created).Round(time.Millisecond))
+	if p := workers.Stop(); len(p) > 0 {
+		t.Errorf("the LeaderReady group's workers seen partly bound: %v", p)
+	}
+	queue.Stop()
+	seen := queue.Seen()
+	for key, min := range map[string]int{"default/ready-0": 1, "default/ready-0.workers": 3} {
+		if d, ok := seen[key]; !ok || d.MinMember != min {
+			t.Errorf("job %s in the queue: %+v (seen: %v), want a minimum of %d", key, d, ok, min)
+		}
 	}
 	t.Logf("TestLeaderWorkerSetAsSubmitted took %v", time.Since(began).Round(time.Millisecond))
 }
