@@ -1,4 +1,7 @@
-//go:build e2e
+//go:build e2e && field
+
+// The tests of the optional operators, Kubeflow Trainer v2 and LeaderWorkerSet: build tags e2e
+// and field, run by `make field` (not by `make test`: docs/testing.md says why).
 
 package e2e
 
