@@ -23,6 +23,7 @@ image: ## The container image IMAGE (cps-extender:dev): docker build if a daemon
 lint: ## go vet (also the e2e-tagged code) and a gofmt check.
 	$(GO) vet ./...
 	$(GO) vet -tags e2e ./test/...
+	$(GO) vet -tags e2e,field ./test/e2e/...
 	$(GO) vet -tags load ./test/load/...
 	cd test/tools/image && $(GO) vet ./...
 	cd test/tools/monitoring && $(GO) vet ./...
@@ -41,7 +42,7 @@ controllers: ## Build (or reuse) kube-controller-manager (v1.37.2), the Kubeflow
 	test/tools/build-controllers.sh
 
 .PHONY: controllers-extra
-controllers-extra: ## Build (or reuse) the optional operators, not part of `make test`: Kubeflow Trainer v2 (v2.0.0) and LeaderWorkerSet (v0.7.0), with their CRDs, in .cache/.
+controllers-extra: ## Build (or reuse) the optional operators of `make field`, not part of `make test`: Kubeflow Trainer v2 (v2.0.0) and LeaderWorkerSet (v0.7.0), with their CRDs, in .cache/.
 	test/tools/build-controllers-extra.sh
 
 .PHONY: unit
@@ -90,6 +91,15 @@ e2e: controlplane volcano controllers ## End-to-end tests on a real local contro
 	  CPS_VOLCANO_BIN=$$(test/tools/build-volcano.sh | tail -n1) \
 	  CPS_CONTROLLERS_BIN=$$(test/tools/build-controllers.sh | tail -n1) \
 	  $(GO) test -tags e2e -count=1 -timeout $(E2E_TIMEOUT) -v ./test/e2e/... ./test/eval/...
+
+# The end-to-end tests of build tag field: workloads of the optional operators, as users submit them.
+FIELD_TESTS ?= TestTrainJobAsSubmitted|TestLeaderWorkerSetAsSubmitted
+.PHONY: field
+field: controlplane controllers controllers-extra ## Not part of `make test` (docs/testing.md): a Kubeflow Trainer v2 TrainJob and a LeaderWorkerSet through the real operators, end to end (~75 s once built).
+	CPS_CONTROLPLANE_BIN=$$(test/tools/build-controlplane.sh | tail -n1) \
+	  CPS_CONTROLLERS_BIN=$$(test/tools/build-controllers.sh | tail -n1) \
+	  CPS_CONTROLLERS_EXTRA_BIN=$$(test/tools/build-controllers-extra.sh | tail -n1) \
+	  $(GO) test -tags e2e,field -count=1 -timeout 10m -v -run '^($(FIELD_TESTS))$$' ./test/e2e/
 
 .PHONY: test
 test: lint unit tools fuzz e2e ## Everything CI runs: lint, unit tests (-race), the tool modules' tests, short fuzz runs and the end-to-end suite.

@@ -45,6 +45,11 @@ const (
 	KueuePodGroupTotalCount  = "kueue.x-k8s.io/pod-group-total-count"
 )
 
+// LWSExclusiveTopology, an annotation of a LeaderWorkerSet, puts each group in a topology
+// domain of its own: its controller creates a group's workers only once the leader is
+// scheduled.
+const LWSExclusiveTopology = "leaderworkerset.sigs.k8s.io/exclusive-topology"
+
 // WorkloadKind is a kind of object whose pods make one gang (or, for a LeaderWorkerSet,
 // one gang per group).
 type WorkloadKind struct {
@@ -97,7 +102,8 @@ type WorkloadRef struct {
 	// Group is the gang's name in the pod's namespace: Name, or for a LeaderWorkerSet
 	// "<name>-<group index>".
 	Group string
-	// Part is a JobSet pod's replicated job (its gangs may be one per start-up stage).
+	// Part is a JobSet pod's replicated job, or LWSWorkersPart for a LeaderWorkerSet's
+	// worker: the parts a workload's gangs may be split by (GroupInfo.Stages).
 	Part string
 	Role priority.Role
 	// Index orders the pods of one role (-1 when unknown).
@@ -136,9 +142,9 @@ func WorkloadOf(pod *corev1.Pod) (WorkloadRef, bool) {
 	case labels[LWSNameLabel] != "" && labels[LWSGroupIndexLabel] != "":
 		name, group := labels[LWSNameLabel], labels[LWSGroupIndexLabel]
 		ref := WorkloadRef{Source: SourceLeaderWorkerSet, Kind: "LeaderWorkerSet", Name: name, Group: name + "-" + group,
-			Role: priority.RoleWorker, Index: ParseIndex(labels[LWSWorkerIndexLabel])}
+			Role: priority.RoleWorker, Index: ParseIndex(labels[LWSWorkerIndexLabel]), Part: LWSWorkersPart}
 		if ref.Index == 0 {
-			ref.Role = priority.RoleChief // the group's leader
+			ref.Role, ref.Part = priority.RoleChief, "" // the group's leader
 		}
 		return ref, true
 	case owner != nil && ownerGroup == "ray.io" && owner.Kind == "RayCluster":
@@ -178,9 +184,13 @@ func WorkloadLabel(pod *corev1.Pod) string {
 	return ""
 }
 
+// LWSWorkersPart is the part of a LeaderWorkerSet group's workers (WorkloadRef.Part).
+const LWSWorkersPart = "workers"
+
 // Stage is a part of a workload that starts apart from the rest and so is a gang of its
 // own: the replicated jobs of a JobSet that its controller creates only once others are
-// ready or complete.
+// ready or complete; a LeaderWorkerSet group's workers, created only once its leader is
+// ready or scheduled.
 type Stage struct {
 	// Suffix makes the stage's job name: "<workload>.<suffix>".
 	Suffix    string
@@ -201,8 +211,9 @@ type GroupInfo struct {
 	Finished string
 	// Unknown says why the gang size cannot be derived from the object ("" when it can).
 	Unknown string
-	// Stages are, by part (a JobSet's replicated job), the parts that are gangs of their
-	// own; parts not in it are of the main gang, whose minimum is MinMember.
+	// Stages are, by part (a JobSet's replicated job, a LeaderWorkerSet group's workers),
+	// the parts that are gangs of their own; parts not in it are of the main gang, whose
+	// minimum is MinMember.
 	Stages map[string]Stage
 	// Owner names the object above the workload that a user submitted, when there is one
 	// ("TrainJob default/llm"); "" otherwise.
@@ -219,7 +230,11 @@ type GroupInfo struct {
 //     or completions when fewer). Replicated jobs that the controller starts later
 //     (dependsOn, or startupPolicy InOrder) are gangs of their own, one per start-up
 //     stage. Finished when its terminal state or a Completed or Failed condition says so.
-//   - LeaderWorkerSet: leaderWorkerTemplate.size per group (1 when unset).
+//   - LeaderWorkerSet: leaderWorkerTemplate.size per group (1 when unset). When its
+//     controller creates a group's workers only once the leader is Ready (startupPolicy
+//     LeaderReady) or scheduled (the exclusive-topology annotation), the leader is a gang
+//     of its own (1) and the workers another (stage "workers", size - 1): a gang of the
+//     whole group would wait for workers that never come.
 //   - RayCluster: the head and each worker group's minReplicas x numOfHosts (suspended
 //     groups left out). Finished when its state is failed.
 //   - Job: an Indexed Job whose parallelism equals its completions is one gang of that
@@ -241,10 +256,7 @@ func DeriveWorkload(kind string, obj *unstructured.Unstructured) GroupInfo {
 			info.Finished = finishedByCondition(obj, ref, "Completed", "Failed")
 		}
 	case "LeaderWorkerSet":
-		info.MinMember = intOr(spec, 1, "leaderWorkerTemplate", "size")
-		if info.MinMember < 1 {
-			info.Unknown = "its " + ref + " has no valid leaderWorkerTemplate.size"
-		}
+		deriveLeaderWorkerSet(&info, obj, spec, ref)
 	case "RayCluster":
 		info.MinMember = 1 // the head
 		groups, _, _ := unstructured.NestedSlice(spec, "workerGroupSpecs")
@@ -346,6 +358,24 @@ func deriveJobSet(info *GroupInfo, spec map[string]any, ref string) {
 	}
 	if info.MinMember == 0 {
 		info.Unknown = "its " + ref + " has no pods in its first replicated job"
+	}
+}
+
+// deriveLeaderWorkerSet sizes a LeaderWorkerSet's groups: the whole group, or the leader
+// and then its workers when the controller creates the workers only once the leader is
+// Ready (startupPolicy LeaderReady) or scheduled (LWSExclusiveTopology).
+func deriveLeaderWorkerSet(info *GroupInfo, obj *unstructured.Unstructured, spec map[string]any, ref string) {
+	size := intOr(spec, 1, "leaderWorkerTemplate", "size")
+	info.MinMember = size
+	if size < 1 {
+		info.Unknown = "its " + ref + " has no valid leaderWorkerTemplate.size"
+		return
+	}
+	policy, _, _ := unstructured.NestedString(spec, "startupPolicy")
+	_, exclusive := obj.GetAnnotations()[LWSExclusiveTopology]
+	if size > 1 && (policy == "LeaderReady" || exclusive) {
+		info.MinMember = 1
+		info.Stages = map[string]Stage{LWSWorkersPart: {Suffix: LWSWorkersPart, MinMember: size - 1}}
 	}
 }
 

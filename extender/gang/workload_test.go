@@ -67,7 +67,14 @@ func TestWorkloadOf(t *testing.T) {
 			name:   "LeaderWorkerSet worker: the group is its gang",
 			owners: controller("apps/v1", "StatefulSet", "lws-1"),
 			labels: map[string]string{LWSNameLabel: "lws", LWSGroupIndexLabel: "1", LWSWorkerIndexLabel: "3"},
-			want:   WorkloadRef{Source: SourceLeaderWorkerSet, Kind: "LeaderWorkerSet", Name: "lws", Group: "lws-1", Role: priority.RoleWorker, Index: 3},
+			want:   WorkloadRef{Source: SourceLeaderWorkerSet, Kind: "LeaderWorkerSet", Name: "lws", Group: "lws-1", Part: LWSWorkersPart, Role: priority.RoleWorker, Index: 3},
+			ok:     true,
+		},
+		{
+			name:   "LeaderWorkerSet leader: the group's server, of no part",
+			owners: controller("apps/v1", "StatefulSet", "lws"),
+			labels: map[string]string{LWSNameLabel: "lws", LWSGroupIndexLabel: "1", LWSWorkerIndexLabel: "0"},
+			want:   WorkloadRef{Source: SourceLeaderWorkerSet, Kind: "LeaderWorkerSet", Name: "lws", Group: "lws-1", Role: priority.RoleChief, Index: 0},
 			ok:     true,
 		},
 		{
@@ -280,6 +287,41 @@ status: {terminalState: Completed}`,
 			kind: "LeaderWorkerSet",
 			doc:  meta + `spec: {replicas: 3, leaderWorkerTemplate: {size: 4}}`,
 			want: GroupInfo{MinMember: 4, Created: created},
+		},
+		{
+			name: "LeaderWorkerSet, startupPolicy LeaderCreated (the default): the group",
+			kind: "LeaderWorkerSet",
+			doc:  meta + `spec: {replicas: 3, startupPolicy: LeaderCreated, leaderWorkerTemplate: {size: 4}}`,
+			want: GroupInfo{MinMember: 4, Created: created},
+		},
+		{
+			name: "LeaderWorkerSet, startupPolicy LeaderReady: the leader, then its workers",
+			kind: "LeaderWorkerSet",
+			doc:  meta + `spec: {replicas: 3, startupPolicy: LeaderReady, leaderWorkerTemplate: {size: 4}}`,
+			want: GroupInfo{MinMember: 1, Created: created, Stages: map[string]Stage{"workers": {Suffix: "workers", MinMember: 3}}},
+		},
+		{
+			name: "LeaderWorkerSet of exclusive topology: the leader, then its workers",
+			kind: "LeaderWorkerSet",
+			doc: `metadata:
+  name: j
+  namespace: ns
+  creationTimestamp: "2026-12-04T10:00:00Z"
+  annotations: {leaderworkerset.sigs.k8s.io/exclusive-topology: topology.kubernetes.io/zone}
+spec: {leaderWorkerTemplate: {size: 2}}`,
+			want: GroupInfo{MinMember: 1, Created: created, Stages: map[string]Stage{"workers": {Suffix: "workers", MinMember: 1}}},
+		},
+		{
+			name: "LeaderWorkerSet, LeaderReady, of a leader alone: no workers to wait for",
+			kind: "LeaderWorkerSet",
+			doc:  meta + `spec: {startupPolicy: LeaderReady, leaderWorkerTemplate: {size: 1}}`,
+			want: GroupInfo{MinMember: 1, Created: created},
+		},
+		{
+			name: "LeaderWorkerSet without a valid size",
+			kind: "LeaderWorkerSet",
+			doc:  meta + `spec: {startupPolicy: LeaderReady, leaderWorkerTemplate: {size: 0}}`,
+			want: GroupInfo{Created: created, Unknown: "its LeaderWorkerSet ns/j has no valid leaderWorkerTemplate.size"},
 		},
 		{
 			name: "RayCluster: the head and each group's minReplicas x numOfHosts",

@@ -34,6 +34,8 @@ func TestMembershipOf(t *testing.T) {
 			return gang.GroupInfo{MinMember: 1, Created: created, Stages: map[string]gang.Stage{"node": {Suffix: "node", MinMember: 8}}}, true
 		case source == "LeaderWorkerSet" && name == "lws":
 			return gang.GroupInfo{MinMember: 4, Created: created}, true
+		case source == "LeaderWorkerSet" && name == "ready": // startupPolicy LeaderReady, size 4
+			return gang.GroupInfo{MinMember: 1, Created: created, Stages: map[string]gang.Stage{"workers": {Suffix: "workers", MinMember: 3}}}, true
 		}
 		return gang.GroupInfo{}, false
 	}
@@ -146,6 +148,27 @@ func TestMembershipOf(t *testing.T) {
 			labels: map[string]string{gang.LWSNameLabel: "lws", gang.LWSGroupIndexLabel: "2", gang.LWSWorkerIndexLabel: "0"},
 			want: membership{jobKey: "ns/lws-2", source: gang.SourceLeaderWorkerSet, role: priority.RoleChief, index: 0, minMember: 4, created: created,
 				lookup: "LeaderWorkerSet", owner: "lws"},
+			inJob: true,
+		},
+		{
+			name:   "a LeaderWorkerSet group's worker: the same job",
+			labels: map[string]string{gang.LWSNameLabel: "lws", gang.LWSGroupIndexLabel: "2", gang.LWSWorkerIndexLabel: "3"},
+			want: membership{jobKey: "ns/lws-2", source: gang.SourceLeaderWorkerSet, role: priority.RoleWorker, index: 3, minMember: 4, created: created,
+				lookup: "LeaderWorkerSet", owner: "lws", part: "workers"},
+			inJob: true,
+		},
+		{
+			name:   "a LeaderReady LeaderWorkerSet group's leader: a job of one",
+			labels: map[string]string{gang.LWSNameLabel: "ready", gang.LWSGroupIndexLabel: "0", gang.LWSWorkerIndexLabel: "0"},
+			want: membership{jobKey: "ns/ready-0", source: gang.SourceLeaderWorkerSet, role: priority.RoleChief, index: 0, minMember: 1, created: created,
+				lookup: "LeaderWorkerSet", owner: "ready"},
+			inJob: true,
+		},
+		{
+			name:   "a LeaderReady LeaderWorkerSet group's workers: a job of their own",
+			labels: map[string]string{gang.LWSNameLabel: "ready", gang.LWSGroupIndexLabel: "0", gang.LWSWorkerIndexLabel: "1"},
+			want: membership{jobKey: "ns/ready-0.workers", source: gang.SourceLeaderWorkerSet, role: priority.RoleWorker, index: 1, minMember: 3, created: created,
+				lookup: "LeaderWorkerSet", owner: "ready", part: "workers"},
 			inJob: true,
 		},
 		{

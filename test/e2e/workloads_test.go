@@ -62,6 +62,12 @@ type groupWatch struct {
 
 // watchGroups starts a groupWatch over the groups named in size (label value -> gang size).
 func (e *env) watchGroups(label string, size map[string]int) *groupWatch {
+	return e.watchGroupsBy(func(p *corev1.Pod) string { return p.Labels[label] }, size)
+}
+
+// watchGroupsBy starts a groupWatch over the groups named in size (group -> gang size), a
+// pod's group being key(pod).
+func (e *env) watchGroupsBy(key func(*corev1.Pod) string, size map[string]int) *groupWatch {
 	w := &groupWatch{partial: map[string]string{}, size: size, stop: make(chan struct{}), done: make(chan struct{})}
 	go func() {
 		defer close(w.done)
@@ -79,9 +85,10 @@ func (e *env) watchGroups(label string, size map[string]int) *groupWatch {
 				continue
 			}
 			bound := map[string]int{}
-			for _, p := range list.Items {
+			for i := range list.Items {
+				p := &list.Items[i]
 				if p.Spec.NodeName != "" && p.DeletionTimestamp == nil && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
-					bound[p.Labels[label]]++
+					bound[key(p)]++
 				}
 			}
 			w.mu.Lock()

@@ -39,8 +39,12 @@ var (
 
 // DefaultKubeControllers are the controllers StartControllerManager runs when given none: the
 // Job controller (JobSet's Jobs) and the garbage collector (owned objects go with their owner).
-// LeaderWorkerSet would also need "statefulset-controller".
 var DefaultKubeControllers = []string{"job-controller", "garbage-collector-controller"}
+
+// LWSKubeControllers are DefaultKubeControllers and the StatefulSet controller, which makes
+// the pods of a LeaderWorkerSet's StatefulSets: StartControllerManager(t,
+// LWSKubeControllers...) before StartLWS.
+var LWSKubeControllers = append(append([]string(nil), DefaultKubeControllers...), "statefulset-controller")
 
 const (
 	controllerStartTimeout = 90 * time.Second

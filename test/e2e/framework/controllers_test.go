@@ -77,39 +77,64 @@ func TestCheckControllersBinDir(t *testing.T) {
 	}
 }
 
-func TestPatchWebhooks(t *testing.T) {
-	hook := func(name string) map[string]any { return map[string]any{"name": name} }
+func TestPatchDoc(t *testing.T) {
+	hook := func(name string) map[string]any {
+		return map[string]any{"name": name, "clientConfig": map[string]any{"service": map[string]any{"name": "webhook-service"}}}
+	}
+	named := func(name, service string) map[string]any {
+		h := hook(name)
+		h["clientConfig"] = map[string]any{"service": map[string]any{"name": service}}
+		return h
+	}
 	tests := []struct {
 		name    string
 		op      jsonPatchOp
-		want    []any
+		want    map[string]any
 		wantErr string
 	}{
-		{name: "replace", op: jsonPatchOp{Op: "replace", Path: "/webhooks/1", Value: hook("new")}, want: []any{hook("a"), hook("new")}},
-		{name: "add in front", op: jsonPatchOp{Op: "add", Path: "/webhooks/0", Value: hook("new")}, want: []any{hook("new"), hook("a"), hook("b")}},
-		{name: "add at the end", op: jsonPatchOp{Op: "add", Path: "/webhooks/2", Value: hook("new")}, want: []any{hook("a"), hook("b"), hook("new")}},
-		{name: "append", op: jsonPatchOp{Op: "add", Path: "/webhooks/-", Value: hook("new")}, want: []any{hook("a"), hook("b"), hook("new")}},
-		{name: "replace out of range", op: jsonPatchOp{Op: "replace", Path: "/webhooks/2"}, wantErr: "only 2 webhooks"},
-		{name: "a field of a webhook", op: jsonPatchOp{Op: "replace", Path: "/webhooks/0/name"}, wantErr: "unsupported patch path"},
-		{name: "another path", op: jsonPatchOp{Op: "replace", Path: "/metadata/name"}, wantErr: "unsupported patch path"},
-		{name: "remove", op: jsonPatchOp{Op: "remove", Path: "/webhooks/0"}, wantErr: `unsupported patch op "remove"`},
-		{name: "bad index", op: jsonPatchOp{Op: "replace", Path: "/webhooks/x"}, wantErr: "bad webhook index"},
+		{name: "replace a webhook", op: jsonPatchOp{Op: "replace", Path: "/webhooks/1", Value: hook("new")},
+			want: map[string]any{"metadata": map[string]any{"name": "cfg"}, "webhooks": []any{hook("a"), hook("new")}}},
+		{name: "add in front", op: jsonPatchOp{Op: "add", Path: "/webhooks/0", Value: hook("new")},
+			want: map[string]any{"metadata": map[string]any{"name": "cfg"}, "webhooks": []any{hook("new"), hook("a"), hook("b")}}},
+		{name: "add at the end", op: jsonPatchOp{Op: "add", Path: "/webhooks/2", Value: hook("new")},
+			want: map[string]any{"metadata": map[string]any{"name": "cfg"}, "webhooks": []any{hook("a"), hook("b"), hook("new")}}},
+		{name: "append", op: jsonPatchOp{Op: "add", Path: "/webhooks/-", Value: hook("new")},
+			want: map[string]any{"metadata": map[string]any{"name": "cfg"}, "webhooks": []any{hook("a"), hook("b"), hook("new")}}},
+		{name: "a field of a webhook (Trainer's patch)", op: jsonPatchOp{Op: "replace", Path: "/webhooks/1/clientConfig/service/name", Value: "svc"},
+			want: map[string]any{"metadata": map[string]any{"name": "cfg"}, "webhooks": []any{hook("a"), named("b", "svc")}}},
+		{name: "the name (Trainer's patch)", op: jsonPatchOp{Op: "replace", Path: "/metadata/name", Value: "validator.trainer.kubeflow.org"},
+			want: map[string]any{"metadata": map[string]any{"name": "validator.trainer.kubeflow.org"}, "webhooks": []any{hook("a"), hook("b")}}},
+		{name: "add a field", op: jsonPatchOp{Op: "add", Path: "/metadata/labels", Value: map[string]any{"a": "b"}},
+			want: map[string]any{"metadata": map[string]any{"name": "cfg", "labels": map[string]any{"a": "b"}}, "webhooks": []any{hook("a"), hook("b")}}},
+		{name: "remove a webhook", op: jsonPatchOp{Op: "remove", Path: "/webhooks/0"},
+			want: map[string]any{"metadata": map[string]any{"name": "cfg"}, "webhooks": []any{hook("b")}}},
+		{name: "remove a field", op: jsonPatchOp{Op: "remove", Path: "/webhooks/1/clientConfig"},
+			want: map[string]any{"metadata": map[string]any{"name": "cfg"}, "webhooks": []any{hook("a"), map[string]any{"name": "b"}}}},
+		{name: "escaped key", op: jsonPatchOp{Op: "add", Path: "/metadata/a~1b~0c", Value: "x"},
+			want: map[string]any{"metadata": map[string]any{"name": "cfg", "a/b~c": "x"}, "webhooks": []any{hook("a"), hook("b")}}},
+		{name: "replace out of range", op: jsonPatchOp{Op: "replace", Path: "/webhooks/2"}, wantErr: "only 2 items"},
+		{name: "add past the end", op: jsonPatchOp{Op: "add", Path: "/webhooks/3"}, wantErr: "only 2 items"},
+		{name: "replace a missing field", op: jsonPatchOp{Op: "replace", Path: "/spec/x"}, wantErr: `no field "spec"`},
+		{name: "through a string", op: jsonPatchOp{Op: "replace", Path: "/metadata/name/x"}, wantErr: "inside a string"},
+		{name: "move", op: jsonPatchOp{Op: "move", Path: "/webhooks/0"}, wantErr: `unsupported patch op "move"`},
+		{name: "bad index", op: jsonPatchOp{Op: "replace", Path: "/webhooks/x"}, wantErr: "bad list index"},
+		{name: "not a pointer", op: jsonPatchOp{Op: "replace", Path: "webhooks"}, wantErr: "bad patch path"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			doc := map[string]any{"webhooks": []any{hook("a"), hook("b")}}
-			err := patchWebhooks(doc, tt.op)
+			doc := map[string]any{"metadata": map[string]any{"name": "cfg"}, "webhooks": []any{hook("a"), hook("b")}}
+			err := patchDoc(doc, tt.op)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("patchWebhooks: %v, want an error containing %q", err, tt.wantErr)
+					t.Fatalf("patchDoc: %v, want an error containing %q", err, tt.wantErr)
 				}
 				return
 			}
 			if err != nil {
 				t.Fatal(err)
 			}
-			if diff := cmp.Diff(tt.want, doc["webhooks"]); diff != "" {
-				t.Errorf("webhooks (-want +got):\n%s", diff)
+			if diff := cmp.Diff(tt.want, doc); diff != "" {
+				t.Errorf("doc (-want +got):\n%s", diff)
 			}
 		})
 	}
@@ -234,9 +259,9 @@ func TestJobSetWebhookConfigsErrors(t *testing.T) {
 		{name: "patch target missing", edit: map[string]string{"kustomization.yaml": strings.Replace(webhookManifests["kustomization.yaml"], "name: mutating-webhook-configuration", "name: other", 1)},
 			wantErr: `no MutatingWebhookConfiguration "other"`},
 		{name: "patch out of range", edit: map[string]string{"patches/mutating-patch.yaml": strings.Replace(webhookManifests["patches/mutating-patch.yaml"], "/webhooks/1", "/webhooks/5", 1)},
-			wantErr: "only 2 webhooks"},
-		{name: "no validating configuration", edit: map[string]string{"manifests.yaml": webhookManifests["manifests.yaml"][:strings.LastIndex(webhookManifests["manifests.yaml"], "---")]},
-			wantErr: "want a mutating and a validating"},
+			wantErr: "only 2 items"},
+		{name: "no configuration", edit: map[string]string{"manifests.yaml": "---\n", "kustomization.yaml": "resources: [manifests.yaml]\n"},
+			wantErr: "no webhook configuration"},
 		{name: "unknown kind", edit: map[string]string{"manifests.yaml": webhookManifests["manifests.yaml"] + "---\napiVersion: v1\nkind: Service\nmetadata: {name: s}\n"},
 			wantErr: `unexpected kind "Service"`},
 	}

@@ -33,6 +33,13 @@
 // TrainingOperatorCertDir, a fixed folder every test shares (StartTrainingOperator puts a
 // pair there under a lock if none is valid).
 //
+// The optional operators come from ControllersExtraBinDir ($CPS_CONTROLLERS_EXTRA_BIN, or
+// test/tools/build-controllers-extra.sh): Kubeflow Trainer v2 (InstallTrainer, StartTrainer,
+// InstallTrainingRuntimes; it needs JobSet running, and shares TrainingOperatorCertDir) and
+// LeaderWorkerSet (InstallLWS, StartLWS; kube-controller-manager with LWSKubeControllers, the
+// StatefulSet controller among them). Their webhooks are registered as the releases ship them
+// (WebhookConfigs), pointed at the process by URL.
+//
 // # Process lifetime
 //
 // Every child runs in its own process group and is stopped by the test's cleanup, in reverse

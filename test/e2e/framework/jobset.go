@@ -156,9 +156,9 @@ func JobSetWebhookConfigs(dir, baseURL string, caPEM []byte) (*admissionregistra
 
 // WebhookConfigs reads a kubebuilder project's webhook manifests in dir (manifests.yaml with
 // its kustomization.yaml and the patches it names, as JobSet and LeaderWorkerSet ship them in
-// config/.../webhook) and returns its mutating and validating webhook configurations, named
-// with namePrefix, the patches applied, every webhook calling baseURL followed by its service
-// path and trusting caPEM.
+// config/.../webhook) and returns its mutating and validating webhook configurations (either
+// nil when the project has none of that kind), named with namePrefix, the patches applied,
+// every webhook calling baseURL followed by its service path and trusting caPEM.
 func WebhookConfigs(dir, namePrefix, baseURL string, caPEM []byte) (*admissionregistrationv1.MutatingWebhookConfiguration, *admissionregistrationv1.ValidatingWebhookConfiguration, error) {
 	docs, err := readWebhookManifests(dir)
 	if err != nil {
@@ -191,8 +191,8 @@ func WebhookConfigs(dir, namePrefix, baseURL string, caPEM []byte) (*admissionre
 			return nil, nil, fmt.Errorf("%s: %w", dir, err)
 		}
 	}
-	if mutating == nil || validating == nil {
-		return nil, nil, fmt.Errorf("%s: want a mutating and a validating webhook configuration", dir)
+	if mutating == nil && validating == nil {
+		return nil, nil, fmt.Errorf("%s: no webhook configuration", dir)
 	}
 	return mutating, validating, nil
 }
@@ -217,9 +217,9 @@ type jsonPatchOp struct {
 }
 
 // readWebhookManifests reads the objects of manifests.yaml in dir and applies the patches that
-// dir/kustomization.yaml names to the objects their targets name (kind and name). It knows only
-// the patches webhook manifests use: op "replace" or "add" of a whole webhook, path
-// /webhooks/N ("-" appends with add).
+// dir/kustomization.yaml names to the objects their targets name (kind, and name when the
+// target gives one). The patches are JSON patches (patchDoc); other resources the
+// kustomization lists (a Service) are not read.
 func readWebhookManifests(dir string) ([]map[string]any, error) {
 	var k kustomization
 	if raw, err := os.ReadFile(filepath.Join(dir, "kustomization.yaml")); err != nil {
@@ -253,7 +253,7 @@ func readWebhookManifests(dir string) ([]map[string]any, error) {
 			}
 			matched = true
 			for _, op := range ops {
-				if err := patchWebhooks(doc, op); err != nil {
+				if err := patchDoc(doc, op); err != nil {
 					return nil, fmt.Errorf("%s: %w", patch.Path, err)
 				}
 			}
@@ -280,30 +280,80 @@ func splitYAML(raw []byte) ([]map[string]any, error) {
 	return docs, nil
 }
 
-// patchWebhooks applies op, a replace or add of one webhook at /webhooks/N, to doc.
-func patchWebhooks(doc map[string]any, op jsonPatchOp) error {
-	at, ok := strings.CutPrefix(op.Path, "/webhooks/")
-	if !ok || strings.Contains(at, "/") {
-		return fmt.Errorf("unsupported patch path %q", op.Path)
-	}
-	hooks, _ := doc["webhooks"].([]any)
-	i, err := strconv.Atoi(at)
-	switch {
-	case op.Op == "add" && at == "-":
-		doc["webhooks"] = append(hooks, op.Value)
-		return nil
-	case err != nil || i < 0:
-		return fmt.Errorf("bad webhook index in %q", op.Path)
-	case op.Op == "replace" && i < len(hooks):
-		hooks[i] = op.Value
-		return nil
-	case op.Op == "add" && i <= len(hooks):
-		doc["webhooks"] = append(hooks[:i:i], append([]any{op.Value}, hooks[i:]...)...)
-		return nil
-	case op.Op == "replace" || op.Op == "add":
-		return fmt.Errorf("%s %q: only %d webhooks", op.Op, op.Path, len(hooks))
-	default:
+// patchDoc applies op, a JSON patch operation (RFC 6902: add, replace or remove at a JSON
+// pointer; "-" appends to a list with add), to doc. Webhook manifests use it on whole webhooks
+// (/webhooks/1), their fields (/webhooks/0/clientConfig/service/name) and the name
+// (/metadata/name).
+func patchDoc(doc map[string]any, op jsonPatchOp) error {
+	if op.Op != "add" && op.Op != "replace" && op.Op != "remove" {
 		return fmt.Errorf("unsupported patch op %q", op.Op)
+	}
+	if !strings.HasPrefix(op.Path, "/") {
+		return fmt.Errorf("bad patch path %q", op.Path)
+	}
+	tokens := strings.Split(op.Path[1:], "/")
+	for i, tok := range tokens {
+		tokens[i] = strings.NewReplacer("~1", "/", "~0", "~").Replace(tok)
+	}
+	_, err := patchAt(doc, tokens, op)
+	if err != nil {
+		return fmt.Errorf("%s %q: %w", op.Op, op.Path, err)
+	}
+	return nil
+}
+
+// patchAt applies op at tokens (the rest of its path) inside node and returns node as changed
+// (a list may grow or shrink, so its parent stores it again).
+func patchAt(node any, tokens []string, op jsonPatchOp) (any, error) {
+	tok, last := tokens[0], len(tokens) == 1
+	switch n := node.(type) {
+	case map[string]any:
+		child, ok := n[tok]
+		switch {
+		case last && op.Op == "add":
+			n[tok] = op.Value
+		case !ok:
+			return nil, fmt.Errorf("no field %q", tok)
+		case last && op.Op == "replace":
+			n[tok] = op.Value
+		case last: // remove
+			delete(n, tok)
+		default:
+			changed, err := patchAt(child, tokens[1:], op)
+			if err != nil {
+				return nil, err
+			}
+			n[tok] = changed
+		}
+		return n, nil
+	case []any:
+		if last && op.Op == "add" && tok == "-" {
+			return append(n, op.Value), nil
+		}
+		i, err := strconv.Atoi(tok)
+		if err != nil || i < 0 {
+			return nil, fmt.Errorf("bad list index %q", tok)
+		}
+		switch {
+		case last && op.Op == "add" && i <= len(n):
+			return append(n[:i:i], append([]any{op.Value}, n[i:]...)...), nil
+		case i >= len(n):
+			return nil, fmt.Errorf("index %d out of range: only %d items", i, len(n))
+		case last && op.Op == "replace":
+			n[i] = op.Value
+			return n, nil
+		case last: // remove
+			return append(n[:i:i], n[i+1:]...), nil
+		default:
+			changed, err := patchAt(n[i], tokens[1:], op)
+			if err != nil {
+				return nil, err
+			}
+			n[i] = changed
+			return n, nil
+		}
+	default:
+		return nil, fmt.Errorf("%q is inside a %T, not an object or a list", tok, node)
 	}
 }
 
@@ -327,34 +377,39 @@ func redirectWebhooks(doc map[string]any, prefix, baseURL string, caPEM []byte) 
 }
 
 // ApplyWebhookConfigs creates the webhook configurations, or replaces them (a restarted
-// webhook server: a new address and CA) if they exist.
+// webhook server: a new address and CA) if they exist; a nil one is skipped (Kubeflow Trainer
+// has no mutating webhooks).
 func ApplyWebhookConfigs(c kubernetes.Interface, mutating *admissionregistrationv1.MutatingWebhookConfiguration, validating *admissionregistrationv1.ValidatingWebhookConfiguration) error {
 	ctx := context.Background()
-	m := c.AdmissionregistrationV1().MutatingWebhookConfigurations()
-	if _, err := m.Create(ctx, mutating, metav1.CreateOptions{}); apierrors.IsAlreadyExists(err) {
-		old, err := m.Get(ctx, mutating.Name, metav1.GetOptions{})
-		if err != nil {
-			return err
+	if mutating != nil {
+		m := c.AdmissionregistrationV1().MutatingWebhookConfigurations()
+		if _, err := m.Create(ctx, mutating, metav1.CreateOptions{}); apierrors.IsAlreadyExists(err) {
+			old, err := m.Get(ctx, mutating.Name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			mutating.ResourceVersion = old.ResourceVersion
+			if _, err := m.Update(ctx, mutating, metav1.UpdateOptions{}); err != nil {
+				return fmt.Errorf("update %s: %w", mutating.Name, err)
+			}
+		} else if err != nil {
+			return fmt.Errorf("create %s: %w", mutating.Name, err)
 		}
-		mutating.ResourceVersion = old.ResourceVersion
-		if _, err := m.Update(ctx, mutating, metav1.UpdateOptions{}); err != nil {
-			return fmt.Errorf("update %s: %w", mutating.Name, err)
-		}
-	} else if err != nil {
-		return fmt.Errorf("create %s: %w", mutating.Name, err)
 	}
-	v := c.AdmissionregistrationV1().ValidatingWebhookConfigurations()
-	if _, err := v.Create(ctx, validating, metav1.CreateOptions{}); apierrors.IsAlreadyExists(err) {
-		old, err := v.Get(ctx, validating.Name, metav1.GetOptions{})
-		if err != nil {
-			return err
+	if validating != nil {
+		v := c.AdmissionregistrationV1().ValidatingWebhookConfigurations()
+		if _, err := v.Create(ctx, validating, metav1.CreateOptions{}); apierrors.IsAlreadyExists(err) {
+			old, err := v.Get(ctx, validating.Name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			validating.ResourceVersion = old.ResourceVersion
+			if _, err := v.Update(ctx, validating, metav1.UpdateOptions{}); err != nil {
+				return fmt.Errorf("update %s: %w", validating.Name, err)
+			}
+		} else if err != nil {
+			return fmt.Errorf("create %s: %w", validating.Name, err)
 		}
-		validating.ResourceVersion = old.ResourceVersion
-		if _, err := v.Update(ctx, validating, metav1.UpdateOptions{}); err != nil {
-			return fmt.Errorf("update %s: %w", validating.Name, err)
-		}
-	} else if err != nil {
-		return fmt.Errorf("create %s: %w", validating.Name, err)
 	}
 	return nil
 }
