@@ -377,10 +377,10 @@ func jobSetManifestOf(name, priorityClass, cpu string, workers int, runFor strin
 }
 
 // TestJobSetsAsSubmitted: two JobSets of a leader and 4 workers x 4 CPU on 32 CPU, created
-// together, the second of a higher PriorityClass, with only schedulerName set, through the
-// real JobSet controller and kube-controller-manager's Job controller: the higher one is
-// bound whole first, the other waits with nothing bound and is bound whole once the first
-// completes; neither is ever partly bound.
+// together while the cluster is full, the second of a higher PriorityClass, with only
+// schedulerName set, through the real JobSet controller and kube-controller-manager's Job
+// controller: once room frees the higher one is bound whole first, the other waits with
+// nothing bound and is bound whole once the first completes; neither is ever partly bound.
 func TestJobSetsAsSubmitted(t *testing.T) {
 	e := newEnv(t, rackedNodes(4, 2)...)
 	createPriorityClasses(t, e, map[string]int32{"ml-high": 1000000})
@@ -391,10 +391,26 @@ func TestJobSetsAsSubmitted(t *testing.T) {
 	e.cp.StartControllerManager(t)
 	e.cp.StartJobSet(t, bin)
 
+	// The cluster is full while both JobSets come, so that both are whole in the queue when
+	// room frees: which goes first is then the combined priority's choice, not which
+	// JobSet's pods the Job controller created first.
+	blocker := jobSpec{name: "blocker", workers: 4, cpu: "8"}
+	e.createJobs(blocker)
+	e.waitJobBound(blocker, 60*time.Second)
 	watch := e.watchGroups(jobSetNameLabel, map[string]int{"js-low": 5, "js-high": 5})
 	defer watch.Stop()
 	e.cp.CreateYAML(t, framework.JobSets, true, jobSetManifestOf("js-low", "", "4", 4, "20s"))
 	e.cp.CreateYAML(t, framework.JobSets, true, jobSetManifestOf("js-high", "ml-high", "4", 4, "20s"))
+	framework.WaitFor(t, 90*time.Second, "both JobSets waiting whole", func() (bool, error) {
+		q, err := e.queue()
+		if err != nil {
+			return false, err
+		}
+		low, high := q["default/js-low"], q["default/js-high"]
+		return low.Phase == "Waiting" && low.Pods == 5 && low.MinMember == 5 && high.Phase == "Waiting" && high.Pods == 5 && high.MinMember == 5,
+			fmt.Errorf("js-low %+v, js-high %+v", low, high)
+	})
+	e.deleteJob(blocker)
 	e.waitGroupBound(jobSetNameLabel, "js-high", 5, 90*time.Second)
 	q, err := e.queue()
 	if err != nil {
