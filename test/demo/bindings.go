@@ -14,26 +14,24 @@ import (
 
 // bindRecorder watches the demo's pods (through an informer, which survives watch
 // restarts) and records when each was first seen bound to a node, and when it was deleted.
+// Pods are keyed namespace/name.
 type bindRecorder struct {
+	namespaces map[string]bool // the pods recorded are these namespaces'
+
 	mu      sync.Mutex
-	boundAt map[string]time.Time // pod name -> first seen with a node
-	nodeOf  map[string]string    // pod name -> node
-	gone    map[string]bool      // pod name -> deleted
+	boundAt map[string]time.Time // pod -> first seen with a node
+	nodeOf  map[string]string    // pod -> node
+	gone    map[string]bool      // pod -> deleted
 
 	stopOnce sync.Once
 	stopCh   chan struct{}
 }
 
-// recordBindings starts recording the bindings of the pods in namespace and returns once the
-// informer has synced.
-func recordBindings(c kubernetes.Interface, namespace string) (*bindRecorder, error) {
-	r := &bindRecorder{
-		boundAt: map[string]time.Time{},
-		nodeOf:  map[string]string{},
-		gone:    map[string]bool{},
-		stopCh:  make(chan struct{}),
-	}
-	factory := informers.NewSharedInformerFactoryWithOptions(c, 0, informers.WithNamespace(namespace))
+// recordBindings starts recording the bindings of the pods in namespaces (one informer over
+// every namespace, the others' pods ignored) and returns once the informer has synced.
+func recordBindings(c kubernetes.Interface, namespaces []string) (*bindRecorder, error) {
+	r := newBindRecorder(namespaces)
+	factory := informers.NewSharedInformerFactory(c, 0)
 	inf := factory.Core().V1().Pods().Informer()
 	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    r.observe,
@@ -52,20 +50,36 @@ func recordBindings(c kubernetes.Interface, namespace string) (*bindRecorder, er
 	return r, nil
 }
 
+// newBindRecorder returns a recorder of the pods in namespaces, not yet fed by an informer.
+func newBindRecorder(namespaces []string) *bindRecorder {
+	r := &bindRecorder{
+		namespaces: map[string]bool{},
+		boundAt:    map[string]time.Time{},
+		nodeOf:     map[string]string{},
+		gone:       map[string]bool{},
+		stopCh:     make(chan struct{}),
+	}
+	for _, ns := range namespaces {
+		r.namespaces[ns] = true
+	}
+	return r
+}
+
 // Stop ends the recording. It is idempotent.
 func (r *bindRecorder) Stop() { r.stopOnce.Do(func() { close(r.stopCh) }) }
 
 // observe records a pod the first time it is seen with a node.
 func (r *bindRecorder) observe(obj any) {
 	pod, ok := obj.(*corev1.Pod)
-	if !ok || pod.Spec.NodeName == "" {
+	if !ok || pod.Spec.NodeName == "" || !r.namespaces[pod.Namespace] {
 		return
 	}
+	key := pod.Namespace + "/" + pod.Name
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if _, seen := r.boundAt[pod.Name]; !seen {
-		r.boundAt[pod.Name] = time.Now()
-		r.nodeOf[pod.Name] = pod.Spec.NodeName
+	if _, seen := r.boundAt[key]; !seen {
+		r.boundAt[key] = time.Now()
+		r.nodeOf[key] = pod.Spec.NodeName
 	}
 }
 
@@ -74,14 +88,14 @@ func (r *bindRecorder) deleted(obj any) {
 	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = tomb.Obj
 	}
-	if pod, ok := obj.(*corev1.Pod); ok {
+	if pod, ok := obj.(*corev1.Pod); ok && r.namespaces[pod.Namespace] {
 		r.mu.Lock()
-		r.gone[pod.Name] = true
+		r.gone[pod.Namespace+"/"+pod.Name] = true
 		r.mu.Unlock()
 	}
 }
 
-// BoundCount counts the pods among names that have been bound.
+// BoundCount counts the pods among names (namespace/name) that have been bound.
 func (r *bindRecorder) BoundCount(names []string) int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -148,7 +162,7 @@ type boundJob struct {
 func (r *bindRecorder) FullyBound(jobs []jobSpec) []boundJob {
 	var out []boundJob
 	for _, j := range jobs {
-		if first, last, ok := r.span(j.PodNames()); ok {
+		if first, last, ok := r.span(j.PodKeys()); ok {
 			out = append(out, boundJob{job: j, first: first, last: last})
 		}
 	}

@@ -83,13 +83,18 @@ func createPriorityClasses(c kubernetes.Interface, classes map[string]int32) err
 	return nil
 }
 
-// createNamespace creates the namespace unless it exists.
-func createNamespace(c kubernetes.Interface, name string) error {
-	ctx, cancel := context.WithTimeout(context.Background(), apiCallTimeout)
-	defer cancel()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
-	if _, err := c.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("create namespace %s: %w", name, err)
+// createUserNamespaces creates each user's namespace, labelled with its user (labelUser), as
+// a cluster's admins set up a tenant; one that exists is left as it is.
+func createUserNamespaces(c kubernetes.Interface, work workload) error {
+	for _, user := range sortedKeys(work.Users) {
+		name := work.namespaceOf(user)
+		ctx, cancel := context.WithTimeout(context.Background(), apiCallTimeout)
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{labelUser: user}}}
+		_, err := c.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{})
+		cancel()
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("create namespace %s: %w", name, err)
+		}
 	}
 	return nil
 }
@@ -124,7 +129,8 @@ func freeAddr() (string, error) {
 // extenderConfig is the extender's config file: the defaults, plus the listen address, the
 // kubeconfig, console logging at info, the demo users' tiers, the rack topology, and the
 // turn-gate webhook on hookAddr with the certificate the extender keeps (as deployed, and
-// also for 127.0.0.1).
+// also for 127.0.0.1). As by default, no namespace's pods may name their user
+// (gang.podUserNamespaces): the users are the namespaces' labels.
 func extenderConfig(listen, hookAddr, kubeconfig string, userTiers map[string]string) ([]byte, error) {
 	cfg := map[string]any{
 		"listen":     listen,

@@ -4,7 +4,8 @@
 // framework) with 8 fake nodes of 8 CPU in 2 racks, builds and starts cps-extender with its
 // turn-gate webhook registered as deploy/webhook ships it, and starts kube-scheduler with
 // scheduler-config/kube-scheduler.yaml as shipped. It then submits the
-// PS/worker jobs of test/demo/workload.yaml at once, more than the cluster holds, waits until
+// PS/worker jobs of test/demo/workload.yaml at once, each user's in the user's namespace
+// (labelled with the user, as tenants are), more than the cluster holds, waits until
 // every job is either fully bound or waiting, and prints the extender's admission queue, where
 // each job's parameter servers and workers went (and how many workers sit beside a PS), and the
 // order in which the jobs became fully bound. Then it finishes the running jobs (deletes their
@@ -187,7 +188,7 @@ func (d *demo) run(workloadPath string) error {
 	if err != nil {
 		return err
 	}
-	rec, err := recordBindings(cp.Client, work.Namespace)
+	rec, err := recordBindings(cp.Client, work.namespaces())
 	if err != nil {
 		return err
 	}
@@ -201,7 +202,7 @@ func (d *demo) run(workloadPath string) error {
 }
 
 // startControlPlane starts etcd, kube-apiserver and kwok, adds the nodes, and creates the
-// workload's PriorityClasses and namespace.
+// workload's PriorityClasses and its users' namespaces.
 func (d *demo) startControlPlane(nodes []framework.NodeSpec, work workload) (*framework.ControlPlane, error) {
 	d.step("Control plane: etcd, kube-apiserver, kwok")
 	began := time.Now()
@@ -211,12 +212,13 @@ func (d *demo) startControlPlane(nodes []framework.NodeSpec, work workload) (*fr
 	if err := createPriorityClasses(cp.Client, work.PriorityClasses); err != nil {
 		return nil, err
 	}
-	if err := createNamespace(cp.Client, work.Namespace); err != nil {
+	if err := createUserNamespaces(cp.Client, work); err != nil {
 		return nil, err
 	}
 	fmt.Fprintf(d.out, "  up in %s at %s\n", seconds(time.Since(began)), cp.URL)
 	printNodes(d.out, nodes)
-	fmt.Fprintf(d.out, "  PriorityClasses (non-preempting): %s; namespace %s\n", strings.Join(sortedKeys(work.PriorityClasses), ", "), work.Namespace)
+	fmt.Fprintf(d.out, "  PriorityClasses (non-preempting): %s\n", strings.Join(sortedKeys(work.PriorityClasses), ", "))
+	fmt.Fprintf(d.out, "  a namespace per user, labelled %s=<user>: %s\n", labelUser, userNamespaces(work))
 	fmt.Fprintf(d.out, "  Process logs: %s/*.log (copied to %s at exit)\n", cp.Dir, d.logsDir)
 	return cp, nil
 }
@@ -247,6 +249,7 @@ func (d *demo) startExtender(cp *framework.ControlPlane, build <-chan buildResul
 	fmt.Fprintf(d.out, "  built and ready in %s at http://%s (config %s, log %s)\n",
 		seconds(time.Since(began)), addr, filepath.Join(cp.Dir, "cps-extender.yaml"), p.LogPath())
 	fmt.Fprintf(d.out, "  model.userTiers: %s; affinity.topology: [%s]\n", userTiers(work.Users), rackLabel)
+	fmt.Fprintf(d.out, "  a job's user is its namespace's %s label (the pods name none; gang.podUserNamespaces unset)\n", labelUser)
 	framework.WaitTurnGateWebhook(d.t, cp.Client, hookAddr, false, apiCallTimeout) // idle: switched off
 	fmt.Fprintf(d.out, "  turn-gate webhook (%s) at https://%s, its certificate kept by the extender:\n"+
 		"  pods of %s created while a job waits get the scheduling gate %s, lifted in their job's turn;\n"+
@@ -360,7 +363,7 @@ type round struct {
 func (r *round) play() error {
 	r.step("Submitting %d jobs at once (%d pods)", len(r.work.Jobs), countPods(r.work.Jobs))
 	start := time.Now()
-	if err := createPods(r.plane.Client, interleavedPods(r.work.Namespace, r.work.Jobs)); err != nil {
+	if err := createPods(r.plane.Client, interleavedPods(r.work.Jobs)); err != nil {
 		return err
 	}
 	fmt.Fprintf(r.out, "  created in %s; job phases as the extender reports them (time since submission):\n", seconds(time.Since(start)))
@@ -441,12 +444,19 @@ func (r *round) report(title string, s snapshot, jobs []jobSpec) error {
 	return nil
 }
 
-// snapshot reads the pods' placements from the API server and pairs them with the queue.
+// snapshot reads the pods' placements from the API server, in every user's namespace, and
+// pairs them with the queue.
 func (r *round) snapshot(q queueReport) snapshot {
+	placements := map[string]string{}
+	for _, ns := range r.work.namespaces() {
+		for name, node := range framework.PodPlacements(r.t, r.plane.Client, ns) {
+			placements[ns+"/"+name] = node
+		}
+	}
 	return snapshot{
 		work:       r.work,
 		decisions:  q.byKey(),
-		placements: framework.PodPlacements(r.t, r.plane.Client, r.work.Namespace),
+		placements: placements,
 		rackOf:     rackOf(r.nodes),
 	}
 }
@@ -486,9 +496,9 @@ func (r *round) unsettled(q queueReport, jobs []jobSpec, watcher *phaseWatcher) 
 	decisions := q.byKey()
 	var out []string
 	for _, j := range jobs {
-		d := decisions[j.Key(r.work.Namespace)]
+		d := decisions[j.Key()]
 		watcher.observe(j.Name, d)
-		if jobState(d, r.rec.BoundCount(j.PodNames()), j.Size()) {
+		if jobState(d, r.rec.BoundCount(j.PodKeys()), j.Size()) {
 			continue
 		}
 		if d == nil {
@@ -514,9 +524,9 @@ func (r *round) checkAlive() error {
 // complete again (the demo's pods have no controller to recreate them).
 func (r *round) checkPodsExist(jobs []jobSpec) error {
 	for _, j := range jobs {
-		if name := r.rec.FirstGone(j.PodNames()); name != "" {
-			return fmt.Errorf("pod %s/%s of job %s was deleted behind the demo's back (kube-scheduler preemption? see kube-scheduler.log)",
-				r.work.Namespace, name, j.Name)
+		if key := r.rec.FirstGone(j.PodKeys()); key != "" {
+			return fmt.Errorf("pod %s of job %s was deleted behind the demo's back (kube-scheduler preemption? see kube-scheduler.log)",
+				key, j.Name)
 		}
 	}
 	return nil
@@ -527,10 +537,10 @@ func (r *round) checkPodsExist(jobs []jobSpec) error {
 func (r *round) finish(jobs []jobSpec) (began, gone time.Time, err error) {
 	var names []string
 	for _, j := range jobs {
-		names = append(names, j.PodNames()...)
+		names = append(names, j.PodKeys()...)
 	}
 	began = time.Now()
-	if err := deletePods(r.plane.Client, r.work.Namespace, names); err != nil {
+	if err := deletePods(r.plane.Client, names); err != nil {
 		return began, time.Time{}, err
 	}
 	framework.WaitFor(r.t, deleteTimeout, "the finished jobs' pods to be gone", func() (bool, error) {
@@ -543,18 +553,21 @@ func (r *round) finish(jobs []jobSpec) (began, gone time.Time, err error) {
 	return began, gone, nil
 }
 
-// gatedPods counts the workload's pods that still carry the turn gate.
+// gatedPods counts the workload's pods, in every user's namespace, that still carry the
+// turn gate.
 func (r *round) gatedPods() (int, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), apiCallTimeout)
-	defer cancel()
-	pods, err := r.plane.Client.CoreV1().Pods(r.work.Namespace).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return 0, err
-	}
 	n := 0
-	for i := range pods.Items {
-		if turn, _ := gang.SchedulingGates(&pods.Items[i]); turn {
-			n++
+	for _, ns := range r.work.namespaces() {
+		ctx, cancel := context.WithTimeout(context.Background(), apiCallTimeout)
+		pods, err := r.plane.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+		cancel()
+		if err != nil {
+			return 0, err
+		}
+		for i := range pods.Items {
+			if turn, _ := gang.SchedulingGates(&pods.Items[i]); turn {
+				n++
+			}
 		}
 	}
 	return n, nil
@@ -583,13 +596,14 @@ func createPods(c kubernetes.Interface, pods []*corev1.Pod) error {
 	})
 }
 
-// deletePods deletes the named pods with grace period 0 (the jobs finish together),
-// apiWorkers at a time, and returns the first error.
-func deletePods(c kubernetes.Interface, namespace string, names []string) error {
+// deletePods deletes the pods named namespace/name with grace period 0 (the jobs finish
+// together), apiWorkers at a time, and returns the first error.
+func deletePods(c kubernetes.Interface, keys []string) error {
 	zero := int64(0)
-	return concurrently(names, func(ctx context.Context, name string) error {
+	return concurrently(keys, func(ctx context.Context, key string) error {
+		namespace, name, _ := strings.Cut(key, "/")
 		if err := c.CoreV1().Pods(namespace).Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
-			return fmt.Errorf("delete pod %s: %w", name, err)
+			return fmt.Errorf("delete pod %s: %w", key, err)
 		}
 		return nil
 	})
@@ -647,6 +661,15 @@ func userTiers(users map[string]string) string {
 	parts := make([]string, 0, len(users))
 	for _, u := range sortedKeys(users) {
 		parts = append(parts, u+"="+users[u])
+	}
+	return strings.Join(parts, ", ")
+}
+
+// userNamespaces renders each user's namespace in user order: "team-alice (alice), ...".
+func userNamespaces(work workload) string {
+	parts := make([]string, 0, len(work.Users))
+	for _, u := range sortedKeys(work.Users) {
+		parts = append(parts, fmt.Sprintf("%s (%s)", work.namespaceOf(u), u))
 	}
 	return strings.Join(parts, ", ")
 }

@@ -18,7 +18,7 @@ import (
 type snapshot struct {
 	work       workload
 	decisions  map[string]*priority.Decision // by job key
-	placements map[string]string             // pod name -> node ("" while unbound)
+	placements map[string]string             // pod namespace/name -> node ("" while unbound)
 	rackOf     map[string]string             // node -> rack
 }
 
@@ -76,7 +76,7 @@ func printPlacements(w io.Writer, s snapshot, jobs []jobSpec) {
 	fmt.Fprintln(tw, "  JOB\tUSER\tP\tPHASE\tPS ON\tWORKERS ON\tWORKERS BESIDE A PS (NODE, ELSE RACK)")
 	var all locality
 	for _, j := range jobs {
-		d := s.decisions[j.Key(s.work.Namespace)]
+		d := s.decisions[j.Key()]
 		p, phase := "-", "gone"
 		if d != nil {
 			p, phase = fmt.Sprintf("%.2f", d.P), string(d.Phase)
@@ -96,12 +96,12 @@ func printPlacements(w io.Writer, s snapshot, jobs []jobSpec) {
 // nodesOf returns the nodes of the job's bound PS and bound workers (a node once per pod).
 func (s snapshot) nodesOf(j jobSpec) (ps, workers []string) {
 	for i := 0; i < j.PS; i++ {
-		if n := s.placements[j.podName("ps", i)]; n != "" {
+		if n := s.placements[j.podKey("ps", i)]; n != "" {
 			ps = append(ps, n)
 		}
 	}
 	for i := 0; i < j.Workers; i++ {
-		if n := s.placements[j.podName("worker", i)]; n != "" {
+		if n := s.placements[j.podKey("worker", i)]; n != "" {
 			workers = append(workers, n)
 		}
 	}
@@ -188,20 +188,21 @@ func (l locality) String() string {
 func printNodeMap(w io.Writer, s snapshot, nodes []framework.NodeSpec) {
 	cpuOf, jobOf := map[string]int64{}, map[string]string{}
 	for _, j := range s.work.Jobs {
-		for _, name := range j.PodNames() {
-			cpuOf[name] = milliCores(j.CPU)
-			jobOf[name] = j.Name
+		for _, key := range j.PodKeys() {
+			cpuOf[key] = milliCores(j.CPU)
+			jobOf[key] = j.Name
 		}
 	}
 	used := map[string]int64{}
 	pods := map[string][]string{}
-	for _, name := range sortedKeys(s.placements) {
-		node := s.placements[name]
-		if node == "" {
+	for _, key := range sortedKeys(s.placements) {
+		node := s.placements[key]
+		if node == "" || jobOf[key] == "" {
 			continue
 		}
-		used[node] += cpuOf[name]
-		pods[node] = append(pods[node], strings.TrimPrefix(name, jobOf[name]+"-")+" of "+jobOf[name])
+		used[node] += cpuOf[key]
+		_, name, _ := strings.Cut(key, "/")
+		pods[node] = append(pods[node], strings.TrimPrefix(name, jobOf[key]+"-")+" of "+jobOf[key])
 	}
 	tw := newTable(w)
 	fmt.Fprintln(tw, "  NODE\tRACK\tCPU USED\tPODS")
@@ -222,7 +223,7 @@ func printBindOrder(w io.Writer, s snapshot, bound []boundJob, start time.Time) 
 	fmt.Fprintln(tw, "  #\tJOB\tUSER\tP\tPODS\tFIRST POD BOUND\tLAST POD BOUND")
 	for i, b := range bound {
 		p := "-"
-		if d := s.decisions[b.job.Key(s.work.Namespace)]; d != nil {
+		if d := s.decisions[b.job.Key()]; d != nil {
 			p = fmt.Sprintf("%.2f", d.P)
 		}
 		fmt.Fprintf(tw, "  %d\t%s\t%s (%s)\t%s\t%d\t%s\t%s\n", i+1, b.job.Name, b.job.User, s.work.Users[b.job.User], p,

@@ -22,8 +22,10 @@ const (
 	labelRole      = "cps-extender.io/role"
 	labelIndex     = "cps-extender.io/index"
 	labelMinMember = "cps-extender.io/min-member"
-	labelUser      = "cps-extender.io/user"
 	labelUrgent    = "cps-extender.io/urgent"
+	// labelUser names a namespace's user (the extender's gang.userLabel); the demo puts it on
+	// each user's namespace, never on a pod.
+	labelUser = "cps-extender.io/user"
 
 	// schedulerName is the profile of scheduler-config/kube-scheduler.yaml.
 	schedulerName = "cps-scheduler"
@@ -33,8 +35,10 @@ const (
 
 // workload is the sample workload file, test/demo/workload.yaml.
 type workload struct {
-	// Namespace holds every pod of the demo; it is created if missing.
-	Namespace string `json:"namespace"`
+	// NamespacePrefix names each user's namespace, NamespacePrefix + user, which holds the
+	// user's jobs. The demo creates it labelled labelUser: user, as a cluster's admins set a
+	// tenant up; the extender takes a job's user from there, not from the pods.
+	NamespacePrefix string `json:"namespacePrefix"`
 	// Users maps each user to a tier of the model's defaults (gold, silver, bronze); it
 	// becomes the extender's model.userTiers.
 	Users map[string]string `json:"users"`
@@ -47,8 +51,10 @@ type workload struct {
 // jobSpec is one PS/worker job: ps parameter servers and workers workers, every pod
 // requesting cpu (and memory).
 type jobSpec struct {
-	Name          string `json:"name"`
-	User          string `json:"user"`
+	Name string `json:"name"`
+	User string `json:"user"`
+	// Namespace is the user's namespace, set by loadWorkload (workload.place).
+	Namespace     string `json:"-"`
 	PriorityClass string `json:"priorityClass"`
 	Urgent        bool   `json:"urgent,omitempty"`
 	PS            int    `json:"ps"`
@@ -70,20 +76,43 @@ func loadWorkload(path string) (workload, error) {
 	if err := w.validate(); err != nil {
 		return w, fmt.Errorf("%s: %w", path, err)
 	}
+	w.place()
 	return w, nil
+}
+
+// namespaceOf is the namespace of a user's jobs.
+func (w workload) namespaceOf(user string) string { return w.NamespacePrefix + user }
+
+// namespaces lists the users' namespaces, in user order.
+func (w workload) namespaces() []string {
+	out := make([]string, 0, len(w.Users))
+	for _, u := range sortedKeys(w.Users) {
+		out = append(out, w.namespaceOf(u))
+	}
+	return out
+}
+
+// place puts every job in its user's namespace.
+func (w workload) place() {
+	for i := range w.Jobs {
+		w.Jobs[i].Namespace = w.namespaceOf(w.Jobs[i].User)
+	}
 }
 
 // validate reports every problem of the workload at once.
 func (w workload) validate() error {
 	var errs []error
 	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
-	if msgs := validation.IsDNS1123Label(w.Namespace); len(msgs) > 0 {
-		bad("namespace %q: %v", w.Namespace, msgs)
-	}
 	tiers := priority.DefaultModel().Tiers
-	for user, tier := range w.Users {
-		if _, ok := tiers[tier]; !ok {
-			bad("users.%s: tier %q is not one of the model's default tiers", user, tier)
+	for _, user := range sortedKeys(w.Users) {
+		if _, ok := tiers[w.Users[user]]; !ok {
+			bad("users.%s: tier %q is not one of the model's default tiers", user, w.Users[user])
+		}
+		if msgs := validation.IsValidLabelValue(user); len(msgs) > 0 {
+			bad("users.%s: not a label value (it labels the user's namespace): %v", user, msgs)
+		}
+		if msgs := validation.IsDNS1123Label(w.namespaceOf(user)); len(msgs) > 0 {
+			bad("users.%s: namespace %q (namespacePrefix + user): %v", user, w.namespaceOf(user), msgs)
 		}
 	}
 	if len(w.Jobs) == 0 {
@@ -124,7 +153,7 @@ func (w workload) validate() error {
 func (j jobSpec) Size() int { return j.PS + j.Workers }
 
 // Key is the job's key in the extender's queue: namespace/name.
-func (j jobSpec) Key(namespace string) string { return namespace + "/" + j.Name }
+func (j jobSpec) Key() string { return j.Namespace + "/" + j.Name }
 
 // TotalCPU is what the whole job requests, in millicores.
 func (j jobSpec) TotalCPU() int64 {
@@ -150,45 +179,50 @@ func (j jobSpec) podName(role string, index int) string {
 	return fmt.Sprintf("%s-%s-%d", j.Name, role, index)
 }
 
-// PodNames lists the job's pod names, PS first.
-func (j jobSpec) PodNames() []string {
-	names := make([]string, 0, j.Size())
-	for i := 0; i < j.PS; i++ {
-		names = append(names, j.podName("ps", i))
-	}
-	for i := 0; i < j.Workers; i++ {
-		names = append(names, j.podName("worker", i))
-	}
-	return names
+// podKey is the namespace/name of the pod of the given role and replica index.
+func (j jobSpec) podKey(role string, index int) string {
+	return j.Namespace + "/" + j.podName(role, index)
 }
 
-// Pods builds the job's pods, PS first, labelled with the project's job labels and handed to
-// the cps-scheduler profile.
-func (j jobSpec) Pods(namespace string) []*corev1.Pod {
-	pods := make([]*corev1.Pod, 0, j.Size())
+// PodKeys lists the job's pods as namespace/name, PS first.
+func (j jobSpec) PodKeys() []string {
+	keys := make([]string, 0, j.Size())
 	for i := 0; i < j.PS; i++ {
-		pods = append(pods, j.pod(namespace, "ps", i))
+		keys = append(keys, j.podKey("ps", i))
 	}
 	for i := 0; i < j.Workers; i++ {
-		pods = append(pods, j.pod(namespace, "worker", i))
+		keys = append(keys, j.podKey("worker", i))
+	}
+	return keys
+}
+
+// Pods builds the job's pods, PS first, in its user's namespace, labelled with the
+// project's job labels (not the user's: the namespace names it) and handed to the
+// cps-scheduler profile.
+func (j jobSpec) Pods() []*corev1.Pod {
+	pods := make([]*corev1.Pod, 0, j.Size())
+	for i := 0; i < j.PS; i++ {
+		pods = append(pods, j.pod("ps", i))
+	}
+	for i := 0; i < j.Workers; i++ {
+		pods = append(pods, j.pod("worker", i))
 	}
 	return pods
 }
 
 // pod builds one pod of the job.
-func (j jobSpec) pod(namespace, role string, index int) *corev1.Pod {
+func (j jobSpec) pod(role string, index int) *corev1.Pod {
 	labels := map[string]string{
 		labelJob:       j.Name,
 		labelRole:      role,
 		labelIndex:     strconv.Itoa(index),
 		labelMinMember: strconv.Itoa(j.Size()),
-		labelUser:      j.User,
 	}
 	if j.Urgent {
 		labels[labelUrgent] = "true"
 	}
 	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: j.podName(role, index), Namespace: namespace, Labels: labels},
+		ObjectMeta: metav1.ObjectMeta{Name: j.podName(role, index), Namespace: j.Namespace, Labels: labels},
 		Spec: corev1.PodSpec{
 			SchedulerName:     schedulerName,
 			PriorityClassName: j.PriorityClass,
@@ -208,11 +242,11 @@ func (j jobSpec) pod(namespace, role string, index int) *corev1.Pod {
 // round holds the last pod of every job, so that all gangs become complete together, within
 // a few milliseconds, and the workload arrives as one batch. (Aligned at the start, a small
 // job would be complete, and could be admitted, long before a big job of higher priority.)
-func interleavedPods(namespace string, jobs []jobSpec) []*corev1.Pod {
+func interleavedPods(jobs []jobSpec) []*corev1.Pod {
 	var lists [][]*corev1.Pod
 	longest := 0
 	for _, j := range jobs {
-		pods := j.Pods(namespace)
+		pods := j.Pods()
 		lists = append(lists, pods)
 		longest = max(longest, len(pods))
 	}

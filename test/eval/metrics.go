@@ -12,7 +12,7 @@ const Never time.Duration = -1
 // PodSpan is one incarnation of a pod on a node, in simulated time from the run's start: bound
 // at Bound, gone at End (Never: still there when the run ended).
 type PodSpan struct {
-	Pod      string
+	Pod      string // namespace/name
 	Node     string
 	Bound    time.Duration
 	End      time.Duration

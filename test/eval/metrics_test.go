@@ -196,7 +196,8 @@ func TestReport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rows) != 3 || rows[0][0] != "job" || rows[1][10] != "true" || rows[1][13] != "" || rows[1][21] != "true" {
+	if len(rows) != 3 || rows[0][0] != "job" || rows[1][10] != "true" || rows[1][13] != "" || rows[1][21] != "true" ||
+		rows[0][24] != "namespace" || rows[1][24] != NamespaceOf(rows[1][1]) {
 		t.Errorf("csv rows: %q", rows)
 	}
 

@@ -10,12 +10,13 @@ import (
 )
 
 // WriteCSV writes one row per job of run: its shape, user and priority, and its figures in
-// simulated minutes (empty when the moment never came).
+// simulated minutes (empty when the moment never came); last, the job's namespace (its
+// user's), which with the job's name is its key.
 func WriteCSV(w io.Writer, run Run) error {
 	cw := csv.NewWriter(w)
 	header := []string{"job", "user", "tier", "priority_class", "urgent", "ps", "workers", "arrival_min", "base_min",
 		"wait_min", "wait_censored", "all_bound_min", "completed_min", "jct_min", "partial_min", "waste_gpu_min", "waste_cpu_min",
-		"locality_node", "locality_rack", "run_factor", "restarts", "partial_at_end", "teardown_min", "teardown_gpu_min"}
+		"locality_node", "locality_rack", "run_factor", "restarts", "partial_at_end", "teardown_min", "teardown_gpu_min", "namespace"}
 	if err := cw.Write(header); err != nil {
 		return err
 	}
@@ -28,7 +29,7 @@ func WriteCSV(w io.Writer, run Run) error {
 			strconv.Itoa(j.PS), strconv.Itoa(j.Workers), num(Minutes(j.Arrival)), num(Minutes(j.Base)),
 			num(Minutes(wait)), strconv.FormatBool(cens), moment(r.AllBound), moment(r.Completed), "",
 			num(partial.Minutes()), num(gpu), num(cpu), "", "", "", strconv.Itoa(r.Restarts), strconv.FormatBool(r.PartialAtEnd()),
-			num(teardown.Minutes()), num(tdGPU)}
+			num(teardown.Minutes()), num(tdGPU), j.Namespace()}
 		if jct, ok := r.JCT(); ok {
 			row[13] = num(Minutes(jct))
 		}

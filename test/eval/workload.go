@@ -46,6 +46,23 @@ var Users = []User{
 	{"fay", TierBronze, 4}, {"gus", TierBronze, 2}, {"hal", TierBronze, 1},
 }
 
+// NamespacePrefix names a user's namespace: the jobs of user u run in NamespacePrefix+u,
+// "team-ana", as tenants have them (a namespace per team, which the cluster's admins label
+// with its user). The extender takes a job's user from its namespace, not from the pods.
+const NamespacePrefix = "team-"
+
+// NamespaceOf is the namespace of a user's jobs.
+func NamespaceOf(user string) string { return NamespacePrefix + user }
+
+// Namespaces are the workload's namespaces, one per user, in the order of Users.
+func Namespaces() []string {
+	out := make([]string, len(Users))
+	for i, u := range Users {
+		out[i] = NamespaceOf(u.Name)
+	}
+	return out
+}
+
 // PriorityClass is a Kubernetes PriorityClass the workload uses.
 type PriorityClass struct {
 	Name  string
@@ -197,6 +214,13 @@ type Job struct {
 	// Base is the run time with every worker beside a PS (factor 1).
 	Base time.Duration
 }
+
+// Namespace is the namespace of the job's pods (and of its Workload and PodGroup under
+// native gang scheduling): its user's.
+func (j Job) Namespace() string { return NamespaceOf(j.User) }
+
+// Key identifies the job in a run, as the extender keys it: namespace/name.
+func (j Job) Key() string { return j.Namespace() + "/" + j.Name }
 
 // Size is the number of pods, which is also the gang minimum.
 func (j Job) Size() int { return j.PS + j.Workers }

@@ -137,11 +137,14 @@ func extenderBinary(t *testing.T) string {
 	return buildBin
 }
 
+// The fixture names its pods' users by label: let them count where the load tests put it (else ignored, a LabelIgnored Event a job).
+const fixtureUsers = "gang:\n  podUserNamespaces: [default, plain, cps, cpswebhook, cpscalls]\n"
+
 // startExtender runs cps-extender against the control plane and waits until it is ready.
 func startExtender(t *testing.T, cp *framework.ControlPlane, addr, extraConfig string, env ...string) *framework.Process {
 	t.Helper()
 	cfgPath := filepath.Join(cp.Dir, "cps-extender.yaml")
-	cfg := fmt.Sprintf("listen: %s\nurlPrefix: /scheduler\nkubeconfig: %s\nlog:\n  format: json\n  level: info\n%s", addr, cp.Kubeconfig, extraConfig)
+	cfg := fmt.Sprintf("listen: %s\nurlPrefix: /scheduler\nkubeconfig: %s\nlog:\n  format: json\n  level: info\n%s%s", addr, cp.Kubeconfig, fixtureUsers, extraConfig)
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}

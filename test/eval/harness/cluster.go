@@ -65,19 +65,39 @@ func createPriorityClasses(c kubernetes.Interface) error {
 	return nil
 }
 
+// createNamespaces creates a namespace per user (eval.NamespaceOf), labelled with its user
+// (userLabel), as a cluster's admins set tenants up; every setup has them.
+func createNamespaces(c kubernetes.Interface) error {
+	for _, u := range eval.Users {
+		ctx, cancel := context.WithTimeout(context.Background(), apiTimeout)
+		_, err := c.CoreV1().Namespaces().Create(ctx, userNamespace(u.Name), metav1.CreateOptions{})
+		cancel()
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("create namespace %s: %w", eval.NamespaceOf(u.Name), err)
+		}
+	}
+	return nil
+}
+
+// userNamespace is the namespace of a user's jobs.
+func userNamespace(user string) *corev1.Namespace {
+	return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: eval.NamespaceOf(user), Labels: map[string]string{userLabel: user}}}
+}
+
 // podName names the i-th pod of a role of a job.
 func podName(j eval.Job, role string, i int) string {
 	return fmt.Sprintf("%s-%s-%d", j.Name, role, i)
 }
 
-// jobPods are the pods of j for setup s, PS first, labelled for cps-extender (harmless to
-// the other setups).
+// jobPods are the pods of j for setup s, PS first, in the namespace of j's user and
+// labelled for cps-extender (harmless to the other setups). They do not name their user:
+// their namespace does.
 func jobPods(j eval.Job, s Setup) []*corev1.Pod {
 	var out []*corev1.Pod
 	add := func(role string, i int, cpuMilli, memMi, gpu int64) {
 		labels := map[string]string{
 			"cps-extender.io/job": j.Name, "cps-extender.io/role": role, "cps-extender.io/index": strconv.Itoa(i),
-			"cps-extender.io/min-member": strconv.Itoa(j.Size()), "cps-extender.io/user": j.User,
+			"cps-extender.io/min-member": strconv.Itoa(j.Size()),
 		}
 		if j.Urgent {
 			labels["cps-extender.io/urgent"] = "true"
@@ -90,7 +110,7 @@ func jobPods(j eval.Job, s Setup) []*corev1.Pod {
 			res[gpuResource] = *resource.NewQuantity(gpu, resource.DecimalSI)
 		}
 		pod := &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Name: podName(j, role, i), Namespace: namespace, Labels: labels},
+			ObjectMeta: metav1.ObjectMeta{Name: podName(j, role, i), Namespace: j.Namespace(), Labels: labels},
 			Spec: corev1.PodSpec{
 				SchedulerName: schedulerName,
 				Containers: []corev1.Container{{
@@ -118,13 +138,13 @@ func jobPods(j eval.Job, s Setup) []*corev1.Pod {
 	return out
 }
 
-// createGang creates the Workload and PodGroup of j for native gang scheduling: one group
-// template, minCount the whole job, the job's priority class; with rack, a topology
-// constraint that keeps the group inside one rack.
+// createGang creates the Workload and PodGroup of j for native gang scheduling, in j's
+// namespace: one group template, minCount the whole job, the job's priority class; with
+// rack, a topology constraint that keeps the group inside one rack.
 func createGang(c kubernetes.Interface, j eval.Job, rack bool) error {
 	ctx, cancel := context.WithTimeout(context.Background(), apiTimeout)
 	defer cancel()
-	g := framework.NativeGang{Namespace: namespace, Name: j.Name, MinCount: j.Size(), PriorityClassName: j.PriorityClass}
+	g := framework.NativeGang{Namespace: j.Namespace(), Name: j.Name, MinCount: j.Size(), PriorityClassName: j.PriorityClass}
 	if rack {
 		g.Constraints = &schedv1beta1.PodGroupSchedulingConstraints{Topology: []schedv1beta1.TopologyConstraint{{Key: rackLabel}}}
 	}
@@ -141,7 +161,7 @@ func createPod(c kubernetes.Interface, pod *corev1.Pod) error {
 		cancel()
 		if err == nil || !apierrors.IsAlreadyExists(err) || time.Now().After(deadline) {
 			if err != nil {
-				return fmt.Errorf("create pod %s: %w", pod.Name, err)
+				return fmt.Errorf("create pod %s: %w", podKey(pod), err)
 			}
 			return nil
 		}
@@ -150,13 +170,16 @@ func createPod(c kubernetes.Interface, pod *corev1.Pod) error {
 }
 
 // deletePod deletes a pod at once; a pod already gone is fine.
-func deletePod(c kubernetes.Interface, name string) error {
+func deletePod(c kubernetes.Interface, pod *corev1.Pod) error {
 	zero := int64(0)
 	ctx, cancel := context.WithTimeout(context.Background(), apiTimeout)
 	defer cancel()
-	err := c.CoreV1().Pods(namespace).Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
+	err := c.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
 	if err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("delete pod %s: %w", name, err)
+		return fmt.Errorf("delete pod %s: %w", podKey(pod), err)
 	}
 	return nil
 }
+
+// podKey is a pod's namespace/name.
+func podKey(pod *corev1.Pod) string { return pod.Namespace + "/" + pod.Name }

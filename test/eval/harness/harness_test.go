@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +12,8 @@ import (
 	"github.com/cps-extender/cps-extender/priority"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/cps-extender/cps-extender/test/eval"
 )
@@ -44,8 +47,12 @@ func TestJobPods(t *testing.T) {
 		}
 		for i, p := range pods {
 			l := p.Labels
-			if l["cps-extender.io/job"] != "job-001" || l["cps-extender.io/min-member"] != "5" || l["cps-extender.io/user"] != "ana" || l["cps-extender.io/urgent"] != "true" {
+			if l["cps-extender.io/job"] != "job-001" || l["cps-extender.io/min-member"] != "5" || l["cps-extender.io/urgent"] != "true" {
 				t.Errorf("%s: %s labels %v", c.setup.Name, p.Name, l)
+			}
+			// The user is the namespace's, not the pod's.
+			if _, ok := l[userLabel]; ok || p.Namespace != "team-ana" {
+				t.Errorf("%s: %s in namespace %q with labels %v, want team-ana and no %s label", c.setup.Name, p.Name, p.Namespace, l, userLabel)
 			}
 			if p.Spec.SchedulerName != schedulerName || p.Spec.PriorityClassName != c.class {
 				t.Errorf("%s: %s scheduler %q class %q", c.setup.Name, p.Name, p.Spec.SchedulerName, p.Spec.PriorityClassName)
@@ -62,6 +69,77 @@ func TestJobPods(t *testing.T) {
 				t.Errorf("%s: %s GPU request %v limit %v, want %d", c.setup.Name, p.Name, res.Requests[gpuResource], gpu, want)
 			}
 		}
+	}
+}
+
+// TestUsersNamespaces checks the tenants' layout on a generated workload, under every
+// setup: each job's pods are in its user's namespace and name no user, so the user the
+// extender ranks them as is the namespace's label; each namespace is labelled with its user.
+func TestUsersNamespaces(t *testing.T) {
+	c := fake.NewClientset()
+	if err := createNamespaces(c); err != nil {
+		t.Fatal(err)
+	}
+	if err := createNamespaces(c); err != nil { // every setup's control plane is fresh, but twice is fine
+		t.Fatalf("createNamespaces again: %v", err)
+	}
+	list, err := c.CoreV1().Namespaces().List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	userOf := map[string]string{}
+	for _, ns := range list.Items {
+		userOf[ns.Name] = ns.Labels[userLabel]
+	}
+	if len(userOf) != len(eval.Users) {
+		t.Errorf("namespaces %v, want one per user of %v", userOf, eval.Users)
+	}
+	for _, u := range eval.Users {
+		if got := userOf["team-"+u.Name]; got != u.Name {
+			t.Errorf("namespace team-%s: user label %q, want %q", u.Name, got, u.Name)
+		}
+	}
+	w := eval.Generate(eval.Small())
+	users := map[string]bool{}
+	for _, s := range Setups {
+		for _, j := range w.Jobs {
+			users[j.User] = true
+			for _, p := range jobPods(j, s) {
+				if userOf[p.Namespace] != j.User || p.Namespace != j.Namespace() {
+					t.Fatalf("%s: pod %s of %s's job %s in namespace %q (user %q)", s.Name, p.Name, j.User, j.Name, p.Namespace, userOf[p.Namespace])
+				}
+				if v, ok := p.Labels[userLabel]; ok {
+					t.Fatalf("%s: pod %s/%s names its user %q by label", s.Name, p.Namespace, p.Name, v)
+				}
+			}
+			if got, want := j.Key(), "team-"+j.User+"/"+j.Name; got != want {
+				t.Fatalf("job key %q, want %q", got, want)
+			}
+		}
+	}
+	if len(users) < 2 {
+		t.Errorf("the small workload has %d users: the check proves little", len(users))
+	}
+}
+
+// TestRecorderKeysPodsByNamespace: the recorder watches every namespace and records only the
+// workload's pods, by namespace/name; a pod of the same name in another namespace is not one.
+func TestRecorderKeysPodsByNamespace(t *testing.T) {
+	j := eval.Job{Name: "job-000", User: "ana", Tier: eval.TierGold, PS: 1, Workers: 1, Base: time.Minute}
+	r := newRecorder(nil, eval.Workload{Jobs: []eval.Job{j}}, Setups[0], map[string]string{"node-00": "rack-0"})
+	r.start()
+	bound := func(ns string) *corev1.Pod {
+		p := &corev1.Pod{}
+		p.Namespace, p.Name, p.Spec.NodeName = ns, "job-000-ps-0", "node-00"
+		return p
+	}
+	r.observe(bound("default"), false)
+	if spans := r.jobs[0].rec.Spans; len(spans) != 0 {
+		t.Fatalf("a pod of another namespace was recorded: %+v", spans)
+	}
+	r.observe(bound("team-ana"), false)
+	if spans := r.jobs[0].rec.Spans; len(spans) != 1 || spans[0].Pod != "team-ana/job-000-ps-0" {
+		t.Fatalf("spans %+v, want the pod team-ana/job-000-ps-0", spans)
 	}
 }
 
@@ -126,6 +204,10 @@ func TestExtenderConfig(t *testing.T) {
 			m.MinRunTime != 10*time.Second || m.PreemptionWindow != 10*time.Second || m.SpreadAfter != 5*time.Second || m.ReserveAfter != 10*time.Second ||
 			m.UserTiers["ana"] != eval.TierGold || m.UserTiers["hal"] != eval.TierBronze {
 			t.Errorf("model %+v", m)
+		}
+		// Users come from the namespaces' label: no namespace may name its pods' user.
+		if cfg.Gang.UserLabel != userLabel || len(cfg.Gang.PodUserNamespaces) != 0 {
+			t.Errorf("gang.userLabel %q (want %q), podUserNamespaces %v (want none)", cfg.Gang.UserLabel, userLabel, cfg.Gang.PodUserNamespaces)
 		}
 		if len(cfg.Affinity.Topology) != 1 || cfg.Affinity.Topology[0] != rackLabel {
 			t.Errorf("topology %v", cfg.Affinity.Topology)

@@ -65,6 +65,9 @@ func Run(t testing.TB, s Setup, w eval.Workload, opts Options) eval.Run {
 	if err := createPriorityClasses(cp.Client); err != nil {
 		t.Fatal(err)
 	}
+	if err := createNamespaces(cp.Client); err != nil {
+		t.Fatal(err)
+	}
 	var watched []*framework.Process
 	extAddr := ""
 	if s.Extender() {
@@ -130,7 +133,7 @@ type recorder struct {
 	mu           sync.Mutex
 	t0           time.Time
 	jobs         []*jobState
-	pods         map[string]*podState
+	pods         map[string]*podState // by namespace/name
 	binds        int
 	completions  int
 	lastProgress time.Time
@@ -169,16 +172,17 @@ func newRecorder(c kubernetes.Interface, w eval.Workload, s Setup, racks map[str
 				ps.gpu = q.Value()
 			}
 			js.pods = append(js.pods, ps)
-			r.pods[pod.Name] = ps
+			r.pods[podKey(pod)] = ps
 		}
 		r.jobs = append(r.jobs, js)
 	}
 	return r
 }
 
-// watch starts the pod informer and waits for its cache to sync.
+// watch starts the pod informer and waits for its cache to sync. It watches every
+// namespace (the workload's are one per user); observe ignores pods not of the workload.
 func (r *recorder) watch(stop <-chan struct{}) error {
-	f := informers.NewSharedInformerFactoryWithOptions(r.c, 0, informers.WithNamespace(namespace))
+	f := informers.NewSharedInformerFactory(r.c, 0)
 	inf := f.Core().V1().Pods().Informer()
 	_, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { r.observe(obj, false) },
@@ -290,7 +294,7 @@ func (r *recorder) observe(obj any, gone bool) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	ps := r.pods[pod.Name]
+	ps := r.pods[podKey(pod)]
 	if ps == nil {
 		return
 	}
@@ -320,7 +324,7 @@ func (r *recorder) observe(obj any, gone bool) {
 		return
 	}
 	if pod.Spec.NodeName != "" && ps.span < 0 {
-		j.rec.Spans = append(j.rec.Spans, eval.PodSpan{Pod: pod.Name, Node: pod.Spec.NodeName, Bound: now, End: eval.Never, CPUMilli: ps.cpuMilli, GPU: ps.gpu})
+		j.rec.Spans = append(j.rec.Spans, eval.PodSpan{Pod: podKey(pod), Node: pod.Spec.NodeName, Bound: now, End: eval.Never, CPUMilli: ps.cpuMilli, GPU: ps.gpu})
 		ps.span = len(j.rec.Spans) - 1
 		r.binds++
 		r.lastProgress = time.Now()
@@ -389,14 +393,14 @@ func (r *recorder) complete(j *jobState, gen int) {
 	j.rec.Completed = r.now()
 	r.completions++
 	r.lastProgress = time.Now()
-	names := make([]string, len(j.pods))
+	pods := make([]*corev1.Pod, len(j.pods))
 	for i, p := range j.pods {
 		p.deleting = true
-		names[i] = p.template.Name
+		pods[i] = p.template
 	}
 	r.mu.Unlock()
 	go func() {
-		if err := concurrently(names, func(n string) error { return deletePod(r.c, n) }); err != nil {
+		if err := concurrently(pods, func(p *corev1.Pod) error { return deletePod(r.c, p) }); err != nil {
 			r.errs <- err
 		}
 	}()

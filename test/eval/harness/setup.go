@@ -91,9 +91,11 @@ func setupNames() string {
 // Labels and resources the harness puts on nodes and pods.
 const (
 	schedulerName = "cps-scheduler" // the profile of scheduler-config/kube-scheduler.yaml
-	namespace     = "default"
-	rackLabel     = "topology.cps-extender.io/rack"
-	gpuResource   = "nvidia.com/gpu"
+	// userLabel names the user of a namespace (the extender's gang.userLabel): each user's
+	// namespace (eval.NamespaceOf) carries it, the pods do not.
+	userLabel   = "cps-extender.io/user"
+	rackLabel   = "topology.cps-extender.io/rack"
+	gpuResource = "nvidia.com/gpu"
 )
 
 // Model time constants of the extender, in simulated time (scaled by eval.Scale when the
@@ -149,7 +151,8 @@ func schedulerConfig(kubeconfig, extenderAddr string) ([]byte, error) {
 
 // extenderConfig is the extender's configuration for a setup: the eval's users and tiers,
 // the rack topology, the policy and preemption mode, and the model's times scaled to real
-// time.
+// time. It leaves gang.podUserNamespaces unset: a job's user is its namespace's label, as
+// for any tenant.
 func extenderConfig(listen, hookAddr, kubeconfig string, s Setup) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "listen: %s\nurlPrefix: /scheduler\nkubeconfig: %s\nlog: {format: json, level: info}\n", listen, kubeconfig)
