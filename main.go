@@ -2,7 +2,8 @@
 // machine-learning jobs (parameter servers + workers) by a combined priority.
 //
 //	cps-extender --config=/etc/cps-extender/config.yaml [--kubeconfig=...] [--listen=:8888] [--url-prefix=/scheduler]
-//	cps-extender explain [--url=http://127.0.0.1:8888] [--json] [--ca-file=...]
+//	cps-extender explain [--url=http://127.0.0.1:8888] [--json] [--ca-file=...] [--token-file=...]
+//	cps-extender ungate [--kubeconfig=...] (--namespace=NS | --all)
 //	cps-extender version
 package main
 
@@ -24,6 +25,7 @@ import (
 	"github.com/cps-extender/cps-extender/extender/admission"
 	"github.com/cps-extender/cps-extender/extender/config"
 	"github.com/cps-extender/cps-extender/extender/gate"
+	"github.com/cps-extender/cps-extender/extender/leader"
 	"github.com/cps-extender/cps-extender/extender/server"
 	"github.com/cps-extender/cps-extender/extender/volcano"
 
@@ -55,6 +57,8 @@ func main() {
 	switch args := os.Args[1:]; {
 	case len(args) > 0 && args[0] == "explain":
 		err = runExplain(args[1:], os.Stdout, os.Stderr)
+	case len(args) > 0 && args[0] == "ungate":
+		err = runUngate(args[1:], os.Stdout, os.Stderr)
 	case len(args) == 1 && args[0] == "version":
 		fmt.Printf("cps-extender %s (revision %s, %s %s/%s)\n", version, revision, runtime.Version(), runtime.GOOS, runtime.GOARCH)
 	default:
@@ -100,16 +104,32 @@ func run(args []string, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("building the dynamic API client: %w", err)
 	}
+	// Events, turn annotations and gate lifts go through a client of their own: thousands of
+	// waiting pods' Events must not queue behind, or ahead of, a gang's Bindings.
+	eventCfg := rest.CopyConfig(restCfg)
+	eventCfg.QPS, eventCfg.Burst = cfg.EventClientQPS, cfg.EventClientBurst
+	eventClient, err := kubernetes.NewForConfig(eventCfg)
+	if err != nil {
+		return fmt.Errorf("building the API client of the Events: %w", err)
+	}
 	meters := newMetrics()
-	recorder, stopEvents := scheduler.NewAPIEventRecorder(client, "cps-extender")
+	leaseNS, err := leaseNamespace(ctx, client, cfg.LeaderElection)
+	if err != nil {
+		return err
+	}
+	// The elector is built once the preemptor is (it restores the preemptor's ledger on
+	// leading); until then, and without an election, this process leads (a nil Elector).
+	var elector *leader.Elector
+	leading := func() bool { return elector.Leading() }
+	recorder, stopEvents := scheduler.NewAPIEventRecorder(eventClient, "cps-extender")
 	defer stopEvents()
 	var waiting scheduler.WaitingNotifier
 	if interval := cfg.Events.WaitingInterval.Duration; interval > 0 {
 		waiting = scheduler.NewWaitingEvents(recorder, interval, meters, nil)
 	}
-	apiNudger := turns.NewAPINudger(client, cfg.BindTimeout.Duration)
+	apiNudger := turns.NewAPINudger(eventClient, cfg.BindTimeout.Duration)
 	podTurns := turns.New(turns.Options{Log: log, Nudger: apiNudger, Ungater: apiNudger, Waiting: waiting, Metrics: meters,
-		Delay: 200 * time.Millisecond})
+		Delay: 200 * time.Millisecond, Leading: leading})
 	go podTurns.Run(ctx, 4)
 	// The budgets a victim gang is checked against as a whole; until the informer has
 	// synced, the Eviction API's own checks, one pod at a time, stand alone.
@@ -122,15 +142,30 @@ func run(args []string, stderr io.Writer) error {
 		return cluster.Pod(namespace, name)
 	})
 	preemptor, err := preempt.New(ctx, preempt.Options{Log: log, Evictor: preempt.NewAPIEvictor(client, cfg.BindTimeout.Duration),
-		Events: recorder, Metrics: meters, Budgets: budgets})
+		Events: recorder, Metrics: meters, Budgets: budgets, Leading: leading,
+		Ledger: preempt.NewConfigMapLedger(client.CoreV1(), leaseNS, cfg.LeaderElection.ResourceName+"-preemptions")})
 	if err != nil {
 		return err
+	}
+	if le := cfg.LeaderElection; le.LeaderElect {
+		elector, err = leader.New(leader.Options{Log: log, Client: client, Namespace: leaseNS, Name: le.ResourceName,
+			LeaseDuration: le.LeaseDuration.Duration, RenewDeadline: le.RenewDeadline.Duration, RetryPeriod: le.RetryPeriod.Duration,
+			Metrics: meters, OnStarted: func(lctx context.Context) {
+				if err := preemptor.Restore(lctx); err != nil {
+					log.Warn("restoring the preemption ledger; recent evictions of another replica may be counted anew", zap.Error(err))
+				}
+			}})
+		if err != nil {
+			return err
+		}
+	} else {
+		meters.Leader(true)
 	}
 	// Evictions under way finish (and record their Events) before the recorder stops.
 	defer preemptor.Wait()
 	gangGate := gate.New(gate.Options{
 		Log: log, Binder: gate.NewAPIBinder(client, cfg.BindTimeout.Duration), Config: cfg.Gate, Metrics: meters,
-		Victims: preemptor,
+		Victims: victimsSeen{preemptor: preemptor, leaving: func(job string) bool { return cluster.Leaving(job) }},
 	})
 	cluster = view.NewCluster(view.ClusterOptions{Log: log, Client: client, Dynamic: dyn, Config: cfg, Metrics: meters,
 		Turns: podTurns, Holds: gangGate, Preemptor: preemptor})
@@ -187,6 +222,7 @@ func run(args []string, stderr io.Writer) error {
 	srv := newServer(cfg, cfg.Listen, handler)
 	servers := []*http.Server{srv}
 	var hookCerts *tls.Config // the self-kept certificate, when the extender keeps one
+	var toggle *admission.Switch
 	if hook := cfg.Webhook; hook.Listen != "" {
 		hookHandler, err := server.New(server.Options{Log: log, MaxRequestBytes: cfg.MaxRequestBytes, Ready: cluster, Metrics: meters, HideMetrics: true,
 			Routes: []wire.Route{webhookRoute}, MaxInFlight: cfg.MaxInFlight})
@@ -213,9 +249,9 @@ func run(args []string, stderr io.Writer) error {
 		}
 		servers = append(servers, hookSrv)
 		if hook.Configuration != "" { // with offAfter 0 it keeps the calls on
-			toggle, err := admission.NewSwitch(admission.SwitchOptions{Log: log, Webhooks: client.AdmissionregistrationV1(),
+			toggle, err = admission.NewSwitch(admission.SwitchOptions{Log: log, Webhooks: client.AdmissionregistrationV1(),
 				Configuration: hook.Configuration, OffAfter: hook.OffAfter.Duration, Metrics: meters,
-				Contended: queueContended})
+				Contended: queueContended, Leading: leading})
 			if err != nil {
 				return err
 			}
@@ -261,6 +297,25 @@ func run(args []string, stderr io.Writer) error {
 	syncErr := make(chan error, 1)
 	go func() { syncErr <- cluster.Start(ctx) }()
 	defer cluster.Shutdown()
+	// The election begins once the view can decide: a leader evicts and lifts from its
+	// queue. It outlives ctx, so that a leader on its way out still leads while it leaves the
+	// gates (leaveGates), and then releases the Lease for a replica left to take at once.
+	electCtx, stopElection := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopElection()
+	campaign := make(chan struct{})
+	go func() {
+		defer close(campaign)
+		for !cluster.Ready() {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+		if elector != nil {
+			elector.Run(electCtx)
+		}
+	}()
 
 	select {
 	case err := <-serveErr:
@@ -280,6 +335,9 @@ func run(args []string, stderr io.Writer) error {
 	log.Info("shutting down", zap.Duration("timeout", cfg.ShutdownTimeout.Duration))
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout.Duration)
 	defer cancel()
+	leaveGates(shutdownCtx, log, leading(), toggle, client.AdmissionregistrationV1(), cfg.Webhook.Configuration, cluster, apiNudger)
+	stopElection()
+	<-campaign // the Lease is released
 	for _, one := range servers {
 		if err := one.Shutdown(shutdownCtx); err != nil {
 			return fmt.Errorf("graceful shutdown of %s: %w", one.Addr, err)
@@ -328,7 +386,7 @@ func loadConfig(args []string, stderr io.Writer) (config.Config, configSource, e
 		return config.Config{}, configSource{}, err
 	}
 	if fs.NArg() > 0 {
-		return config.Config{}, configSource{}, fmt.Errorf("unexpected arguments: %v (subcommands: explain, version)", fs.Args())
+		return config.Config{}, configSource{}, fmt.Errorf("unexpected arguments: %v (subcommands: explain, ungate, version)", fs.Args())
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })

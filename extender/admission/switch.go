@@ -55,6 +55,8 @@ type SwitchOptions struct {
 	OffAfter time.Duration
 	Metrics  SwitchMetrics // optional
 	Clock    clock.WithTicker
+	// Leading says whether this replica leads: only the leader writes (nil: always).
+	Leading func() bool
 }
 
 // Switch turns the API server's calls of the turn-gate webhook on while a job waits and off
@@ -136,6 +138,10 @@ func (s *Switch) Step(ctx context.Context) error {
 	if !known {
 		return nil
 	}
+	if s.opts.Leading != nil && !s.opts.Leading() {
+		s.applied = nil // another replica writes; read it again on leading
+		return nil
+	}
 	now := s.opts.Clock.Now()
 	if s.applied != nil && *s.applied == on && now.Sub(s.lastRead) < switchResync {
 		return nil
@@ -150,6 +156,18 @@ func (s *Switch) Step(ctx context.Context) error {
 		s.opts.Metrics.TurnGateWebhookOn(on)
 	}
 	return nil
+}
+
+// Off switches the calls off, for a leader going away: pods created while no replica leads
+// are not gated (nobody would lift their gate until a leader comes). A replica that leads
+// next switches them on again when a job waits. It reports whether the configuration is
+// installed.
+func (s *Switch) Off(ctx context.Context) (found bool, err error) {
+	found, err = s.write(ctx, false)
+	if err == nil && found && s.opts.Metrics != nil {
+		s.opts.Metrics.TurnGateWebhookOn(false)
+	}
+	return found, err
 }
 
 // write sets SwitchCondition in every webhook of the configuration (adding it where it is

@@ -47,6 +47,13 @@ type Config struct {
 	IdleTimeout       metav1.Duration `json:"idleTimeout"`
 	// Access says who may call each kind of endpoint (docs/security.md).
 	Access AccessConfig `json:"access"`
+	// LeaderElection elects the one replica that writes (docs/deploy.md, "Replicas").
+	LeaderElection LeaderElectionConfig `json:"leaderElection"`
+	// EventClientQPS and EventClientBurst rate-limit the API client of the Events, the turn
+	// annotations and the gate lifts: thousands of waiting pods' Events must not delay a
+	// gang's Bindings, which have ClientQPS to themselves.
+	EventClientQPS   float32 `json:"eventClientQPS"`
+	EventClientBurst int     `json:"eventClientBurst"`
 	// SchedulerNames are the schedulers whose pods the extender binds: a bind request for
 	// a pod of another scheduler is refused (empty: any).
 	SchedulerNames []string `json:"schedulerNames"`
@@ -125,6 +132,23 @@ type ReloadConfig struct {
 	// Interval is how often the config file's content (its model and affinity sections)
 	// and the TLS certificate and key are checked for changes; 0 turns reloading off.
 	Interval metav1.Duration `json:"interval"`
+}
+
+// LeaderElectionConfig elects one writer among the extender's replicas with a Lease: only
+// the leader evicts preemption victims, nudges and lifts pods, writes the waiting Events and
+// switches the webhook's calls; every replica serves the verbs and the webhook.
+type LeaderElectionConfig struct {
+	// LeaderElect turns the election on; off, the process writes as if it led (one replica).
+	LeaderElect bool `json:"leaderElect"`
+	// ResourceName and ResourceNamespace name the Lease; an empty namespace is the pod's own
+	// (its service account's), else cps-system.
+	ResourceName      string `json:"resourceName"`
+	ResourceNamespace string `json:"resourceNamespace"`
+	// LeaseDuration is how long a leader that is gone keeps the Lease; RenewDeadline how
+	// long a leader retries renewing it; RetryPeriod how often candidates try.
+	LeaseDuration metav1.Duration `json:"leaseDuration"`
+	RenewDeadline metav1.Duration `json:"renewDeadline"`
+	RetryPeriod   metav1.Duration `json:"retryPeriod"`
 }
 
 // The ways a caller may be let in (AccessConfig).
@@ -372,13 +396,18 @@ func DefaultConfig() Config {
 			Volcano:   []string{AccessLoopback},
 			Admin:     []string{AccessLoopback, AccessToken},
 		},
-		WriteTimeout:    metav1.Duration{Duration: 90 * time.Second},
-		ShutdownTimeout: metav1.Duration{Duration: 10 * time.Second},
-		ResyncPeriod:    metav1.Duration{Duration: 0},
-		BindTimeout:     metav1.Duration{Duration: 10 * time.Second},
-		ClientQPS:       200,
-		ClientBurst:     400,
-		Log:             LogConfig{Format: "json", Level: "info"},
+		WriteTimeout:     metav1.Duration{Duration: 90 * time.Second},
+		ShutdownTimeout:  metav1.Duration{Duration: 10 * time.Second},
+		ResyncPeriod:     metav1.Duration{Duration: 0},
+		BindTimeout:      metav1.Duration{Duration: 10 * time.Second},
+		ClientQPS:        200,
+		EventClientQPS:   100,
+		EventClientBurst: 200,
+		LeaderElection: LeaderElectionConfig{LeaderElect: true, ResourceName: "cps-extender",
+			LeaseDuration: metav1.Duration{Duration: 15 * time.Second}, RenewDeadline: metav1.Duration{Duration: 10 * time.Second},
+			RetryPeriod: metav1.Duration{Duration: 2 * time.Second}},
+		ClientBurst: 400,
+		Log:         LogConfig{Format: "json", Level: "info"},
 		Webhook: WebhookConfig{
 			Secret:        "cps-system/cps-extender-webhook-tls",
 			Service:       "cps-system/cps-extender",
@@ -494,6 +523,17 @@ func (c Config) Validate() []error {
 	}
 	if c.ClientQPS <= 0 || c.ClientBurst <= 0 {
 		bad("clientQPS (%v) and clientBurst (%d) must be positive", c.ClientQPS, c.ClientBurst)
+	}
+	if c.EventClientQPS <= 0 || c.EventClientBurst <= 0 {
+		bad("eventClientQPS (%v) and eventClientBurst (%d) must be positive", c.EventClientQPS, c.EventClientBurst)
+	}
+	if le := c.LeaderElection; le.LeaderElect {
+		if le.ResourceName == "" {
+			bad("leaderElection.resourceName: must not be empty")
+		}
+		if le.RetryPeriod.Duration <= 0 || le.RenewDeadline.Duration <= le.RetryPeriod.Duration || le.LeaseDuration.Duration <= le.RenewDeadline.Duration {
+			bad("leaderElection: want 0 < retryPeriod (%v) < renewDeadline (%v) < leaseDuration (%v)", le.RetryPeriod.Duration, le.RenewDeadline.Duration, le.LeaseDuration.Duration)
+		}
 	}
 	if c.ResyncPeriod.Duration < 0 {
 		bad("resyncPeriod: %v must not be negative", c.ResyncPeriod.Duration)

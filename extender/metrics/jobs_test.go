@@ -15,8 +15,9 @@ import (
 
 type fixedStatus bool
 
-func (f fixedStatus) InformersSynced() map[string]bool { return map[string]bool{"pods": bool(f)} }
-func (f fixedStatus) Ready() bool                      { return bool(f) }
+func (f fixedStatus) InformersSynced() map[string]bool   { return map[string]bool{"pods": bool(f)} }
+func (f fixedStatus) Ready() bool                        { return bool(f) }
+func (f fixedStatus) SnapshotAge() (time.Duration, bool) { return time.Second, bool(f) }
 
 // TestNamesAreWhatIsServed: with every metric observed once, the series served are exactly
 // Names (the dashboard's and the alert rules' test relies on it).

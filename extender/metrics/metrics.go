@@ -23,6 +23,7 @@ type Metrics struct {
 	gatherer      prometheus.Gatherer
 	requests      *prometheus.CounterVec
 	refused       *prometheus.CounterVec
+	leader        prometheus.Gauge
 	duration      *prometheus.HistogramVec
 	decisions     *prometheus.CounterVec
 	queueJobs     *prometheus.GaugeVec
@@ -78,6 +79,10 @@ func New(reg *prometheus.Registry) *Metrics {
 		Name: "cps_extender_requests_refused_total",
 		Help: "Requests refused by the access check, by kind of endpoint (scheduler, volcano, admin) and HTTP status code (401: no credential that lets the caller in, 403: a credential or an address that does not, 503: a token that could not be checked).",
 	}, "kind", "code")
+	m.leader = m.gauge(prometheus.GaugeOpts{
+		Name: "cps_extender_leader",
+		Help: "1 while this replica leads (holds the Lease): it alone evicts, nudges, lifts gates, writes the waiting Events and switches the webhook's calls; 0 while another does.",
+	})
 	m.duration = m.histogramVec(prometheus.HistogramOpts{
 		Name: "cps_extender_request_duration_seconds",
 		Help: "Latency of scheduler extender requests by verb (bind includes the time a bind is held).",
@@ -142,11 +147,13 @@ func New(reg *prometheus.Registry) *Metrics {
 	m.informers = &informerCollector{
 		syncedDesc: prometheus.NewDesc("cps_extender_informer_synced", "1 when the informer's cache has synced, by informer.", []string{"informer"}, nil),
 		readyDesc: prometheus.NewDesc("cps_extender_ready",
-			"1 when the extender is ready (as /readyz): its informers have synced and the first queue is computed.", nil, nil),
+			"1 when the extender is ready (as /readyz): its informers have synced, the queue is fresh and no watch has failed for long.", nil, nil),
+		ageDesc: prometheus.NewDesc("cps_extender_snapshot_age_seconds",
+			"Age of the queue the verbs answer from (it is recomputed on every change and every gate.recomputeInterval): a stuck recompute shows here.", nil, nil),
 	}
-	m.names = append(m.names, "cps_extender_informer_synced", "cps_extender_ready")
+	m.names = append(m.names, "cps_extender_informer_synced", "cps_extender_ready", "cps_extender_snapshot_age_seconds")
 	m.jobs = newJobMetrics(m)
-	reg.MustRegister(m.requests, m.refused, m.duration, m.decisions, m.queueJobs, m.queueLength, m.heldBinds,
+	reg.MustRegister(m.requests, m.refused, m.leader, m.duration, m.decisions, m.queueJobs, m.queueLength, m.heldBinds,
 		m.bindFailures, m.waitingEvents, m.reloads, m.nudges, m.lifts, m.preemptions, m.evictedPods, m.viewWaits, m.webhookOn, m.informers)
 	m.jobs.register(reg)
 	for _, state := range []priority.JobPhase{priority.PhaseWaiting, priority.PhaseAdmitted, priority.PhaseRunning, priority.PhaseUnschedulable, priority.PhasePreempting} {
@@ -197,6 +204,18 @@ func (m *Metrics) ObserveRequest(verb string, code int, took time.Duration) {
 	}
 	m.requests.WithLabelValues(verb, strconv.Itoa(code)).Inc()
 	m.duration.WithLabelValues(verb).Observe(took.Seconds())
+}
+
+// Leader reports whether this replica leads.
+func (m *Metrics) Leader(leading bool) {
+	if m == nil {
+		return
+	}
+	if leading {
+		m.leader.Set(1)
+	} else {
+		m.leader.Set(0)
+	}
 }
 
 // ObserveRefused counts a request the access check refused.
@@ -353,6 +372,12 @@ type ReadyStatus interface {
 	Ready() bool
 }
 
+// SnapshotAger is a ReadyStatus that also tells how old its queue is (false before the
+// first): cps_extender_snapshot_age_seconds.
+type SnapshotAger interface {
+	SnapshotAge() (time.Duration, bool)
+}
+
 // WatchReady reports src's readiness as cps_extender_ready, read at every scrape.
 func (m *Metrics) WatchReady(src ReadyStatus) {
 	if m == nil {
@@ -372,7 +397,7 @@ func (m *Metrics) WatchInformers(src InformerStatus) {
 
 // informerCollector reads the informers' sync state and the readiness when scraped.
 type informerCollector struct {
-	syncedDesc, readyDesc *prometheus.Desc
+	syncedDesc, readyDesc, ageDesc *prometheus.Desc
 	src                   atomic.Pointer[InformerStatus]
 	ready                 atomic.Pointer[ReadyStatus]
 }
@@ -380,6 +405,7 @@ type informerCollector struct {
 func (c *informerCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.syncedDesc
 	ch <- c.readyDesc
+	ch <- c.ageDesc
 }
 
 func (c *informerCollector) Collect(ch chan<- prometheus.Metric) {
@@ -389,6 +415,11 @@ func (c *informerCollector) Collect(ch chan<- prometheus.Metric) {
 			v = 1
 		}
 		ch <- prometheus.MustNewConstMetric(c.readyDesc, prometheus.GaugeValue, v)
+		if aged, ok := (*ready).(SnapshotAger); ok {
+			if age, known := aged.SnapshotAge(); known {
+				ch <- prometheus.MustNewConstMetric(c.ageDesc, prometheus.GaugeValue, age.Seconds())
+			}
+		}
 	}
 	src := c.src.Load()
 	if src == nil {

@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 	"sync"
 	"time"
@@ -98,13 +99,19 @@ type Options struct {
 	// Budgets checks each victim gang as a whole against the PodDisruptionBudgets; nil
 	// leaves them to the Eviction API's checks, one pod at a time.
 	Budgets Budgets
+	// Leading says whether this replica leads: only the leader evicts (nil: always).
+	Leading func() bool
+	// Ledger keeps the evictions and protections where the next leader finds them (see
+	// Restore); nil keeps them in memory only.
+	Ledger LedgerStore
 }
 
 // Preemptor evicts the victims of the published snapshots' preempting jobs, each victim job
 // once, all its bound pods at once after a check of the whole gang against the budgets
 // (Budgets) and a dry run of each: a PodDisruptionBudget that would refuse any of them
-// leaves the whole gang running and protects the job for ProtectFor. What it keeps is soft state: after a restart a victim still running
-// is chosen, and evicted, again.
+// leaves the whole gang running and protects the job for ProtectFor. Only the leader
+// evicts; what it remembers (victims evicted lately, jobs protected) it saves in the
+// Ledger, which the next leader restores before it evicts anything.
 type Preemptor struct {
 	log        *zap.Logger
 	evictor    Evictor
@@ -113,6 +120,10 @@ type Preemptor struct {
 	clock      clock.PassiveClock
 	protectFor time.Duration
 	budgets    Budgets
+	leading    func() bool
+	ledger     LedgerStore
+	// dirty is signalled when the ledger has news to save.
+	dirty chan struct{}
 
 	mu        sync.Mutex
 	evicted   map[string]time.Time // victim job -> when its eviction began
@@ -141,8 +152,76 @@ func New(ctx context.Context, o Options) (*Preemptor, error) {
 	if o.ProtectFor <= 0 {
 		o.ProtectFor = 5 * time.Minute
 	}
-	return &Preemptor{log: o.Log, evictor: o.Evictor, events: o.Events, metrics: o.Metrics, clock: o.Clock,
-		protectFor: o.ProtectFor, budgets: o.Budgets, evicted: map[string]time.Time{}, finished: map[string]time.Time{}, protected: map[string]time.Time{}, rounds: map[string]round{}, ctx: ctx}, nil
+	p := &Preemptor{log: o.Log, evictor: o.Evictor, events: o.Events, metrics: o.Metrics, clock: o.Clock,
+		protectFor: o.ProtectFor, budgets: o.Budgets, leading: o.Leading, ledger: o.Ledger, dirty: make(chan struct{}, 1),
+		evicted: map[string]time.Time{}, finished: map[string]time.Time{}, protected: map[string]time.Time{}, rounds: map[string]round{}, ctx: ctx}
+	if p.ledger != nil {
+		go p.saveLoop(ctx)
+	}
+	return p, nil
+}
+
+// Leading reports whether this replica may evict.
+func (p *Preemptor) Leading() bool { return p.leading == nil || p.leading() }
+
+// Restore takes in the ledger the last leader saved, before this replica evicts anything as
+// the leader: the victims evicted lately still count against maxPreemptions and are not
+// chosen again, and the jobs whose eviction was refused stay protected, whichever replica
+// evicted or was refused. Entries past ProtectFor are dropped.
+func (p *Preemptor) Restore(ctx context.Context) error {
+	if p.ledger == nil {
+		return nil
+	}
+	l, err := p.ledger.Load(ctx)
+	if err != nil {
+		return err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	now := p.clock.Now()
+	for job, at := range l.Evicted {
+		if now.Sub(at) < p.protectFor && at.After(p.evicted[job]) {
+			p.evicted[job] = at
+			p.finished[job] = at // evicted by another replica: not under way here
+		}
+	}
+	for job, until := range l.Protected {
+		if until.After(now) && until.After(p.protected[job]) {
+			p.protected[job] = until
+		}
+	}
+	p.log.Info("preemption ledger restored", zap.Int("evicted", len(l.Evicted)), zap.Int("protected", len(l.Protected)))
+	return nil
+}
+
+// changed asks for the ledger to be saved. p.mu is held or not: it does not block.
+func (p *Preemptor) changed() {
+	select {
+	case p.dirty <- struct{}{}:
+	default:
+	}
+}
+
+// saveLoop saves the ledger after each change, until ctx ends.
+func (p *Preemptor) saveLoop(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-p.dirty:
+		}
+		if !p.Leading() {
+			continue
+		}
+		p.mu.Lock()
+		l := Ledger{Evicted: maps.Clone(p.evicted), Protected: maps.Clone(p.protected)}
+		p.mu.Unlock()
+		sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		if err := p.ledger.Save(sctx, l); err != nil {
+			p.log.Warn("saving the preemption ledger; the next leader may count fewer recent evictions", zap.Error(err))
+		}
+		cancel()
+	}
 }
 
 // Protected maps the jobs that may not be victims to when that ends.
@@ -220,7 +299,7 @@ type round struct {
 // and name others, as it did on a loaded machine (two gangs evicted for one's room). It does
 // not block.
 func (p *Preemptor) Published(snap *view.Snapshot) {
-	if snap == nil || snap.Queue == nil {
+	if snap == nil || snap.Queue == nil || !p.Leading() {
 		return
 	}
 	for _, d := range snap.Queue.Order {
@@ -304,6 +383,7 @@ func (p *Preemptor) claim(job string) bool {
 	}
 	p.evicted[job] = now
 	delete(p.finished, job)
+	p.changed()
 	return true
 }
 
@@ -395,6 +475,7 @@ func (p *Preemptor) protect(job string, counted bool) {
 	if !counted {
 		delete(p.evicted, job)
 	}
+	p.changed()
 }
 
 // dryRun asks for a dry-run eviction of every pod at once; it returns the first refusal or

@@ -38,11 +38,11 @@ func NewAPIEventRecorder(client kubernetes.Interface, component string) (EventRe
 	return b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: component}), b.Shutdown
 }
 
-// WaitingEvents gives a pod that waits for its job's turn a Normal WaitingForTurn Event
-// whose message is the job's whole reason (its place in the queue, its P, what it waits
-// for), at most once per interval per pod: the scheduler
-// retries a waiting pod every second or so, and each retry must not become an Event. A pod
-// of an unschedulable job gets a Warning GangUnschedulable Event instead.
+// WaitingEvents gives a job that waits for its turn a Normal WaitingForTurn Event, on one of
+// its pods, whose message is the job's whole reason (its place in the queue, its P, what it
+// waits for), at most once per interval per job: the scheduler retries a waiting pod every
+// second or so, and a gang has many pods, and none of that must become an Event each. A job
+// that is unschedulable gets a Warning GangUnschedulable Event instead.
 type WaitingEvents struct {
 	recorder EventRecorder
 	metrics  *metrics.Metrics
@@ -85,10 +85,17 @@ func (w *WaitingEvents) Warn(pod *corev1.Pod, warning view.Warning) {
 	}
 }
 
-// NotifyWaiting records the Event unless the pod had one within the interval.
+// NotifyWaiting records the Event unless the pod's job had one within the interval: one
+// Event per job, on the pod it is first told of, so that a waiting gang of thousands of
+// pods writes one Event an interval, not thousands. A pod of no known job is limited on its
+// own.
 func (w *WaitingEvents) NotifyWaiting(pod *corev1.Pod, adm view.Admission) {
-	key := string(pod.UID)
-	if key == "" {
+	key := "job\x00" + adm.Job
+	switch {
+	case adm.Job != "":
+	case pod.UID != "":
+		key = string(pod.UID)
+	default:
 		key = pod.Namespace + "/" + pod.Name
 	}
 	if adm.Unschedulable { // a change between waiting and unschedulable is news at once

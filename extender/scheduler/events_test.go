@@ -37,36 +37,40 @@ func waitingPod(name, uid string) *corev1.Pod {
 	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ml", Name: name, UID: types.UID(uid)}}
 }
 
-func TestWaitingEventsAreRateLimitedPerPod(t *testing.T) {
+func TestWaitingEventsAreRateLimitedPerJob(t *testing.T) {
 	const reason = "job ml/b waits for its turn: 2nd of 2, behind ml/a (P=0.55); it does not fit: ..."
+	type note struct {
+		pod *corev1.Pod
+		job string
+	}
 	tests := []struct {
 		name       string
-		notify     []*corev1.Pod
+		notify     []note
 		want       []string
 		suppressed int
 	}{
 		{
 			name:   "one pod retried many times gets one event",
-			notify: []*corev1.Pod{waitingPod("b-0", "u0"), waitingPod("b-0", "u0"), waitingPod("b-0", "u0"), waitingPod("b-0", "u0")},
+			notify: []note{{waitingPod("b-0", "u0"), "ml/b"}, {waitingPod("b-0", "u0"), "ml/b"}, {waitingPod("b-0", "u0"), "ml/b"}, {waitingPod("b-0", "u0"), "ml/b"}},
 			want:   []string{"ml/b-0 Normal WaitingForTurn: " + reason},
 			// The recorder's own spam filter would allow these; ours does not.
 			suppressed: 3,
 		},
 		{
-			name:       "each pod of a job gets its own",
-			notify:     []*corev1.Pod{waitingPod("b-0", "u0"), waitingPod("b-1", "u1"), waitingPod("b-0", "u0")},
-			want:       []string{"ml/b-0 Normal WaitingForTurn: " + reason, "ml/b-1 Normal WaitingForTurn: " + reason},
-			suppressed: 1,
-		},
-		{
-			name:   "a pod recreated under the same name is a new pod",
-			notify: []*corev1.Pod{waitingPod("b-0", "u0"), waitingPod("b-0", "u0-new")},
-			want:   []string{"ml/b-0 Normal WaitingForTurn: " + reason, "ml/b-0 Normal WaitingForTurn: " + reason},
-		},
-		{
-			name:       "a pod without a UID is limited by name",
-			notify:     []*corev1.Pod{waitingPod("b-0", ""), waitingPod("b-0", "")},
+			name:       "a job's pods share one event",
+			notify:     []note{{waitingPod("b-0", "u0"), "ml/b"}, {waitingPod("b-1", "u1"), "ml/b"}, {waitingPod("b-0", "u0"), "ml/b"}},
 			want:       []string{"ml/b-0 Normal WaitingForTurn: " + reason},
+			suppressed: 2,
+		},
+		{
+			name:   "two jobs get one each",
+			notify: []note{{waitingPod("b-0", "u0"), "ml/b"}, {waitingPod("c-0", "u2"), "ml/c"}},
+			want:   []string{"ml/b-0 Normal WaitingForTurn: " + reason, "ml/c-0 Normal WaitingForTurn: " + reason},
+		},
+		{
+			name:       "a pod of no known job is limited by its UID, else its name",
+			notify:     []note{{waitingPod("b-0", ""), ""}, {waitingPod("b-0", ""), ""}, {waitingPod("d-0", "u3"), ""}},
+			want:       []string{"ml/b-0 Normal WaitingForTurn: " + reason, "ml/d-0 Normal WaitingForTurn: " + reason},
 			suppressed: 1,
 		},
 	}
@@ -75,8 +79,8 @@ func TestWaitingEventsAreRateLimitedPerPod(t *testing.T) {
 			rec := &fakeRecorder{}
 			m := metrics.New(prometheus.NewRegistry())
 			w := NewWaitingEvents(rec, time.Hour, m, testingclock.NewFakeClock(time.Unix(1_700_000_000, 0)))
-			for _, p := range tt.notify {
-				w.NotifyWaiting(p, view.Admission{Reason: reason, Queued: true})
+			for _, n := range tt.notify {
+				w.NotifyWaiting(n.pod, view.Admission{Reason: reason, Queued: true, Job: n.job})
 			}
 			if diff := cmp.Diff(tt.want, rec.events); diff != "" {
 				t.Errorf("events (-want +got):\n%s", diff)

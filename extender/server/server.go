@@ -171,7 +171,7 @@ func (s *Server) handle(route wire.Route, limit int) httprouter.Handle {
 			wire.WriteJSON(rec, http.StatusTooManyRequests, wire.ErrorBody{Error: fmt.Sprintf("%s: %d requests are being served already; retry", route.Verb, limit)})
 		} else {
 			if route.NeedsView && !s.ready.Ready() {
-				wire.WriteJSON(rec, http.StatusServiceUnavailable, wire.ErrorBody{Error: "extender is not ready: cluster view not synced yet"})
+				wire.WriteJSON(rec, http.StatusServiceUnavailable, wire.ErrorBody{Error: "extender is not ready: its cluster view is not synced, or stale"})
 			} else {
 				note = route.Handler(rec, r, wire.Call{MaxBytes: s.maxBytes, Detailed: s.log.Core().Enabled(zap.DebugLevel)})
 			}
@@ -228,7 +228,13 @@ func (s *Server) healthz(w http.ResponseWriter, _ *http.Request, _ httprouter.Pa
 
 func (s *Server) readyz(w http.ResponseWriter, _ *http.Request, _ httprouter.Params) {
 	if !s.ready.Ready() {
-		wire.WriteJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "cluster view not synced"})
+		status := "cluster view not synced"
+		if r, ok := s.ready.(interface{ NotReadyReason() string }); ok {
+			if why := r.NotReadyReason(); why != "" {
+				status = why
+			}
+		}
+		wire.WriteJSON(w, http.StatusServiceUnavailable, map[string]string{"status": status})
 		return
 	}
 	wire.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})

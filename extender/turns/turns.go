@@ -116,6 +116,7 @@ type Turns struct {
 	// last time at explainedAt.
 	waiting     WaitingNotifier
 	explainedAt time.Time
+	leading     func() bool
 }
 
 // parkedPod is a pod the filter turned away.
@@ -144,6 +145,9 @@ type Options struct {
 	// came with a cluster event kube-scheduler requeues the pod by itself; a pod the filter
 	// lets through meanwhile needs no nudge.
 	Delay time.Duration
+	// Leading says whether this replica leads: only the leader nudges, lifts gates and
+	// explains gated pods (nil: always). A follower keeps its records, for when it leads.
+	Leading func() bool
 }
 
 // New builds Turns; Run starts its workers.
@@ -162,7 +166,7 @@ func New(o Options) *Turns {
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(limiter, workqueue.TypedRateLimitingQueueConfig[gang.PodRef]{
 			Name: "turns", Clock: o.Clock,
 		}),
-		ungater: o.Ungater, lifting: map[types.UID]struct{}{}, waiting: o.Waiting,
+		ungater: o.Ungater, lifting: map[types.UID]struct{}{}, waiting: o.Waiting, leading: o.Leading,
 		lifts: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.NewTypedItemExponentialFailureRateLimiter[gang.PodRef](100*time.Millisecond, 10*time.Second),
 			workqueue.TypedRateLimitingQueueConfig[gang.PodRef]{Name: "turn-gates", Clock: o.Clock}),
@@ -262,9 +266,34 @@ func (t *Turns) Published(snap *view.Snapshot) {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	prev := t.current
 	t.current = snap
+	if t.leading != nil && !t.leading() {
+		return
+	}
+	t.adoptTurnedAway(prev, snap)
 	t.release(snap)
 	t.queueLifts(snap)
+}
+
+// adoptTurnedAway takes as parked the pods kube-scheduler turned away (the view's record
+// of them, whichever replica's filter turned them away) of every job snap gives the turn
+// that prev did not: their turn reaches them from the leader also when another replica
+// answered their filter. t.mu is held.
+func (t *Turns) adoptTurnedAway(prev, snap *view.Snapshot) {
+	if snap == nil || snap.Queue == nil {
+		return
+	}
+	for _, d := range snap.Queue.Order {
+		if d.Phase != priority.PhaseAdmitted || hasTurn(prev, d.Key) {
+			continue
+		}
+		for _, ref := range snap.TurnedAwayOf(d.Key) {
+			if _, queued := t.queued[ref.UID]; !queued {
+				t.park(ref, d.Key)
+			}
+		}
+	}
 }
 
 // release queues the parked pods of the jobs that have the turn in snap. t.mu is held.

@@ -68,6 +68,7 @@ type Cluster struct {
 	admitSpace sync.Pool
 	waits      jobWaits   // for the job metrics (waits.go)
 	levels     levelNotes // what was logged of the topology levels (levels.go)
+	health     *watchHealth
 }
 
 // viewConfig is the part of the configuration the view computes with; it can be swapped
@@ -126,6 +127,10 @@ func NewCluster(o ClusterOptions) *Cluster {
 	if c.now == nil {
 		c.now = time.Now
 	}
+	c.health = newWatchHealth(o.Log, c.now)
+	for name, inf := range map[string]cache.SharedIndexInformer{"nodes": nodeInf.Informer(), "pods": podInf.Informer(), "namespaces": nsInf.Informer()} {
+		c.health.follow(name, inf)
+	}
 	c.informers.Store(&map[string]cache.InformerSynced{
 		"nodes": nodeInf.Informer().HasSynced, "pods": podInf.Informer().HasSynced, "namespaces": nsInf.Informer().HasSynced,
 	})
@@ -156,7 +161,7 @@ func NewCluster(o ClusterOptions) *Cluster {
 	if o.Client != nil {
 		disc = o.Client.Discovery()
 	}
-	c.groups = newGroupSources(o.Log, disc, o.Dynamic, o.Config.Gang, sourceChanged)
+	c.groups = newGroupSources(o.Log, disc, o.Dynamic, o.Config.Gang, sourceChanged, c.health)
 	return c
 }
 
@@ -268,8 +273,46 @@ func (c *Cluster) InformersSynced() map[string]bool {
 	return out
 }
 
-// Ready reports whether the caches have synced and the first queue is computed.
-func (c *Cluster) Ready() bool { return c.ready.Load() }
+// staleAfter is how old a snapshot may be before the view is not ready: the loop publishes
+// one at least every interval, so only a stuck recompute lets it age.
+func (c *Cluster) staleAfter() time.Duration { return max(10*time.Second, 10*c.interval) }
+
+// Ready reports whether the view can be trusted to decide: the caches have synced and the
+// first queue is computed, the current queue is fresh (younger than staleAfter), and no
+// informer's list and watch has been failing for longer than watchFailingAfter. Otherwise
+// the verbs answer 503 and /readyz fails, so that a stale view decides nothing.
+func (c *Cluster) Ready() bool {
+	if !c.ready.Load() {
+		return false
+	}
+	if age, ok := c.SnapshotAge(); !ok || age > c.staleAfter() {
+		return false
+	}
+	return c.health.stale() == ""
+}
+
+// SnapshotAge is how old the current queue is (false before the first).
+func (c *Cluster) SnapshotAge() (time.Duration, bool) {
+	snap := c.Snapshot()
+	if snap == nil {
+		return 0, false
+	}
+	return c.now().Sub(snap.Computed), true
+}
+
+// NotReadyReason says why the view is not ready ("" when it is), for /readyz.
+func (c *Cluster) NotReadyReason() string {
+	switch age, ok := c.SnapshotAge(); {
+	case !c.ready.Load() || !ok:
+		return "cluster view not synced"
+	case age > c.staleAfter():
+		return "the queue is stale: last computed " + age.Round(time.Second).String() + " ago"
+	}
+	if name := c.health.stale(); name != "" {
+		return "the " + name + " informer's list and watch have failed for more than " + watchFailingAfter.String()
+	}
+	return ""
+}
 
 // Node returns the node called name from the informer cache.
 func (c *Cluster) Node(name string) (*corev1.Node, bool) {
@@ -328,6 +371,13 @@ func (c *Cluster) Queue() (*priority.Queue, time.Time) {
 		return nil, time.Time{}
 	}
 	return snap.Queue, snap.Computed
+}
+
+// Leaving reports whether a job has bound pods being deleted in the current snapshot (a
+// preemption victim, mostly).
+func (c *Cluster) Leaving(job string) bool {
+	j, _, ok := c.Snapshot().Job(job)
+	return ok && j.Leaving > 0
 }
 
 // Job returns a job and its admission decision in the current snapshot.

@@ -635,3 +635,23 @@ func containerResources(cs []corev1.Container) []corev1.Container {
 	}
 	return out
 }
+
+// turnedAwayOf lists the pending pods of the job of index key job that kube-scheduler has
+// turned away (PodScheduled False), as the index has them now. A JobSet's later stage is
+// found under its JobSet's key only: its pods are nudged by the filter's own records.
+func (x *viewIndex) turnedAwayOf(job string) []gang.PodRef {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	g := x.jobs[job]
+	if g == nil {
+		return nil
+	}
+	var out []gang.PodRef
+	for _, r := range g.pods {
+		if r.turnedAway && r.node == "" {
+			ns, name, _ := strings.Cut(r.nsName, "/")
+			out = append(out, gang.PodRef{Namespace: ns, Name: name, UID: r.uid})
+		}
+	}
+	return out
+}

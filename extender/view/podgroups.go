@@ -76,11 +76,12 @@ type groupSources struct {
 	mu        sync.RWMutex
 	running   map[string]*runningSource
 	offLogged map[string]bool // sources whose "not served" line was logged
+	health    *watchHealth    // nil: no one follows the informers' errors
 }
 
-func newGroupSources(log *zap.Logger, disc discovery.DiscoveryInterface, dyn dynamic.Interface, g config.GangConfig, onChange func()) *groupSources {
+func newGroupSources(log *zap.Logger, disc discovery.DiscoveryInterface, dyn dynamic.Interface, g config.GangConfig, onChange func(), health *watchHealth) *groupSources {
 	s := &groupSources{log: log, discovery: disc, dyn: dyn, onChange: onChange, interval: g.DiscoveryInterval.Duration,
-		running: map[string]*runningSource{}, offLogged: map[string]bool{}}
+		running: map[string]*runningSource{}, offLogged: map[string]bool{}, health: health}
 	if dyn == nil || disc == nil {
 		return s
 	}
@@ -215,6 +216,9 @@ func (s *groupSources) startInformer(ctx context.Context, w groupSource) *runnin
 		DeleteFunc: func(any) { s.onChange() },
 	}); err != nil {
 		s.log.Error("adding a gang source's event handler", zap.String("source", w.name), zap.Error(err))
+	}
+	if s.health != nil {
+		s.health.follow("gangs-"+w.name, inf)
 	}
 	ictx, stop := context.WithCancel(ctx)
 	go inf.RunWithContext(ictx)

@@ -69,6 +69,9 @@ type Snapshot struct {
 	// queue does not count, whose gate nothing holds), and turnGatedJob the same by UID.
 	turnGated    map[string][]gang.PodRef
 	turnGatedJob map[types.UID]string
+	// turnedAway reads the live index: the pending pods of a job that kube-scheduler turned
+	// away (PodScheduled False), whichever replica's filter did it.
+	turnedAway func(job string) []gang.PodRef
 	// membership is the index's membership count this snapshot was computed at.
 	membership uint64
 	// changes is the index's change count this snapshot was computed at.
@@ -140,6 +143,16 @@ func (s *Snapshot) TurnGatedJob(uid types.UID) (string, bool) {
 	return job, ok
 }
 
+// TurnedAwayOf lists the pending pods of a job that kube-scheduler has turned away
+// (PodScheduled False) as the view knows them now, not as of the snapshot: a leader brings
+// them back on their job's turn also when another replica's filter turned them away.
+func (s *Snapshot) TurnedAwayOf(job string) []gang.PodRef {
+	if s == nil || s.turnedAway == nil {
+		return nil
+	}
+	return s.turnedAway(job)
+}
+
 // WithTurnGated returns a copy of s in which the given pods, by job key, carry
 // gang.TurnGate, for callers that build snapshots outside the informers (tests, tools).
 func (s *Snapshot) WithTurnGated(pods map[string][]gang.PodRef) *Snapshot {
@@ -202,6 +215,7 @@ func (c *Cluster) recompute(now time.Time) {
 	c.preemptionState(&state, cfg, now)
 	hardPS := cfg.affinity.PSAntiAffinity == priority.AntiAffinityHard
 	snap := &Snapshot{
+		turnedAway: c.index.turnedAwayOf,
 		Computed:   now,
 		jobs:       map[string]*priority.Job{},
 		nodes:      state.Nodes,

@@ -139,6 +139,8 @@ func extenderConfig(listen, hookAddr, kubeconfig string, userTiers map[string]st
 		"model":      map[string]any{"userTiers": userTiers},
 		"affinity":   map[string]any{"topology": []string{rackLabel}},
 		"webhook":    map[string]any{"listen": hookAddr, "hosts": []string{"127.0.0.1"}},
+		// One extender: it leads without an election.
+		"leaderElection": map[string]any{"leaderElect": false},
 	}
 	return yaml.Marshal(cfg)
 }

@@ -59,7 +59,7 @@ func TestTaintsLimitTheFit(t *testing.T) {
 	e.createJobs(cpu)
 	// The reason names the taint and how far the job gets.
 	e.waitQueued(cpu, "Unschedulable", "only 4 of the 6 pods it needs fit on the 2 of 4 nodes without a taint it does not tolerate (nvidia.com/gpu=present:NoSchedule)")
-	e.waitEvent("default", "cpu-worker-0", "GangUnschedulable", "nvidia.com/gpu")
+	e.waitJobEvent(cpu, "GangUnschedulable", "nvidia.com/gpu")
 
 	small := jobSpec{name: "small", workers: 4, cpu: "4"}
 	created := time.Now()

@@ -129,7 +129,7 @@ func TestNeverFitsDoesNotBlock(t *testing.T) {
 				t.Errorf("huge has %d pods bound", n)
 			}
 			e.waitFailedScheduling("default", "huge-worker-0", "can never fit")
-			e.waitEvent("default", "huge-worker-0", "GangUnschedulable", "can never fit")
+			e.waitJobEvent(huge, "GangUnschedulable", "can never fit")
 
 			if policy == "reserve" {
 				// A fifth node makes room for all 40 CPU once small is gone.
@@ -252,19 +252,43 @@ func TestStarvedTurnWithoutEvent(t *testing.T) {
 // waitEvent waits for an Event of reason on a pod whose message contains substr.
 func (e *env) waitEvent(namespace, pod, reason, substr string) {
 	e.t.Helper()
-	framework.WaitFor(e.t, 60*time.Second, reason+" event of "+pod, func() (bool, error) {
-		list, err := e.cp.Client.CoreV1().Events(namespace).List(e.t.Context(), metav1.ListOptions{
-			FieldSelector: fields.OneTermEqualSelector("involvedObject.name", pod).String(),
-		})
-		if err != nil {
-			return false, err
-		}
+	e.waitEventOn(namespace, []string{pod}, reason, substr)
+}
+
+// waitJobEvent waits for an Event of reason on one of a job's pods whose message contains
+// substr: the extender's waiting Events go out once per job, on the pod it was first told
+// of.
+func (e *env) waitJobEvent(j jobSpec, reason, substr string) {
+	e.t.Helper()
+	var pods []string
+	for _, p := range j.pods() {
+		pods = append(pods, p.name)
+	}
+	ns := j.namespace
+	if ns == "" {
+		ns = "default"
+	}
+	e.waitEventOn(ns, pods, reason, substr)
+}
+
+// waitEventOn waits for an Event of reason, whose message contains substr, on one of pods.
+func (e *env) waitEventOn(namespace string, pods []string, reason, substr string) {
+	e.t.Helper()
+	framework.WaitFor(e.t, 60*time.Second, reason+" event of "+strings.Join(pods, " or "), func() (bool, error) {
 		var seen []string
-		for _, ev := range list.Items {
-			if ev.Reason == reason && strings.Contains(ev.Message, substr) {
-				return true, nil
+		for _, pod := range pods {
+			list, err := e.cp.Client.CoreV1().Events(namespace).List(e.t.Context(), metav1.ListOptions{
+				FieldSelector: fields.OneTermEqualSelector("involvedObject.name", pod).String(),
+			})
+			if err != nil {
+				return false, err
 			}
-			seen = append(seen, ev.Reason+": "+ev.Message)
+			for _, ev := range list.Items {
+				if ev.Reason == reason && strings.Contains(ev.Message, substr) {
+					return true, nil
+				}
+				seen = append(seen, pod+" "+ev.Reason+": "+ev.Message)
+			}
 		}
 		return false, fmt.Errorf("events so far: %q", seen)
 	})

@@ -36,8 +36,8 @@ reload:
 // TestExplainEventsMetricsAndReload runs two waiting jobs behind a running one and checks,
 // on the real control plane: /debug/queue names each waiting job's position and sentence;
 // the pod's FailedScheduling events quote the filter's sentence (what it waits for, no
-// position or P); each waiting pod gets one WaitingForTurn Event with the whole reason
-// however often the scheduler retries it; /metrics shows the queue and the filter decisions; `cps-extender
+// position or P); each waiting job gets one WaitingForTurn Event with the whole reason
+// however often the scheduler retries its pods; /metrics shows the queue and the filter decisions; `cps-extender
 // explain` prints the table; an invalid config file is rejected and a valid weight change
 // reorders the queue.
 func TestExplainEventsMetricsAndReload(t *testing.T) {
@@ -79,24 +79,33 @@ func TestExplainEventsMetricsAndReload(t *testing.T) {
 		})
 		stop()
 		retries := e.filterRequests("default/y-ps-0")
+		// One WaitingForTurn Event for job y, on whichever of its pods the extender was
+		// told of first, however often the scheduler retried them.
 		var evs []corev1.Event
-		framework.WaitFor(t, 30*time.Second, "WaitingForTurn event of y-ps-0", func() (bool, error) {
-			evs = e.waitingEvents("y-ps-0")
+		yPods := func() []corev1.Event {
+			var all []corev1.Event
+			for _, p := range y.pods() {
+				all = append(all, e.waitingEvents(p.name)...)
+			}
+			return all
+		}
+		framework.WaitFor(t, 30*time.Second, "WaitingForTurn event of job y", func() (bool, error) {
+			evs = yPods()
 			return len(evs) > 0, fmt.Errorf("none yet")
 		})
 		// The recorder is asynchronous: give a wrongly sent second event time to arrive.
 		time.Sleep(2 * time.Second)
-		evs = e.waitingEvents("y-ps-0")
+		evs = yPods()
 		total := 0
 		for _, ev := range evs {
 			total += eventCount(ev)
 		}
-		t.Logf("y-ps-0: %d filter requests, %d WaitingForTurn event(s) with count %d", retries, len(evs), total)
+		t.Logf("y-ps-0: %d filter requests; job y: %d WaitingForTurn event(s) with count %d", retries, len(evs), total)
 		if len(evs) != 1 || total != 1 {
-			t.Fatalf("y-ps-0 got %d WaitingForTurn events with count %d after %d filter requests; want one (one per pod per minute)", len(evs), total, retries)
+			t.Fatalf("job y got %d WaitingForTurn events with count %d after %d filter requests of y-ps-0; want one (one per job per minute)", len(evs), total, retries)
 		}
 		ev := evs[0]
-		pod, err := e.cp.Client.CoreV1().Pods("default").Get(context.Background(), "y-ps-0", metav1.GetOptions{})
+		pod, err := e.cp.Client.CoreV1().Pods("default").Get(context.Background(), ev.InvolvedObject.Name, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -115,13 +124,17 @@ func TestExplainEventsMetricsAndReload(t *testing.T) {
 		if !strings.HasPrefix(ev.Message, "job default/y waits for its turn: 2nd of 2, behind default/x") ||
 			ev.Type != corev1.EventTypeNormal || ev.Source.Component != "cps-extender" ||
 			ev.InvolvedObject.Kind != "Pod" || ev.InvolvedObject.UID != types.UID(pod.UID) {
-			t.Errorf("event %q (%s from %q on %s %s): want a sentence the filter answered for y-ps-0 (now %q), Normal, from cps-extender, on the pod",
+			t.Errorf("event %q (%s from %q on %s %s): want a sentence the filter answered for y's pods (now %q), Normal, from cps-extender, on the pod",
 				ev.Message, ev.Type, ev.Source.Component, ev.InvolvedObject.Kind, ev.InvolvedObject.UID, yReason)
 		}
 		// x's one event carries x's sentence from when it was first filtered: 1st of 1 or 2,
 		// depending on whether y's pods were in the view yet.
-		if got := e.waitingEvents("x-ps-0"); len(got) != 1 || !strings.HasPrefix(got[0].Message, "job default/x waits for its turn: 1st of ") {
-			t.Errorf("x-ps-0 events %v: want its own one", got)
+		var xEvents []corev1.Event
+		for _, p := range x.pods() {
+			xEvents = append(xEvents, e.waitingEvents(p.name)...)
+		}
+		if len(xEvents) != 1 || !strings.HasPrefix(xEvents[0].Message, "job default/x waits for its turn: 1st of ") {
+			t.Errorf("job x's events %v: want its own one", xEvents)
 		}
 	})
 

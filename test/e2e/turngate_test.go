@@ -286,7 +286,7 @@ func (e *env) gatedHandover(rec *bindRecorder, second jobSpec, gone ...jobSpec) 
 	t := e.t
 	t.Helper()
 	e.waitWaiting(second)
-	e.waitEvent("default", second.pods()[0].name, "WaitingForTurn", "waits for its turn")
+	e.waitJobEvent(second, "WaitingForTurn", "waits for its turn")
 	time.Sleep(3 * time.Second) // recomputes come and go; the gate stays
 	for _, p := range second.pods() {
 		if got := e.gatesOf(p.name); !slices.Equal(got, []string{turnGate}) {

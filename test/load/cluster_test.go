@@ -144,7 +144,8 @@ const fixtureUsers = "gang:\n  podUserNamespaces: [default, plain, cps, cpswebho
 func startExtender(t *testing.T, cp *framework.ControlPlane, addr, extraConfig string, env ...string) *framework.Process {
 	t.Helper()
 	cfgPath := filepath.Join(cp.Dir, "cps-extender.yaml")
-	cfg := fmt.Sprintf("listen: %s\nurlPrefix: /scheduler\nkubeconfig: %s\nlog:\n  format: json\n  level: info\n%s%s", addr, cp.Kubeconfig, fixtureUsers, extraConfig)
+	// One extender: it leads without an election.
+	cfg := fmt.Sprintf("listen: %s\nurlPrefix: /scheduler\nkubeconfig: %s\nlog:\n  format: json\n  level: info\nleaderElection: {leaderElect: false}\n%s%s", addr, cp.Kubeconfig, fixtureUsers, extraConfig)
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}

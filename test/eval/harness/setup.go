@@ -155,7 +155,8 @@ func schedulerConfig(kubeconfig, extenderAddr string) ([]byte, error) {
 // for any tenant.
 func extenderConfig(listen, hookAddr, kubeconfig string, s Setup) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "listen: %s\nurlPrefix: /scheduler\nkubeconfig: %s\nlog: {format: json, level: info}\n", listen, kubeconfig)
+	// One extender: it leads without an election.
+	fmt.Fprintf(&b, "listen: %s\nurlPrefix: /scheduler\nkubeconfig: %s\nlog: {format: json, level: info}\nleaderElection: {leaderElect: false}\n", listen, kubeconfig)
 	fmt.Fprintf(&b, "model:\n  policy: %s\n  tau: %s\n  starvationBound: %s\n  spreadAfter: %s\n  reserveAfter: %s\n",
 		s.Policy, eval.Real(Tau), eval.Real(StarvationBound), eval.Real(SpreadAfter), eval.Real(ReserveAfter))
 	if s.Preemption != "" {
