@@ -2,6 +2,7 @@ package admission
 
 import (
 	"context"
+	"sync"
 	"fmt"
 	"time"
 
@@ -67,6 +68,9 @@ type SwitchOptions struct {
 // all switch by the same queue; one that sees it a moment apart writes at most once more.
 type Switch struct {
 	opts SwitchOptions
+	// mu makes Step and Off one at a time: Off comes from the extender's way out, while Run
+	// may still be stepping.
+	mu sync.Mutex
 	// applied is the state last written or read (nil: unknown), lastRead when; waited is
 	// the last time a job waited, ever whether one has.
 	applied  *bool
@@ -134,6 +138,8 @@ func (s *Switch) Want() (on, known bool) {
 // Step looks at the queue once and writes the switch condition when it is not what the
 // queue wants (reading the configuration at least every minute).
 func (s *Switch) Step(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	on, known := s.Want()
 	if !known {
 		return nil
@@ -163,6 +169,8 @@ func (s *Switch) Step(ctx context.Context) error {
 // next switches them on again when a job waits. It reports whether the configuration is
 // installed.
 func (s *Switch) Off(ctx context.Context) (found bool, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	found, err = s.write(ctx, false)
 	if err == nil && found && s.opts.Metrics != nil {
 		s.opts.Metrics.TurnGateWebhookOn(false)

@@ -193,6 +193,14 @@ func (c *Cluster) Start(ctx context.Context) error {
 		c.log.Error("gang sources not synced; their jobs wait until they are", zap.Strings("sources", slow), zap.Duration("after", groupSyncTimeout))
 	}
 	cancel()
+	if c.client != nil {
+		if rc := c.client.Discovery().RESTClient(); rc != nil { // a fake clientset has none
+			go c.health.probe(ctx, func(ctx context.Context) (string, error) {
+				b, err := rc.Get().AbsPath("/readyz").DoRaw(ctx)
+				return string(b), err
+			})
+		}
+	}
 	c.recompute(c.now())
 	if c.turns != nil {
 		c.turns.Seed(c.turnedAway())

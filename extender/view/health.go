@@ -2,6 +2,7 @@ package view
 
 import (
 	"context"
+	"strconv"
 	"sync"
 	"time"
 
@@ -23,6 +24,7 @@ type watchHealth struct {
 
 	mu      sync.Mutex
 	failing map[string]watchFailure // by informer name
+	server  *probed                 // the API server's probe (see probe); written under mu
 }
 
 type watchFailure struct {
@@ -35,7 +37,7 @@ type watchFailure struct {
 type versioned interface{ LastSyncResourceVersion() string }
 
 func newWatchHealth(log *zap.Logger, now func() time.Time) *watchHealth {
-	return &watchHealth{log: log, now: now, failing: map[string]watchFailure{}}
+	return &watchHealth{log: log, now: now, failing: map[string]watchFailure{}, server: &probed{}}
 }
 
 // follow installs the error handler on an informer that has not started.
@@ -57,6 +59,50 @@ func (h *watchHealth) failed(name string, inf versioned, err error) {
 		h.log.Warn("informer list and watch failing; the view answers from its cache", zap.String("informer", name), zap.Error(err))
 	}
 }
+
+// probeEvery is how often the view asks the API server whether it is there.
+const probeEvery = 2 * time.Second
+
+// apiServer is the name under which an API server that does not answer is stale.
+const apiServer = "API server"
+
+// probe asks the API server's /readyz every probeEvery until ctx ends, and counts an
+// API server that does not answer as a failing list and watch: a reflector whose
+// connection is refused retries inside its watch, without telling its error handler, so
+// an API server gone for good would otherwise leave the view looking fresh.
+func (h *watchHealth) probe(ctx context.Context, ask func(ctx context.Context) (string, error)) {
+	var rv uint64 // a "resource version" that moves with every answer
+	t := time.NewTicker(probeEvery)
+	defer t.Stop()
+	for {
+		pctx, cancel := context.WithTimeout(ctx, probeEvery)
+		_, err := ask(pctx)
+		cancel()
+		if err == nil {
+			rv++
+			h.answered(rv)
+		} else if ctx.Err() == nil {
+			h.failed(apiServer, h.server, err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// answered notes that the API server answered its probe.
+func (h *watchHealth) answered(rv uint64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.server.rv = strconv.FormatUint(rv, 10)
+}
+
+// probed is the API server's probe as a versioned source: its version moves with every answer.
+type probed struct{ rv string }
+
+func (p *probed) LastSyncResourceVersion() string { return p.rv }
 
 // stale names an informer that has failed for longer than watchFailingAfter ("" for none),
 // and forgets those that recovered.

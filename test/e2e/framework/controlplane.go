@@ -84,6 +84,10 @@ type ControlPlane struct {
 
 	caPEM []byte
 	users map[string]User
+	// apiServer is the running kube-apiserver and apiServerArgs its command line, for
+	// StopAPIServer and StartAPIServerAgain.
+	apiServer     *Process
+	apiServerArgs []string
 
 	mu    sync.Mutex
 	procs []*Process
@@ -226,6 +230,7 @@ func (cp *ControlPlane) startAPIServer(t testing.TB, etcdURL string, opts Option
 		if err != nil {
 			return nil, err
 		}
+		cp.apiServer, cp.apiServerArgs = p, args
 		return p, waitUntil(p, apiServerTimeout, func() (bool, error) {
 			// apiserver.crt appears when kube-apiserver has made its self-signed certificate;
 			// it bundles the CA that signed it.
@@ -269,6 +274,37 @@ func (cp *ControlPlane) startAPIServer(t testing.TB, etcdURL string, opts Option
 		if err := writeKubeconfig(cp.userKubeconfigPath(u.Name), cp.URL, cp.caPEM, u.Name, cp.users[u.Name].Token); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// StopAPIServer stops kube-apiserver (SIGTERM, as a restart of the control plane would):
+// every client's connections and watches break until StartAPIServerAgain.
+func (cp *ControlPlane) StopAPIServer(t testing.TB) {
+	t.Helper()
+	if err := cp.apiServer.Stop(); err != nil {
+		t.Logf("stopping kube-apiserver: %v", err)
+	}
+}
+
+// StartAPIServerAgain starts kube-apiserver again with the same command line (the same
+// port, certificates and tokens) and waits until it is ready.
+func (cp *ControlPlane) StartAPIServerAgain(t testing.TB) {
+	t.Helper()
+	p, err := cp.startChild(t, "kube-apiserver", filepath.Join(cp.BinDir, "kube-apiserver"), cp.apiServerArgs, nil)
+	if err != nil {
+		t.Fatalf("starting kube-apiserver again: %v", err)
+	}
+	cp.apiServer = p
+	if err := waitUntil(p, apiServerTimeout, func() (bool, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		body, err := cp.Client.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+		if err != nil {
+			return false, err
+		}
+		return strings.TrimSpace(string(body)) == "ok", fmt.Errorf("/readyz: %s", body)
+	}); err != nil {
+		t.Fatalf("kube-apiserver started again is not ready: %v", err)
 	}
 }
 
