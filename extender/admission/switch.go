@@ -2,8 +2,8 @@ package admission
 
 import (
 	"context"
-	"sync"
 	"fmt"
+	"sync"
 	"time"
 
 	"go.uber.org/zap"

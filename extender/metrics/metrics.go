@@ -398,8 +398,8 @@ func (m *Metrics) WatchInformers(src InformerStatus) {
 // informerCollector reads the informers' sync state and the readiness when scraped.
 type informerCollector struct {
 	syncedDesc, readyDesc, ageDesc *prometheus.Desc
-	src                   atomic.Pointer[InformerStatus]
-	ready                 atomic.Pointer[ReadyStatus]
+	src                            atomic.Pointer[InformerStatus]
+	ready                          atomic.Pointer[ReadyStatus]
 }
 
 func (c *informerCollector) Describe(ch chan<- *prometheus.Desc) {
