@@ -116,7 +116,7 @@ func TestAlertRules(t *testing.T) {
 		}
 	}
 	slices.Sort(alerts)
-	if want := []string{"CPSExtenderHoldTimeoutsRising", "CPSExtenderJobStarving", "CPSExtenderNotReady", "CPSExtenderPreemptionIncomplete"}; !slices.Equal(alerts, want) {
+	if want := []string{"CPSExtenderHoldTimeoutsRising", "CPSExtenderJobStarving", "CPSExtenderNoLeader", "CPSExtenderNotReady", "CPSExtenderPreemptionIncomplete", "CPSExtenderStaleView"}; !slices.Equal(alerts, want) {
 		t.Errorf("alerts %v, want %v", alerts, want)
 	}
 }
