@@ -58,8 +58,9 @@ type PodBinder interface {
 // given back, refused at release) and answers each with an error the scheduler retries,
 // or the request alone ends (maxHold, a newer request for the pod, the scheduler dropping
 // it). A gathering lives as long as its timers say, never replaced while it holds binds. It
-// is checked again every yieldCheck against the view's newest queue: one told to give its
-// held binds back does so.
+// is checked again every yieldCheck against the view's newest queue: a gang whose other
+// members were bound meanwhile is complete and released then, one told to give its held
+// binds back does so.
 //
 // Gathered gangs are bound a few at a time (bindLanes), so that one gang's Bindings go out
 // together instead of interleaved with many others' under the client's rate limit.
@@ -110,14 +111,15 @@ type gathering struct {
 	seen    map[types.UID]struct{}
 	lastNew time.Time
 	stall   clock.Timer
-	// check looks at the job in the view's newest queue every yieldCheck: a gang that
-	// cannot gather gives its held binds back (Decision.YieldHeld).
+	// check looks at the job in the view's newest queue every yieldCheck: a gang whose
+	// other members were bound meanwhile is released, one that cannot gather gives its held
+	// binds back (Decision.YieldHeld).
 	check clock.Timer
 }
 
 // yieldCheck is how often a gathering looks at its job in the view's current queue: whether
-// the queue tells it to give its held binds back. A wait ended within a recompute or so, not
-// a hold timeout.
+// its members bound meanwhile complete the gang, or the queue tells it to give its held binds
+// back. A wait ended within a recompute or so, not a hold timeout.
 const yieldCheck = 250 * time.Millisecond
 
 // hold is one held bind request.
@@ -296,7 +298,7 @@ func (g *Gate) hold(ctx context.Context, view JobView, job *priority.Job, d *pri
 	h.timer = g.clock.AfterFunc(g.maxHold, func() { go g.expireHold(gat, h) })
 	gat.holds[pod.UID] = h
 	held := len(gat.holds)
-	bound, min := d.Bound, gat.min
+	bound, min := g.boundBeside(gat, job), gat.min
 	gathered := bound+held >= min
 	if gathered {
 		g.closeGathering(gat)
@@ -358,6 +360,26 @@ func (g *Gate) closeGathering(gat *gathering) {
 // open reports whether gat is its job's open gathering. The caller holds g.mu.
 func (g *Gate) open(gat *gathering) bool { return g.gatherings[gat.job] == gat }
 
+// boundBeside counts the job's members bound outside gat: bound as job has them, or released
+// by the gate a moment ago (their Bindings may not be in the view yet). With the binds gat
+// holds they make the gang. The caller holds g.mu.
+func (g *Gate) boundBeside(gat *gathering, job *priority.Job) int {
+	var released map[string]bool
+	if v, ok := g.released.Get(job.Key); ok {
+		released = v.(map[string]bool)
+	}
+	n := 0
+	for _, p := range job.Pods {
+		if _, held := gat.holds[types.UID(p.UID)]; held {
+			continue
+		}
+		if p.State == priority.PodBound || released[p.UID] {
+			n++
+		}
+	}
+	return n
+}
+
 // stalled fails a gathering that no new member has joined for a hold timeout.
 func (g *Gate) stalled(gat *gathering) {
 	g.mu.Lock()
@@ -368,7 +390,9 @@ func (g *Gate) stalled(gat *gathering) {
 	}
 }
 
-// check looks at a gathering's job in the view's current queue. When the queue says the gang
+// check looks at a gathering's job in the view's current queue. When the members bound
+// meanwhile and the binds it holds make the gang (the bind that came last was decided on a
+// snapshot that had not seen them bound), the gang is released. When the queue says the gang
 // cannot gather (Decision.YieldHeld, for these very held pods): what it still needs does not
 // fit, or a gathering job of higher P needs their room, every held bind answers an error the
 // scheduler retries after its backoff; nothing is bound, and the job does not cool down: the
@@ -393,6 +417,13 @@ func (g *Gate) check(gat *gathering) {
 		return
 	}
 	switch {
+	case ok && len(gat.holds) > 0 && g.boundBeside(gat, job)+len(gat.holds) >= d.MinMember:
+		gat.min = d.MinMember
+		g.closeGathering(gat)
+		g.metrics.GangGathered(g.clock.Since(gat.start))
+		g.log.Info("gang complete with members bound meanwhile: binding", zap.String("job", gat.job), zap.Int("pods", len(gat.holds)), zap.Int("min", gat.min))
+		g.notify() // never blocks
+		go g.release(gat)
 	case ok && d.YieldHeld && g.heldHere(gat, job):
 		g.closeGathering(gat)
 		err := &gateError{metrics.OutcomeRefused, fmt.Errorf("not bound: job %s gives its held binds back: %s; the scheduler retries", gat.job, d.Blocker)}
