@@ -34,6 +34,10 @@ type JobView interface {
 	JobOfPod(ctx context.Context, pod gang.PodRef) (key string, inJob bool, err error)
 	// Job returns a job and its admission decision in the current queue.
 	Job(key string) (*priority.Job, *priority.Decision, bool)
+	// BindCheck says whether the pod may be bound to node now: still unbound, the node
+	// there, schedulable and one the pod may use (view.Cluster.BindCheck). The release of a
+	// gathered gang asks it again for every held pod.
+	BindCheck(ctx context.Context, pod gang.PodRef, node string) error
 }
 
 // PodBinder binds a pod to a node through the API server.
@@ -63,7 +67,10 @@ type PodBinder interface {
 // binds back does so.
 //
 // Gathered gangs are bound a few at a time (bindLanes), so that one gang's Bindings go out
-// together instead of interleaved with many others' under the client's rate limit.
+// together instead of interleaved with many others' under the client's rate limit. At
+// release every held pod is checked against its node again (JobView.BindCheck): a gang one
+// of whose nodes went away or may no longer be used is not bound, and its pods are placed
+// again.
 //
 // Gatherings live in memory, cool-downs and released gangs in go-cache with TTLs: a restart
 // loses them harmlessly (held requests fail, the scheduler retries).
@@ -121,6 +128,10 @@ type gathering struct {
 // its members bound meanwhile complete the gang, or the queue tells it to give its held binds
 // back. A wait ended within a recompute or so, not a hold timeout.
 const yieldCheck = 250 * time.Millisecond
+
+// releaseCheckTimeout bounds the checks of a gathered gang's nodes at release (they read the
+// informer's cache, the API server only for a pod the cache does not have).
+const releaseCheckTimeout = 10 * time.Second
 
 // hold is one held bind request.
 type hold struct {
@@ -537,6 +548,12 @@ func (g *Gate) release(gat *gathering) {
 		g.refuseAll(gat.job, holds, fmt.Errorf("not bound: %s of job %s left while its gang gathered", strings.Join(gone, ", "), gat.job))
 		return
 	}
+	if bad := badNodes(gat.view, holds); len(bad) > 0 {
+		// A node was deleted, cordoned or tainted while the gang gathered: bind none of it
+		// there. The scheduler places the pods again, and they gather anew.
+		g.refuseAll(gat.job, holds, fmt.Errorf("not bound: job %s was gathered for nodes it may no longer use (%s): nothing of it was bound; the scheduler places its pods again", gat.job, strings.Join(bad, "; ")))
+		return
+	}
 	// Released only now, once the checks passed: until its Bindings are in the informer the
 	// view may still call the job Admitted, and a further pod of it passes as a member of a
 	// released gang (releasedEnough).
@@ -595,6 +612,24 @@ func goneMembers(view JobView, key string, holds []*hold) []string {
 		}
 	}
 	return gone
+}
+
+// badNodes says, for each held pod that may not be bound to its node now, why (the view's
+// BindCheck: the node gone, cordoned, not ready, tainted against the pod, the pod bound
+// elsewhere).
+func badNodes(view JobView, holds []*hold) []string {
+	if view == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), releaseCheckTimeout)
+	defer cancel()
+	var bad []string
+	for _, h := range holds {
+		if err := view.BindCheck(ctx, h.pod, h.node); err != nil {
+			bad = append(bad, err.Error())
+		}
+	}
+	return bad
 }
 
 // unbound is the error of one held pod that was not bound.

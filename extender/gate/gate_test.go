@@ -27,12 +27,13 @@ import (
 )
 
 // fakeJobView serves the decisions of the real model over a set of jobs, which a test may
-// replace (update) as a newer snapshot would.
+// replace (update) as a newer snapshot would; BindCheck refuses the nodes in badNodes.
 type fakeJobView struct {
-	mu    sync.Mutex
-	jobs  map[string]*priority.Job
-	podOf map[string]string // pod UID and namespace/name -> job key
-	queue *priority.Queue
+	mu       sync.Mutex
+	jobs     map[string]*priority.Job
+	podOf    map[string]string // pod UID and namespace/name -> job key
+	queue    *priority.Queue
+	badNodes map[string]string // node -> why no pod may use it now
 }
 
 func newFakeJobView(t *testing.T, jobs []priority.Job, nodes []priority.Node) *fakeJobView {
@@ -57,6 +58,20 @@ func (f *fakeJobView) update(jobs []priority.Job, nodes []priority.Node) {
 	f.queue = priority.DefaultModel().Admit(priority.State{Jobs: jobs, Nodes: nodes}, time.Unix(1_700_000_000, 0))
 }
 
+// refuseNode makes BindCheck refuse node, saying why ("" takes it back).
+func (f *fakeJobView) refuseNode(node, why string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.badNodes == nil {
+		f.badNodes = map[string]string{}
+	}
+	if why == "" {
+		delete(f.badNodes, node)
+		return
+	}
+	f.badNodes[node] = why
+}
+
 func (f *fakeJobView) Job(key string) (*priority.Job, *priority.Decision, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -76,6 +91,15 @@ func (f *fakeJobView) JobOfPod(_ context.Context, pod gang.PodRef) (string, bool
 	}
 	k, ok := f.podOf[pod.String()]
 	return k, ok, nil
+}
+
+func (f *fakeJobView) BindCheck(_ context.Context, pod gang.PodRef, node string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if why, bad := f.badNodes[node]; bad {
+		return fmt.Errorf("pod %s may not run on node %s: %s", pod, node, why)
+	}
+	return nil
 }
 
 // testGate is a gate over one fake view, binding as the bind verb does.
