@@ -34,6 +34,10 @@ type JobView interface {
 	JobOfPod(ctx context.Context, pod gang.PodRef) (key string, inJob bool, err error)
 	// Job returns a job and its admission decision in the current queue.
 	Job(key string) (*priority.Job, *priority.Decision, bool)
+	// BindCheck says whether the pod may be bound to node now: still unbound, the node
+	// there, schedulable and one the pod may use (view.Cluster.BindCheck). The release of a
+	// gathered gang asks it again for every held pod.
+	BindCheck(ctx context.Context, pod gang.PodRef, node string) error
 }
 
 // PodBinder binds a pod to a node through the API server.
@@ -54,11 +58,22 @@ type PodBinder interface {
 // its gang still grows is answered with an error the scheduler retries (the pod comes back
 // and joins again).
 //
-// Gathered gangs are bound a few at a time (bindLanes), so that one gang's Bindings go out
-// together instead of interleaved with many others' under the client's rate limit.
+// Every held request is answered: the gang is bound, or the gathering ends (hold timeout,
+// given back, refused at release) and answers each with an error the scheduler retries,
+// or the request alone ends (maxHold, a newer request for the pod, the scheduler dropping
+// it). A gathering lives as long as its timers say, never replaced while it holds binds. It
+// is checked again every yieldCheck against the view's newest queue: a gang whose other
+// members were bound meanwhile is complete and released then, one told to give its held
+// binds back does so.
 //
-// Held binds and cool-downs live in go-cache with TTLs: a restart loses them harmlessly
-// (held requests fail, the scheduler retries).
+// Gathered gangs are bound a few at a time (bindLanes), so that one gang's Bindings go out
+// together instead of interleaved with many others' under the client's rate limit. At
+// release every held pod is checked against its node again (JobView.BindCheck): a gang one
+// of whose nodes went away or may no longer be used is not bound, and its pods are placed
+// again.
+//
+// Gatherings live in memory, cool-downs and released gangs in go-cache with TTLs: a restart
+// loses them harmlessly (held requests fail, the scheduler retries).
 type Gate struct {
 	log    *zap.Logger
 	binder PodBinder
@@ -78,8 +93,10 @@ type Gate struct {
 	// victims says which jobs are being evicted (nil: none).
 	victims Victims
 
-	mu         sync.Mutex
-	gatherings *gocache.Cache // job key -> *gathering
+	mu sync.Mutex
+	// gatherings are the open gatherings by job key. One leaves only when it closes
+	// (closeGathering), and whoever closes it answers every bind it holds.
+	gatherings map[string]*gathering
 	failures   *gocache.Cache // job key -> *coolState
 	released   *gocache.Cache // job key -> pod UIDs the gate released: the informer may lag
 }
@@ -101,14 +118,20 @@ type gathering struct {
 	seen    map[types.UID]struct{}
 	lastNew time.Time
 	stall   clock.Timer
-	// check looks at the job's decision every yieldCheck: a gang that cannot gather gives
-	// its held binds back (Decision.YieldHeld).
+	// check looks at the job in the view's newest queue every yieldCheck: a gang whose
+	// other members were bound meanwhile is released, one that cannot gather gives its held
+	// binds back (Decision.YieldHeld).
 	check clock.Timer
 }
 
-// yieldCheck is how often a gathering looks whether the view's current queue tells its job
-// to give its held binds back: a wait ended within a recompute or so, not a hold timeout.
+// yieldCheck is how often a gathering looks at its job in the view's current queue: whether
+// its members bound meanwhile complete the gang, or the queue tells it to give its held binds
+// back. A wait ended within a recompute or so, not a hold timeout.
 const yieldCheck = 250 * time.Millisecond
+
+// releaseCheckTimeout bounds the checks of a gathered gang's nodes at release (they read the
+// informer's cache, the API server only for a pod the cache does not have).
+const releaseCheckTimeout = 10 * time.Second
 
 // hold is one held bind request.
 type hold struct {
@@ -158,8 +181,7 @@ func New(o Options) *Gate {
 		victims:     o.Victims,
 		holdTimeout: hold, maxHold: max(o.Config.MaxHold.Duration, hold),
 		coolDown: o.Config.CoolDown.Duration, maxCoolDown: o.Config.MaxCoolDown.Duration,
-		// The timers do the work; the TTLs are a safety net so nothing outlives a restart's worth.
-		gatherings: gocache.New(2*(hold+max(o.Config.MaxHold.Duration, hold)), time.Minute),
+		gatherings: map[string]*gathering{},
 		failures:   gocache.New(4*o.Config.MaxCoolDown.Duration, time.Minute),
 		released:   gocache.New(time.Minute, time.Minute),
 	}
@@ -260,16 +282,19 @@ type gateError struct {
 func (e *gateError) Error() string { return e.err.Error() }
 func (e *gateError) Unwrap() error { return e.err }
 
-// hold parks one bind until its gang has gathered, the hold times out, or the scheduler
-// drops the request.
+// hold parks one bind until its gang has gathered, the gathering ends, the request's own
+// hold ends (maxHold, superseded), or the scheduler drops the request (ctx). Every way out
+// answers it.
 func (g *Gate) hold(ctx context.Context, view JobView, job *priority.Job, d *priority.Decision, pod gang.PodRef, node string) error {
+	g.metrics.BindWaiting(1)
+	defer g.metrics.BindWaiting(-1)
 	member := gang.MemberOf(job, pod)
 	now := g.clock.Now()
 	h := &hold{pod: pod, node: node, role: member.Role, index: member.Index, arrived: now, result: make(chan error, 1)}
 
 	g.mu.Lock()
-	gat := g.gathering(job.Key, d.MinMember)
-	gat.view = view
+	gat := g.gathering(job.Key)
+	gat.view, gat.min = view, d.MinMember
 	if old, ok := gat.holds[pod.UID]; ok {
 		// The scheduler retried this pod; the older request is stale.
 		old.timer.Stop()
@@ -284,7 +309,8 @@ func (g *Gate) hold(ctx context.Context, view JobView, job *priority.Job, d *pri
 	h.timer = g.clock.AfterFunc(g.maxHold, func() { go g.expireHold(gat, h) })
 	gat.holds[pod.UID] = h
 	held := len(gat.holds)
-	gathered := d.Bound+held >= gat.min
+	bound, min := g.boundBeside(gat, job), gat.min
+	gathered := bound+held >= min
 	if gathered {
 		g.closeGathering(gat)
 	}
@@ -293,10 +319,10 @@ func (g *Gate) hold(ctx context.Context, view JobView, job *priority.Job, d *pri
 
 	if gathered {
 		g.metrics.GangGathered(now.Sub(gat.start))
-		g.log.Info("gang gathered: binding", zap.String("job", job.Key), zap.Int("pods", held), zap.Int("bound", d.Bound), zap.Int("min", gat.min))
+		g.log.Info("gang gathered: binding", zap.String("job", job.Key), zap.Int("pods", held), zap.Int("bound", bound), zap.Int("min", min))
 		go g.release(gat)
 	} else {
-		g.log.Debug("bind held", zap.String("job", job.Key), zap.Stringer("pod", pod), zap.Int("held", held), zap.Int("bound", d.Bound), zap.Int("min", gat.min))
+		g.log.Debug("bind held", zap.String("job", job.Key), zap.Stringer("pod", pod), zap.Int("held", held), zap.Int("bound", bound), zap.Int("min", min))
 	}
 
 	select {
@@ -307,8 +333,7 @@ func (g *Gate) hold(ctx context.Context, view JobView, job *priority.Job, d *pri
 	// The scheduler gave up on this request: drop it so it is never bound, unless the
 	// gang has already been released (then its Binding is under way).
 	g.mu.Lock()
-	current, ok := g.gatherings.Get(job.Key)
-	if ok && current.(*gathering) == gat && gat.holds[pod.UID] == h {
+	if g.gatherings[job.Key] == gat && gat.holds[pod.UID] == h {
 		h.timer.Stop()
 		delete(gat.holds, pod.UID)
 		g.mu.Unlock()
@@ -321,25 +346,49 @@ func (g *Gate) hold(ctx context.Context, view JobView, job *priority.Job, d *pri
 
 // gathering returns the job's open gathering, starting one if needed. The caller holds
 // g.mu.
-func (g *Gate) gathering(key string, min int) *gathering {
-	if v, ok := g.gatherings.Get(key); ok {
-		return v.(*gathering)
+func (g *Gate) gathering(key string) *gathering {
+	if gat, ok := g.gatherings[key]; ok {
+		return gat
 	}
-	gat := &gathering{job: key, min: min, start: g.clock.Now(), holds: map[types.UID]*hold{}, seen: map[types.UID]struct{}{}}
+	gat := &gathering{job: key, start: g.clock.Now(), holds: map[types.UID]*hold{}, seen: map[types.UID]struct{}{}}
 	gat.stall = g.clock.AfterFunc(g.holdTimeout, func() { go g.stalled(gat) })
-	gat.check = g.clock.AfterFunc(yieldCheck, func() { go g.checkYield(gat) })
-	g.gatherings.SetDefault(key, gat)
+	gat.check = g.clock.AfterFunc(yieldCheck, func() { go g.check(gat) })
+	g.gatherings[key] = gat
 	return gat
 }
 
-// closeGathering ends a gathering (released or failed). The caller holds g.mu.
+// closeGathering ends a gathering (released or failed); the caller answers every bind it
+// holds, and holds g.mu.
 func (g *Gate) closeGathering(gat *gathering) {
 	gat.stall.Stop()
 	gat.check.Stop()
 	for _, h := range gat.holds {
 		h.timer.Stop()
 	}
-	g.gatherings.Delete(gat.job)
+	delete(g.gatherings, gat.job)
+}
+
+// open reports whether gat is its job's open gathering. The caller holds g.mu.
+func (g *Gate) open(gat *gathering) bool { return g.gatherings[gat.job] == gat }
+
+// boundBeside counts the job's members bound outside gat: bound as job has them, or released
+// by the gate a moment ago (their Bindings may not be in the view yet). With the binds gat
+// holds they make the gang. The caller holds g.mu.
+func (g *Gate) boundBeside(gat *gathering, job *priority.Job) int {
+	var released map[string]bool
+	if v, ok := g.released.Get(job.Key); ok {
+		released = v.(map[string]bool)
+	}
+	n := 0
+	for _, p := range job.Pods {
+		if _, held := gat.holds[types.UID(p.UID)]; held {
+			continue
+		}
+		if p.State == priority.PodBound || released[p.UID] {
+			n++
+		}
+	}
+	return n
 }
 
 // stalled fails a gathering that no new member has joined for a hold timeout.
@@ -352,55 +401,59 @@ func (g *Gate) stalled(gat *gathering) {
 	}
 }
 
-// checkYield gives a gathering's held binds back when the view's current queue says its
-// job's gang cannot gather (Decision.YieldHeld, for these very held pods): what it still
-// needs does not fit, or a gathering job of higher P needs their room. Every held bind
-// answers an error the scheduler retries after its backoff; nothing is bound, and the job
-// does not cool down: the queue keeps it waiting while it does not fit. Otherwise it looks
-// again after yieldCheck.
-func (g *Gate) checkYield(gat *gathering) {
+// check looks at a gathering's job in the view's current queue. When the members bound
+// meanwhile and the binds it holds make the gang (the bind that came last was decided on a
+// snapshot that had not seen them bound), the gang is released. When the queue says the gang
+// cannot gather (Decision.YieldHeld, for these very held pods): what it still needs does not
+// fit, or a gathering job of higher P needs their room, every held bind answers an error the
+// scheduler retries after its backoff; nothing is bound, and the job does not cool down: the
+// queue keeps it waiting while it does not fit. Otherwise it looks again after yieldCheck.
+func (g *Gate) check(gat *gathering) {
 	g.mu.Lock()
-	current, ok := g.gatherings.Get(gat.job)
-	if !ok || current.(*gathering) != gat {
+	if !g.open(gat) {
 		g.mu.Unlock()
 		return
 	}
 	view := gat.view
 	g.mu.Unlock()
+	var job *priority.Job
 	var d *priority.Decision
-	yield := false
+	ok := false // the job is in the view
 	if view != nil {
-		var job *priority.Job
-		if job, d, ok = view.Job(gat.job); ok && d.YieldHeld {
-			yield = g.heldHere(gat, job)
-		}
+		job, d, ok = view.Job(gat.job)
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if current, ok := g.gatherings.Get(gat.job); !ok || current.(*gathering) != gat {
+	if !g.open(gat) {
 		return
 	}
-	if !yield {
+	switch {
+	case ok && len(gat.holds) > 0 && g.boundBeside(gat, job)+len(gat.holds) >= d.MinMember:
+		gat.min = d.MinMember
+		g.closeGathering(gat)
+		g.metrics.GangGathered(g.clock.Since(gat.start))
+		g.log.Info("gang complete with members bound meanwhile: binding", zap.String("job", gat.job), zap.Int("pods", len(gat.holds)), zap.Int("min", gat.min))
+		g.notify() // never blocks
+		go g.release(gat)
+	case ok && d.YieldHeld && g.heldHere(gat, job):
+		g.closeGathering(gat)
+		err := &gateError{metrics.OutcomeRefused, fmt.Errorf("not bound: job %s gives its held binds back: %s; the scheduler retries", gat.job, d.Blocker)}
+		for _, h := range gat.holds {
+			h.result <- err
+		}
+		g.log.Info("held binds given back", zap.String("job", gat.job), zap.Int("held", len(gat.holds)), zap.Int("min", gat.min), zap.String("why", d.Blocker))
+		g.notify() // never blocks
+	default:
 		// A new timer rather than Reset: the fake clock of the tests blocks on a
 		// func timer that fires twice.
-		gat.check = g.clock.AfterFunc(yieldCheck, func() { go g.checkYield(gat) })
-		return
+		gat.check = g.clock.AfterFunc(yieldCheck, func() { go g.check(gat) })
 	}
-	g.closeGathering(gat)
-	err := &gateError{metrics.OutcomeRefused, fmt.Errorf("not bound: job %s gives its held binds back: %s; the scheduler retries", gat.job, d.Blocker)}
-	for _, h := range gat.holds {
-		h.result <- err
-	}
-	g.log.Info("held binds given back", zap.String("job", gat.job), zap.Int("held", len(gat.holds)), zap.Int("min", gat.min), zap.String("why", d.Blocker))
-	g.notify() // never blocks
 }
 
 // heldHere reports whether a pod the job's snapshot counts as held is held in gat: the
 // decision to give held binds back was made on this gathering, not on an earlier one. The
-// caller does not hold g.mu.
+// caller holds g.mu.
 func (g *Gate) heldHere(gat *gathering, job *priority.Job) bool {
-	g.mu.Lock()
-	defer g.mu.Unlock()
 	for _, p := range job.Pods {
 		if _, ok := gat.holds[types.UID(p.UID)]; ok && p.State == priority.PodHeld {
 			return true
@@ -414,10 +467,9 @@ func (g *Gate) heldHere(gat *gathering, job *priority.Job) bool {
 // answered, with an error the scheduler retries; otherwise the gang has failed.
 func (g *Gate) expireHold(gat *gathering, h *hold) {
 	g.mu.Lock()
-	current, ok := g.gatherings.Get(gat.job)
-	if !ok || current.(*gathering) != gat || gat.holds[h.pod.UID] != h {
+	if !g.open(gat) || gat.holds[h.pod.UID] != h {
 		g.mu.Unlock()
-		return
+		return // answered by whoever closed the gathering or took the hold out
 	}
 	if g.clock.Since(gat.lastNew) >= g.holdTimeout {
 		g.mu.Unlock()
@@ -425,11 +477,11 @@ func (g *Gate) expireHold(gat *gathering, h *hold) {
 		return
 	}
 	delete(gat.holds, h.pod.UID)
-	held := len(gat.holds)
+	held, min := len(gat.holds), gat.min
 	h.result <- &gateError{metrics.OutcomeExpired, fmt.Errorf("not bound: held %v while job %s gathered its gang (%d of %d at bind, still growing); the scheduler retries it",
-		g.maxHold, gat.job, held, gat.min)}
+		g.maxHold, gat.job, held, min)}
 	g.mu.Unlock()
-	g.log.Debug("hold expired while the gang still gathers", zap.String("job", gat.job), zap.Stringer("pod", h.pod), zap.Int("held", held), zap.Int("min", gat.min))
+	g.log.Debug("hold expired while the gang still gathers", zap.String("job", gat.job), zap.Stringer("pod", h.pod), zap.Int("held", held), zap.Int("min", min))
 	g.notify()
 }
 
@@ -437,8 +489,7 @@ func (g *Gate) expireHold(gat *gathering, h *hold) {
 // and starts the job's cool-down.
 func (g *Gate) expire(gat *gathering) {
 	g.mu.Lock()
-	current, ok := g.gatherings.Get(gat.job)
-	if !ok || current.(*gathering) != gat {
+	if !g.open(gat) {
 		g.mu.Unlock()
 		return
 	}
@@ -495,6 +546,12 @@ func (g *Gate) release(gat *gathering) {
 		// A member was deleted (evicted, say) or replaced while the gang gathered: binding
 		// the others would place part of the gang. They come back and gather anew.
 		g.refuseAll(gat.job, holds, fmt.Errorf("not bound: %s of job %s left while its gang gathered", strings.Join(gone, ", "), gat.job))
+		return
+	}
+	if bad := badNodes(gat.view, holds); len(bad) > 0 {
+		// A node was deleted, cordoned or tainted while the gang gathered: bind none of it
+		// there. The scheduler places the pods again, and they gather anew.
+		g.refuseAll(gat.job, holds, fmt.Errorf("not bound: job %s was gathered for nodes it may no longer use (%s): nothing of it was bound; the scheduler places its pods again", gat.job, strings.Join(bad, "; ")))
 		return
 	}
 	// Released only now, once the checks passed: until its Bindings are in the informer the
@@ -555,6 +612,24 @@ func goneMembers(view JobView, key string, holds []*hold) []string {
 		}
 	}
 	return gone
+}
+
+// badNodes says, for each held pod that may not be bound to its node now, why (the view's
+// BindCheck: the node gone, cordoned, not ready, tainted against the pod, the pod bound
+// elsewhere).
+func badNodes(view JobView, holds []*hold) []string {
+	if view == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), releaseCheckTimeout)
+	defer cancel()
+	var bad []string
+	for _, h := range holds {
+		if err := view.BindCheck(ctx, h.pod, h.node); err != nil {
+			bad = append(bad, err.Error())
+		}
+	}
+	return bad
 }
 
 // unbound is the error of one held pod that was not bound.
@@ -649,8 +724,8 @@ func (g *Gate) Held() map[types.UID]string {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	out := map[types.UID]string{}
-	for _, item := range g.gatherings.Items() {
-		for uid, h := range item.Object.(*gathering).holds {
+	for _, gat := range g.gatherings {
+		for uid, h := range gat.holds {
 			out[uid] = h.node
 		}
 	}

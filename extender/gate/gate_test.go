@@ -26,16 +26,28 @@ import (
 	"github.com/cps-extender/cps-extender/priority"
 )
 
-// fakeJobView serves the decisions of the real model over a fixed set of jobs.
+// fakeJobView serves the decisions of the real model over a set of jobs, which a test may
+// replace (update) as a newer snapshot would; BindCheck refuses the nodes in badNodes.
 type fakeJobView struct {
-	jobs  map[string]*priority.Job
-	podOf map[string]string // pod UID and namespace/name -> job key
-	queue *priority.Queue
+	mu       sync.Mutex
+	jobs     map[string]*priority.Job
+	podOf    map[string]string // pod UID and namespace/name -> job key
+	queue    *priority.Queue
+	badNodes map[string]string // node -> why no pod may use it now
 }
 
 func newFakeJobView(t *testing.T, jobs []priority.Job, nodes []priority.Node) *fakeJobView {
 	t.Helper()
-	f := &fakeJobView{jobs: map[string]*priority.Job{}, podOf: map[string]string{}}
+	f := &fakeJobView{}
+	f.update(jobs, nodes)
+	return f
+}
+
+// update makes the view answer from jobs on nodes, as a newer snapshot does.
+func (f *fakeJobView) update(jobs []priority.Job, nodes []priority.Node) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.jobs, f.podOf = map[string]*priority.Job{}, map[string]string{}
 	for i := range jobs {
 		j := &jobs[i]
 		f.jobs[j.Key] = j
@@ -44,10 +56,25 @@ func newFakeJobView(t *testing.T, jobs []priority.Job, nodes []priority.Node) *f
 		}
 	}
 	f.queue = priority.DefaultModel().Admit(priority.State{Jobs: jobs, Nodes: nodes}, time.Unix(1_700_000_000, 0))
-	return f
+}
+
+// refuseNode makes BindCheck refuse node, saying why ("" takes it back).
+func (f *fakeJobView) refuseNode(node, why string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.badNodes == nil {
+		f.badNodes = map[string]string{}
+	}
+	if why == "" {
+		delete(f.badNodes, node)
+		return
+	}
+	f.badNodes[node] = why
 }
 
 func (f *fakeJobView) Job(key string) (*priority.Job, *priority.Decision, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	j, ok := f.jobs[key]
 	if !ok {
 		return nil, nil, false
@@ -57,11 +84,22 @@ func (f *fakeJobView) Job(key string) (*priority.Job, *priority.Decision, bool) 
 }
 
 func (f *fakeJobView) JobOfPod(_ context.Context, pod gang.PodRef) (string, bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	if k, ok := f.podOf[string(pod.UID)]; ok && pod.UID != "" {
 		return k, true, nil
 	}
 	k, ok := f.podOf[pod.String()]
 	return k, ok, nil
+}
+
+func (f *fakeJobView) BindCheck(_ context.Context, pod gang.PodRef, node string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if why, bad := f.badNodes[node]; bad {
+		return fmt.Errorf("pod %s may not run on node %s: %s", pod, node, why)
+	}
+	return nil
 }
 
 // testGate is a gate over one fake view, binding as the bind verb does.

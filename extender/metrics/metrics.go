@@ -29,6 +29,7 @@ type Metrics struct {
 	queueJobs     *prometheus.GaugeVec
 	queueLength   prometheus.Gauge
 	heldBinds     prometheus.Gauge
+	bindWaiting   prometheus.Gauge
 	bindFailures  prometheus.Counter
 	waitingEvents *prometheus.CounterVec
 	reloads       *prometheus.CounterVec
@@ -106,6 +107,10 @@ func New(reg *prometheus.Registry) *Metrics {
 		Name: "cps_extender_held_binds",
 		Help: "Bind requests held while their gang gathers.",
 	})
+	m.bindWaiting = m.gauge(prometheus.GaugeOpts{
+		Name: "cps_extender_bind_requests_waiting",
+		Help: "Bind requests the gate holds and has not answered yet: held while their gang gathers, or waiting for their gang's Bindings. Every one is answered: 0 while no gang gathers.",
+	})
 	m.bindFailures = m.counter(prometheus.CounterOpts{
 		Name: "cps_extender_bind_failures_total",
 		Help: "Binding calls to the API server that failed.",
@@ -154,7 +159,7 @@ func New(reg *prometheus.Registry) *Metrics {
 	m.names = append(m.names, "cps_extender_informer_synced", "cps_extender_ready", "cps_extender_snapshot_age_seconds")
 	m.jobs = newJobMetrics(m)
 	reg.MustRegister(m.requests, m.refused, m.leader, m.duration, m.decisions, m.queueJobs, m.queueLength, m.heldBinds,
-		m.bindFailures, m.waitingEvents, m.reloads, m.nudges, m.lifts, m.preemptions, m.evictedPods, m.viewWaits, m.webhookOn, m.informers)
+		m.bindWaiting, m.bindFailures, m.waitingEvents, m.reloads, m.nudges, m.lifts, m.preemptions, m.evictedPods, m.viewWaits, m.webhookOn, m.informers)
 	m.jobs.register(reg)
 	for _, state := range []priority.JobPhase{priority.PhaseWaiting, priority.PhaseAdmitted, priority.PhaseRunning, priority.PhaseUnschedulable, priority.PhasePreempting} {
 		m.queueJobs.WithLabelValues(phaseLabel(state))
@@ -231,6 +236,15 @@ func (m *Metrics) GateDecision(verb, outcome string) {
 		return
 	}
 	m.decisions.WithLabelValues(verb, outcome).Inc()
+}
+
+// BindWaiting adds delta to the bind requests the gate holds unanswered (+1 when one is
+// held, -1 when it is answered).
+func (m *Metrics) BindWaiting(delta int) {
+	if m == nil {
+		return
+	}
+	m.bindWaiting.Add(float64(delta))
 }
 
 func (m *Metrics) BindFailed() {

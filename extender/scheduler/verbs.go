@@ -42,7 +42,9 @@ type NodeLookup interface {
 	NodeName(b []byte) (name string, known bool)
 }
 
-// Binder binds a pod to a node through the API server.
+// Binder binds a pod to a node through the API server. ctx ends when the scheduler drops
+// the request: a bind not yet under way may then be dropped, a Binding under way is
+// finished.
 type Binder interface {
 	Bind(ctx context.Context, pod gang.PodRef, node string) error
 }
@@ -537,9 +539,10 @@ func (v *Verbs) bind(w http.ResponseWriter, r *http.Request, c wire.Call) wire.N
 		return wire.Note{Pod: pod.String(), Decision: "refused: " + err.Error()}
 	}
 	result := extenderv1.ExtenderBindingResult{}
-	// The Binding must not be cut short when the scheduler drops the request: a bind that
-	// reached the API server is finished (the scheduler checks spec.nodeName afterwards).
-	if err := v.binder.Bind(context.WithoutCancel(r.Context()), pod, args.Node); err != nil {
+	// The request's own context: when the scheduler drops the request, a bind held while
+	// its gang gathers is dropped too. The binder finishes a Binding under way (a bind that
+	// reached the API server is finished; the scheduler checks spec.nodeName afterwards).
+	if err := v.binder.Bind(r.Context(), pod, args.Node); err != nil {
 		result.Error = err.Error()
 		v.log.Warn("bind failed", zap.Stringer("pod", pod), zap.String("node", args.Node), zap.Error(err))
 	}

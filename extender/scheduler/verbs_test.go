@@ -547,17 +547,24 @@ func TestNewSchedulerVerbsRequiresDependencies(t *testing.T) {
 	}
 }
 
-// TestBindIgnoresCancelledRequest pins that a Binding is finished even when the scheduler
-// gives up on the request: the binder must not see a cancelled context.
-func TestBindIgnoresCancelledRequest(t *testing.T) {
+// TestBindHandsTheRequestsCancellationToTheGate: the binder (the gate) gets the request's
+// own context, so a bind held while its gang gathers is dropped when the scheduler gives
+// up on it; the gate itself finishes a Binding under way (extender/gate's
+// TestGateCancellation). Found: with the cancellation cut off here, a hold the gate never
+// answered waited for ever.
+func TestBindHandsTheRequestsCancellationToTheGate(t *testing.T) {
 	ts := newTestServer(t, true, 1<<20)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	req := httptest.NewRequest(http.MethodPost, "/scheduler/bind", bytes.NewBufferString(`{"PodName":"p1","PodNamespace":"default","Node":"n1"}`)).WithContext(ctx)
 	rec := httptest.NewRecorder()
 	ts.srv.ServeHTTP(rec, req)
-	if diff := cmp.Diff([]string{"default/p1->n1"}, ts.binder.binds); diff != "" {
-		t.Errorf("binds (-want +got):\n%s", diff)
+	var got extenderv1.ExtenderBindingResult
+	if err := json.Unmarshal(rec.Body.Bytes(), &got); err != nil {
+		t.Fatalf("%v: %s", err, rec.Body)
+	}
+	if !strings.Contains(got.Error, context.Canceled.Error()) || len(ts.binder.binds) != 0 {
+		t.Errorf("answer %+v, binds %v: want the binder to see the request cancelled", got, ts.binder.binds)
 	}
 }
 
