@@ -31,6 +31,15 @@ const (
 	DefaultPreemption       = PreemptUrgent
 	DefaultPreemptionMargin = 0.1
 	DefaultMinRunTime       = 10 * time.Minute
+	// DefaultUrgentMinRunTime: an urgent job evicts at once, as PriorityClass preemption
+	// does. A job that started moments ago loses the least work (its eviction costs
+	// pod-minutes run), while every minute of protection is a minute the urgent job waits;
+	// urgency is granted by the admin, and maxPreemptions still bounds the churn.
+	DefaultUrgentMinRunTime time.Duration = 0
+	// DefaultArrivalWindow: a controller creates a gang's pods a few a second at least,
+	// and creation times have whole seconds; an urgent gang that stops growing holds its
+	// room 5 s more at most.
+	DefaultArrivalWindow    = 5 * time.Second
 	DefaultMaxPreemptions   = 4
 	DefaultPreemptionWindow = 10 * time.Minute
 )
@@ -62,6 +71,8 @@ func DefaultModel() Model {
 		Preemption:       DefaultPreemption,
 		PreemptionMargin: DefaultPreemptionMargin,
 		MinRunTime:       DefaultMinRunTime,
+		UrgentMinRunTime: DefaultUrgentMinRunTime,
+		ArrivalWindow:    DefaultArrivalWindow,
 		MaxPreemptions:   DefaultMaxPreemptions,
 		PreemptionWindow: DefaultPreemptionWindow,
 	}
@@ -148,6 +159,12 @@ func (m Model) Validate() []error {
 	}
 	if m.MinRunTime < 0 {
 		bad("model.minRunTime: %v, want a duration >= 0", m.MinRunTime)
+	}
+	if m.UrgentMinRunTime < 0 {
+		bad("model.urgentMinRunTime: %v, want a duration >= 0", m.UrgentMinRunTime)
+	}
+	if m.ArrivalWindow < 0 {
+		bad("model.arrivalWindow: %v, want a duration >= 0", m.ArrivalWindow)
 	}
 	if m.MaxPreemptions < 0 {
 		bad("model.maxPreemptions: %d, want >= 0", m.MaxPreemptions)

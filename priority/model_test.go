@@ -30,6 +30,7 @@ func TestDefaultModel(t *testing.T) {
 		Preemption:       priority.PreemptUrgent,
 		PreemptionMargin: 0.1,
 		MinRunTime:       10 * time.Minute,
+		ArrivalWindow:    5 * time.Second,
 		MaxPreemptions:   4,
 		PreemptionWindow: 10 * time.Minute,
 	}
@@ -137,11 +138,14 @@ func TestValidate(t *testing.T) {
 			name: "preemption keys out of range",
 			modify: func(m *priority.Model) {
 				m.Preemption, m.PreemptionMargin, m.MinRunTime, m.MaxPreemptions, m.PreemptionWindow = "always", 2, -time.Minute, -1, 0
+				m.UrgentMinRunTime, m.ArrivalWindow = -time.Second, -time.Second
 			},
 			want: []string{
 				`model.preemption: "always", want one of off, urgent, priority`,
 				"model.preemptionMargin: 2, want a number in [0,1]",
 				"model.minRunTime: -1m0s, want a duration >= 0",
+				"model.urgentMinRunTime: -1s, want a duration >= 0",
+				"model.arrivalWindow: -1s, want a duration >= 0",
 				"model.maxPreemptions: -1, want >= 0",
 				"model.preemptionWindow: 0s, want a duration > 0",
 			},

@@ -26,18 +26,25 @@ type candidateVictim struct {
 }
 
 // VictimBar says why running job j may not be evicted for a preemptor of combined priority
-// p at now, or "" when it may be: its P when it started to run must be PreemptionMargin or
-// more below p, and it must have run MinRunTime (a job whose start is not known has not).
-// The queue's preemption and Volcano's preemptable and reclaimable both ask it; a refused
-// eviction's protection is the caller's to add.
-func (m Model) VictimBar(j *Job, p float64, now time.Time) string {
-	switch m.victimBar(j, p, now) {
+// p, urgent or not, at now, or "" when it may be. Urgency is a class: an urgent preemptor may
+// evict any job that is not urgent once it has run UrgentMinRunTime, whatever its P; no
+// preemptor that is not urgent may evict an urgent job. Otherwise (urgent against urgent,
+// or neither urgent) j's P when it started to run must be PreemptionMargin or more below p,
+// and it must have run MinRunTime (a job whose start is not known has not). The queue's
+// preemption and Volcano's preemptable and reclaimable both ask it; a refused eviction's
+// protection is the caller's to add.
+func (m Model) VictimBar(j *Job, p float64, urgent bool, now time.Time) string {
+	switch m.victimBarAt(j, m.RunningP(j, now), p, urgent, now) {
 	case barLeaving:
 		return "it is leaving already"
+	case barUrgent:
+		return "it is urgent, and the job preempting is not"
 	case barP:
 		return "its P is not " + fixed2(m.PreemptionMargin) + " or more below"
 	case barRunTime:
 		return "it has not run " + m.MinRunTime.String()
+	case barUrgentRunTime:
+		return "it has not run " + m.UrgentMinRunTime.String() + " (model.urgentMinRunTime)"
 	}
 	return ""
 }
@@ -47,25 +54,40 @@ func (m Model) VictimBar(j *Job, p float64, now time.Time) string {
 const (
 	barNone = iota
 	barLeaving
+	barUrgent
 	barP
 	barRunTime
+	barUrgentRunTime
 )
 
-func (m Model) victimBar(j *Job, p float64, now time.Time) int {
-	return m.victimBarAt(j, m.RunningP(j, now), p, now)
-}
-
-// victimBarAt is victimBar with j's RunningP known.
-func (m Model) victimBarAt(j *Job, runningP, p float64, now time.Time) int {
+// victimBarAt is VictimBar's rule as a number, with j's RunningP known.
+func (m Model) victimBarAt(j *Job, runningP, p float64, urgent bool, now time.Time) int {
 	switch {
 	case j.Leaving > 0:
 		return barLeaving
+	case j.Urgent && !urgent:
+		return barUrgent
+	case urgent && !j.Urgent:
+		if m.UrgentMinRunTime > 0 && (j.RunningSince.IsZero() || now.Sub(j.RunningSince) < m.UrgentMinRunTime) {
+			return barUrgentRunTime
+		}
+		return barNone
 	case runningP+m.PreemptionMargin > p:
 		return barP
 	case j.RunningSince.IsZero() || now.Sub(j.RunningSince) < m.MinRunTime:
 		return barRunTime
 	}
 	return barNone
+}
+
+// victimRule says which running jobs a preemptor, urgent or not, may evict, for the
+// sentence of a job that finds none.
+func (m Model) victimRule(urgent bool) string {
+	within := "P at least " + fixed2(m.PreemptionMargin) + " lower, running " + m.MinRunTime.String() + " or more"
+	if !urgent {
+		return "jobs not urgent, " + within
+	}
+	return "jobs not urgent running " + m.UrgentMinRunTime.String() + " or more; urgent ones " + within
 }
 
 // RunningP is a running job's P as it was when it started to run (now when that is not
@@ -104,13 +126,13 @@ func (m Model) mayPreempt(v *jobView, head bool) bool {
 }
 
 // preempt chooses the running jobs to evict for v so that v fits, or says why none can.
-// Victims are whole running jobs whose P (when they started to run) is at least
-// PreemptionMargin below v's, that have run MinRunTime and are not protected. Among the domains of each level at which v could
-// run (as its requested level allows), each domain's victims are added greedily, the one
-// freeing the most of v's scarcest resource there first, until v fits there, then pruned of
-// every victim it fits without; the choice is the fewest victims, then the least work lost
-// (pod-minutes run), then the lowest level. Room of pods being deleted (Node.Leaving) counts
-// as free. c must not be in a trial; it is left as it was.
+// Victims are whole running jobs that VictimBar lets go for v and that are not protected.
+// Among the domains of each level at which v could run (as its requested level allows),
+// each domain's victims are added greedily, the one freeing the most of v's scarcest
+// resource there first, until v fits there, then pruned of every victim it fits without;
+// the choice is the fewest victims, then the least work lost (pod-minutes run), then the
+// lowest level. Room of pods being deleted (Node.Leaving) counts as free. c must not be in
+// a trial; it is left as it was.
 func (m Model) preempt(c *capacity, v *jobView, running []*jobView, dims *dimSet, s *State, now time.Time, budget int) (*preemption, string) {
 	nodes := s.Nodes
 	var cands []*candidateVictim
@@ -120,7 +142,7 @@ func (m Model) preempt(c *capacity, v *jobView, running []*jobView, dims *dimSet
 			r.runningP, r.hasRunningP = m.RunningP(r.job, now), true
 		}
 		switch {
-		case m.victimBarAt(r.job, r.runningP, v.d.P, now) != barNone: // a job leaving already: its room is counted below
+		case m.victimBarAt(r.job, r.runningP, v.d.P, v.job.Urgent, now) != barNone: // a job leaving already: its room is counted below
 		case s.Protected[r.job.Key].After(now):
 			protected = append(protected, r.job.Key)
 		default:
@@ -235,7 +257,7 @@ func (m Model) preempt(c *capacity, v *jobView, running []*jobView, dims *dimSet
 		return waitFor, ""
 	}
 	if len(cands) == 0 {
-		return nil, why("no running job may be evicted for it (P at least " + fixed2(m.PreemptionMargin) + " lower, running " + m.MinRunTime.String() + " or more)")
+		return nil, why("no running job may be evicted for it (" + m.victimRule(v.job.Urgent) + ")")
 	}
 	if budget <= 0 {
 		return nil, "preemption is paused: " + strconv.Itoa(m.MaxPreemptions) + " jobs were evicted in the last " + m.PreemptionWindow.String() + " (model.maxPreemptions)"

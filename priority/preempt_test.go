@@ -94,16 +94,66 @@ func TestPreemption(t *testing.T) {
 			modify:  func(m *priority.Model, _ *priority.State) { m.Preemption = priority.PreemptPriority },
 			job:     mkJob("ns/peer").prio(100000).created(t0.Add(-2*time.Hour)).gang(0, nil, 2, res(4000, 0)).obj(),
 			phase:   priority.PhaseWaiting,
-			blocker: "it may not preempt: no running job may be evicted for it (P at least 0.10 lower, running 10m0s or more)",
+			blocker: "it may not preempt: no running job may be evicted for it (jobs not urgent, P at least 0.10 lower, running 10m0s or more)",
 		},
 		{
 			name: "never a job inside its minimum run time",
+			modify: func(m *priority.Model, s *priority.State) {
+				m.Preemption = priority.PreemptPriority
+				for i := range s.Jobs {
+					s.Jobs[i].RunningSince = t0.Add(-5 * time.Minute)
+				}
+			},
+			job:     mkJob("ns/gold").user("alice").prio(900000).gang(0, nil, 2, res(4000, 0)).obj(),
+			phase:   priority.PhaseWaiting,
+			blocker: "it may not preempt: no running job may be evicted for it",
+		},
+		{
+			// Urgency is a class: gold jobs of the top priority that started seconds ago
+			// make way for an urgent bronze job, whose P is far below theirs.
+			name: "an urgent job evicts jobs that are not, whatever their P and however young",
 			modify: func(_ *priority.Model, s *priority.State) {
+				for i := range s.Jobs {
+					s.Jobs[i].User, s.Jobs[i].Priority = "alice", 1000000
+					s.Jobs[i].RunningSince = t0.Add(-5 * time.Second)
+				}
+			},
+			job:     mkJob("ns/urgent").user("carol").urgent().gang(0, nil, 2, res(4000, 0)).obj(),
+			phase:   priority.PhasePreempting,
+			victims: []string{"ns/run-0"},
+		},
+		{
+			name: "model.urgentMinRunTime shields young jobs from an urgent one",
+			modify: func(m *priority.Model, s *priority.State) {
+				m.UrgentMinRunTime = 10 * time.Minute
 				for i := range s.Jobs {
 					s.Jobs[i].RunningSince = t0.Add(-5 * time.Minute)
 				}
 			},
 			job:     urgentJob(2),
+			phase:   priority.PhaseWaiting,
+			blocker: "it may not preempt: no running job may be evicted for it (jobs not urgent running 10m0s or more; urgent ones P at least 0.10 lower, running 10m0s or more)",
+		},
+		{
+			name: "urgent against urgent: the margin, as before",
+			modify: func(_ *priority.Model, s *priority.State) {
+				for i := range s.Jobs {
+					s.Jobs[i].User, s.Jobs[i].Urgent = "alice", true
+				}
+			},
+			job:     urgentJob(2),
+			phase:   priority.PhaseWaiting,
+			blocker: "it may not preempt: no running job may be evicted for it",
+		},
+		{
+			name: "a starved job never evicts an urgent one, whatever the P",
+			modify: func(_ *priority.Model, s *priority.State) {
+				for i := range s.Jobs {
+					s.Jobs[i].Urgent, s.Jobs[i].Priority, s.Jobs[i].Created = true, 0, t0
+					s.Jobs[i].RunningSince = t0.Add(-time.Hour)
+				}
+			},
+			job:     mkJob("ns/starved").user("alice").prio(1000000).created(t0.Add(-time.Hour)).gang(0, nil, 2, res(4000, 0)).obj(),
 			phase:   priority.PhaseWaiting,
 			blocker: "it may not preempt: no running job may be evicted for it",
 		},
@@ -225,7 +275,7 @@ func TestPreemption(t *testing.T) {
 			var got []string
 			for _, v := range d.Victims {
 				got = append(got, v.Key)
-				if v.Pods != 2 || v.P >= d.P-m.PreemptionMargin {
+				if v.Pods != 2 || !tt.job.Urgent && v.P >= d.P-m.PreemptionMargin {
 					t.Errorf("victim %+v of a job with P %.2f", v, d.P)
 				}
 			}
@@ -301,21 +351,50 @@ func TestVictimBarAndMayPreemptAlone(t *testing.T) {
 	goldP := m.Combined(m.Terms(&gold, t0))
 	leaving, hour, unknown := ran(time.Hour), ran(time.Hour), ran(0)
 	leaving.Leaving, unknown.RunningSince = 1, time.Time{}
+	urgentRan := func(d time.Duration) priority.Job {
+		j := ran(d)
+		j.Urgent = true
+		return j
+	}
+	goldRan := func(d time.Duration) priority.Job { // P far above any bronze preemptor's
+		j := mkJob("ns/goldrun").user("alice").prio(1000000).created(t0.Add(-2*time.Hour)).gang(0, nil, 64, res(1000, 0)).obj()
+		j.RunningSince = t0.Add(-d)
+		return j
+	}
+	strict := m
+	strict.UrgentMinRunTime = 2 * time.Minute
 	tests := []struct {
 		name   string
+		model  priority.Model
 		victim priority.Job
 		p      float64
+		urgent bool   // the preemptor's
 		want   string // a part of the bar; "" may go
 	}{
-		{"ran an hour, far below", ran(time.Hour), goldP, ""},
-		{"inside the minimum run time", ran(5 * time.Minute), goldP, "has not run 10m0s"},
-		{"start not known", unknown, goldP, "has not run"},
-		{"about the same P", hour, m.RunningP(&hour, t0) + 0.05, "not 0.10 or more below"},
-		{"leaving already", leaving, goldP, "leaving already"},
+		{"ran an hour, far below", m, ran(time.Hour), goldP, false, ""},
+		{"inside the minimum run time", m, ran(5 * time.Minute), goldP, false, "has not run 10m0s"},
+		{"start not known", m, unknown, goldP, false, "has not run"},
+		{"about the same P", m, hour, m.RunningP(&hour, t0) + 0.05, false, "not 0.10 or more below"},
+		{"leaving already", m, leaving, goldP, false, "leaving already"},
+		// Urgency is a class: an urgent preemptor evicts a job that is not urgent whatever
+		// its P, and without MinRunTime; UrgentMinRunTime alone shields it.
+		{"urgent against a higher P", m, goldRan(time.Hour), 0.2, true, ""},
+		{"urgent against one that started a second ago", m, goldRan(time.Second), 0.2, true, ""},
+		{"urgent against one whose start is not known", m, unknown, 0.2, true, ""},
+		{"urgent inside urgentMinRunTime", strict, goldRan(time.Minute), 0.2, true, "has not run 2m0s (model.urgentMinRunTime)"},
+		{"urgent past urgentMinRunTime", strict, goldRan(3 * time.Minute), 0.2, true, ""},
+		{"urgent, start not known, urgentMinRunTime", strict, unknown, 0.2, true, "has not run 2m0s"},
+		{"urgent against a leaving job", m, leaving, 1, true, "leaving already"},
+		// Urgent against urgent: the margin and MinRunTime, as before.
+		{"urgent against urgent, same P", m, urgentRan(time.Hour), 0.3, true, "not 0.10 or more below"},
+		{"urgent against urgent, far below", m, urgentRan(time.Hour), 1, true, ""},
+		{"urgent against urgent, young", m, urgentRan(5 * time.Minute), 1, true, "has not run 10m0s"},
+		// Nobody but an urgent job evicts an urgent one, whatever the P.
+		{"starved against urgent", m, urgentRan(time.Hour), 1, false, "it is urgent, and the job preempting is not"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := m.VictimBar(&tt.victim, tt.p, t0)
+			got := tt.model.VictimBar(&tt.victim, tt.p, tt.urgent, t0)
 			if (tt.want == "") != (got == "") || !strings.Contains(got, tt.want) {
 				t.Errorf("VictimBar = %q, want %q", got, tt.want)
 			}

@@ -64,6 +64,7 @@ const (
 	classRepair    = iota // 0 < bound < min: finish a partial gang first
 	classGathering        // held > 0: the gate is gathering its binds; keep its turn
 	classTurn             // had the turn in the previous queue, within Model.TurnHold
+	classUrgent           // urgent (Job.Urgent): a class above every job that is not
 	classStarved          // waited past the starvation bound
 	classNormal
 )
@@ -82,6 +83,7 @@ const (
 	waitPreempting             // waits while the running jobs evicted for it leave
 	waitCannotGather           // gathering at bind, and what it still needs does not fit
 	waitYieldTo                // gathering at bind; gives its held room to a gathering job ahead
+	waitArriving               // short of pods that are arriving; keeps the room its gang needs
 )
 
 // jobView is Admit's working record of one job.
@@ -134,14 +136,20 @@ type jobView struct {
 	// yieldTo is the gathering job ahead that this gathering job gives its held room to
 	// (see gatherInHeldRoom); it is not placed when walked.
 	yieldTo *jobView
+	// arriving: the job is short of pods and its newest was created within
+	// Model.ArrivalWindow; toFit then stands for its whole gang (see arrivingPods).
+	arriving bool
 }
 
 // Admit computes the admission queue at now. Jobs with at least their minimum bound are
 // running. The others are walked in queue order: repair jobs (0 < bound < min) first, then
-// jobs whose binds are gathering (held > 0), then starved jobs (waited > StarvationBound,
-// oldest first), then by combined priority P, highest first; ties go to the older job,
-// then to the smaller key. A job may take the turn only when its gang is complete, no
-// pending pod is gated and it is not cooling down; the others wait without blocking.
+// jobs whose binds are gathering (held > 0), then jobs keeping their turn, then urgent
+// jobs, then starved jobs (waited > StarvationBound, oldest first), then by combined
+// priority P, highest first; ties go to the older job, then to the smaller key. A job may
+// take the turn only when its gang is complete, no pending pod is gated and it is not
+// cooling down; the others wait without blocking, but an urgent job, or the first of the
+// walk, whose pods are still arriving (Model.ArrivalWindow) keeps the room its whole gang
+// needs.
 // A job's pending pods up to its minimum (PS first) are fitted into the nodes' free
 // capacity, less what jobs ahead took; when they fit the job is admitted, and when not,
 // the policy decides: strict stops every job behind it, reserve lets the first such job
@@ -324,6 +332,33 @@ func (m Model) AdmitIn(s State, now time.Time, w *Workspace) *Queue {
 		d := v.d
 		d.Phase = PhaseWaiting
 		switch {
+		case v.arriving && (v.job.Urgent || i == 0):
+			// Short of pods that are on their way: nothing behind it takes the room its
+			// whole gang needs, as if it were complete, but it takes no turn yet.
+			v.kind = waitArriving
+			c.begin()
+			switch blocker := place(c, v, nil); {
+			case blocker == "":
+				c.commit()
+				d.Arriving = true
+			case neverFits(v):
+				c.rollback() // its pods' own filter answers say so once they are all there
+			case policy == PolicyStrict:
+				c.rollback()
+				d.Arriving, strictHead, failed = true, v, true
+			case reserving == nil && m.reserves(policy, v):
+				c.rollback()
+				c.begin()
+				reserve(c, reach, v)
+				c.commit()
+				v.plan = v.plan[:0]
+				d.Arriving, reserving, failed = true, v, true
+			default:
+				c.rollback()
+			}
+			if d.Arriving {
+				d.Blocker += "; the room its gang needs is kept while they arrive"
+			}
 		case v.yieldTo != nil:
 			// Its held room went to a gathering job ahead, which could not gather without it.
 			v.kind, v.blocking, d.YieldHeld = waitYieldTo, v.yieldTo, true
@@ -480,6 +515,7 @@ func (m Model) viewJob(v *jobView, coolDown map[string]time.Time, now time.Time,
 	j, d := v.job, v.d
 	d.Key, d.Pods, d.MinMember = j.Key, len(j.Pods), j.MinMembers()
 	d.User, d.UserFrom = j.User, j.UserFrom
+	d.Urgent, d.UrgentFrom = j.Urgent, j.UrgentFrom
 	d.Terms = m.Terms(j, now)
 	d.P = m.Combined(d.Terms)
 	start := len(*buf)
@@ -525,6 +561,8 @@ func (m Model) viewJob(v *jobView, coolDown map[string]time.Time, now time.Time,
 		v.class = classGathering
 	case v.hasTurn:
 		v.class = classTurn
+	case j.Urgent:
+		v.class = classUrgent
 	case d.Starved:
 		v.class = classStarved
 	default:
@@ -542,6 +580,10 @@ func (m Model) viewJob(v *jobView, coolDown map[string]time.Time, now time.Time,
 	}
 	if d.Pods < d.MinMember {
 		d.Blocker = "gang incomplete: " + strconv.Itoa(d.Pods) + " of " + strconv.Itoa(d.MinMember) + " pods exist"
+		if gated == 0 && m.ArrivalWindow > 0 && !j.LastCreated.IsZero() && now.Sub(j.LastCreated) < m.ArrivalWindow {
+			v.arriving = true
+			v.toFit = arrivingPods(j, (*buf)[start:])
+		}
 		return false
 	}
 	if gated > 0 {
@@ -554,6 +596,35 @@ func (m Model) viewJob(v *jobView, coolDown map[string]time.Time, now time.Time,
 	// Only the pods up to the minimum must fit; elastic pods beyond it may come later.
 	v.toFit = pending[:max(0, min(len(pending), d.MinMember-d.Bound-d.Held))]
 	return false
+}
+
+// arrivingPods stands for the pods job j still needs up to its minimum, while its pods
+// arrive: its pending pods in intra-job order, then one worker for each pod not created
+// yet, asking what the last of its pods in intra-job order asks (most often a worker: the
+// pods still to come are most likely workers too) and allowed on the same nodes.
+func arrivingPods(j *Job, pending []*Pod) []*Pod {
+	var last *Pod
+	for k := range j.Pods {
+		if p := &j.Pods[k]; last == nil || comparePods(p, last) > 0 {
+			last = p
+		}
+	}
+	missing := j.MinMembers() - len(j.Pods)
+	if last == nil || missing <= 0 {
+		return nil
+	}
+	out := make([]*Pod, 0, len(pending)+missing)
+	out = append(out, pending...)
+	slices.SortFunc(out, comparePods)
+	more := make([]Pod, missing)
+	for k := range more {
+		p := &more[k]
+		*p = *last
+		p.UID, p.Name = j.Key+"\x00arriving-"+strconv.Itoa(k), "a pod of "+j.Key+" not created yet"
+		p.Role, p.Index, p.State, p.Node, p.Gated = RoleWorker, -1, PodPending, "", false
+		out = append(out, p)
+	}
+	return out
 }
 
 // reachFit is how far a job's required pods get on the nodes' Capacity: how many fit, and

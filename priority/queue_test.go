@@ -294,7 +294,7 @@ func TestAdmit(t *testing.T) {
 			name:   "starved jobs go to the front, oldest first, after repair and gathering",
 			policy: priority.PolicyBestEffort,
 			state: priority.State{Nodes: cpuNodes(100000), Jobs: []priority.Job{
-				workerJob("ns/top", 1000000, 1000).urgent().user("gold").obj(),
+				workerJob("ns/top", 1000000, 1000).user("gold").obj(),
 				workerJob("ns/old", 0, 1000).created(t0.Add(-50 * time.Minute)).obj(),
 				workerJob("ns/older", 0, 1000).created(t0.Add(-60 * time.Minute)).obj(),
 				workerJob("ns/young-starved", 1000000, 1000).created(t0.Add(-31 * time.Minute)).obj(),
@@ -317,13 +317,37 @@ func TestAdmit(t *testing.T) {
 			name:   "a starved job takes the turn from a higher P when only one fits",
 			policy: priority.PolicyStrict,
 			state: priority.State{Nodes: cpuNodes(1000), Jobs: []priority.Job{
-				workerJob("ns/top", 1000000, 1000).urgent().obj(),
+				workerJob("ns/top", 1000000, 1000).user("gold").obj(),
 				workerJob("ns/s", 0, 1000).created(t0.Add(-45 * time.Minute)).obj(),
 			}},
 			want: []row{
 				{Key: "ns/s", Phase: priority.PhaseAdmitted, Position: 1, Starved: true},
 				{Key: "ns/top", Phase: priority.PhaseWaiting, Position: 2, Ahead: "ns/s",
 					Blocker: "worker ns/top-w-0 needs cpu 1000m on a node; the most free on any node is 0m"},
+			},
+		},
+		{
+			// Urgency is a class granted by the admin: an urgent job of the lowest P goes
+			// ahead of starved jobs and of every job that is not urgent, after the jobs
+			// completing or gathering a gang.
+			name:   "urgent jobs go ahead of starved ones and of higher P, by P among themselves",
+			policy: priority.PolicyBestEffort,
+			state: priority.State{Nodes: cpuNodes(100000), Jobs: []priority.Job{
+				workerJob("ns/top", 1000000, 1000).user("gold").obj(),
+				workerJob("ns/s", 0, 1000).created(t0.Add(-45 * time.Minute)).obj(),
+				workerJob("ns/u-low", 0, 1000).urgent().obj(),
+				workerJob("ns/u-high", 0, 1000).urgent().user("gold").obj(),
+				mkJob("ns/g").pods(
+					mkPod("g-w-0", priority.RoleWorker, 0).req(res(1000, gi)).held("n1"),
+					mkPod("g-w-1", priority.RoleWorker, 1).req(res(1000, gi)),
+				).obj(),
+			}},
+			want: []row{
+				{Key: "ns/g", Phase: priority.PhaseAdmitted, Position: 1},
+				{Key: "ns/u-high", Phase: priority.PhaseAdmitted, Position: 2},
+				{Key: "ns/u-low", Phase: priority.PhaseAdmitted, Position: 3},
+				{Key: "ns/s", Phase: priority.PhaseAdmitted, Position: 4, Starved: true},
+				{Key: "ns/top", Phase: priority.PhaseAdmitted, Position: 5},
 			},
 		},
 		{
@@ -1157,4 +1181,153 @@ func TestAdmitWaitSentences(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestArrivingGangKeepsItsRoom: an urgent job, or the head of the queue, whose gang is still
+// being created (its newest pod within Model.ArrivalWindow) keeps the room its whole gang
+// needs from the jobs walked after it; it takes no turn until the gang is complete, and
+// the room is kept no longer than the window.
+func TestArrivingGangKeepsItsRoom(t *testing.T) {
+	arriving := func(key string, prio int32, min, have int, cpu int64, last time.Duration) *jobB {
+		b := mkJob(key).prio(prio).min(min).gang(0, nil, have, res(cpu, gi))
+		b.j.LastCreated = t0.Add(-last)
+		return b
+	}
+	const kept = "; the room its gang needs is kept while they arrive"
+	tests := []struct {
+		name   string
+		policy priority.Policy
+		jobs   []priority.Job
+		// busy: a running job takes 2000m of n1's 4000m.
+		busy bool
+		want []row
+	}{
+		{
+			name: "an urgent gang still arriving keeps the room of its whole gang",
+			jobs: []priority.Job{
+				arriving("ns/u", 0, 4, 2, 2000, time.Second).urgent().obj(),
+				workerJob("ns/l", 900000, 2000).obj(),
+			},
+			want: []row{
+				{Key: "ns/u", Phase: priority.PhaseWaiting, Position: 1, Blocker: "gang incomplete: 2 of 4 pods exist" + kept},
+				{Key: "ns/l", Phase: priority.PhaseWaiting, Position: 2, Ahead: "ns/u",
+					Blocker: "worker ns/l-w-0 needs cpu 2000m on a node; the most free on any node is 0m"},
+			},
+		},
+		{
+			name: "its pods stopped arriving: past the window it keeps nothing",
+			jobs: []priority.Job{
+				arriving("ns/u", 0, 4, 2, 2000, 5*time.Second).urgent().obj(),
+				workerJob("ns/l", 900000, 2000).obj(),
+			},
+			want: []row{
+				{Key: "ns/u", Phase: priority.PhaseWaiting, Position: 1, Blocker: "gang incomplete: 2 of 4 pods exist"},
+				{Key: "ns/l", Phase: priority.PhaseAdmitted, Position: 2},
+			},
+		},
+		{
+			name: "a job that is not urgent keeps its room only at the head",
+			jobs: []priority.Job{
+				workerJob("ns/h", 900000, 2000).obj(),
+				arriving("ns/a", 0, 3, 1, 2000, time.Second).obj(),
+				workerJob("ns/z", 0, 2000).obj(),
+			},
+			want: []row{
+				{Key: "ns/h", Phase: priority.PhaseAdmitted, Position: 1},
+				{Key: "ns/a", Phase: priority.PhaseWaiting, Position: 2, Ahead: "ns/h", Blocker: "gang incomplete: 1 of 3 pods exist"},
+				{Key: "ns/z", Phase: priority.PhaseAdmitted, Position: 3},
+			},
+		},
+		{
+			name: "at the head, a job that is not urgent keeps it",
+			jobs: []priority.Job{
+				arriving("ns/a", 0, 3, 1, 2000, time.Second).obj(),
+				workerJob("ns/z", 0, 4000).obj(),
+			},
+			want: []row{
+				{Key: "ns/a", Phase: priority.PhaseWaiting, Position: 1, Blocker: "gang incomplete: 1 of 3 pods exist" + kept},
+				{Key: "ns/z", Phase: priority.PhaseWaiting, Position: 2, Ahead: "ns/a",
+					Blocker: "worker ns/z-w-0 needs cpu 4000m on a node; the most free on any node is 2000m"},
+			},
+		},
+		{
+			name:   "a gang bigger than the free room reserves what fits of it (reserve)",
+			policy: priority.PolicyReserve,
+			busy:   true,
+			jobs: []priority.Job{
+				arriving("ns/u", 0, 4, 2, 2000, time.Second).urgent().obj(),
+				workerJob("ns/l", 900000, 2000).obj(),
+			},
+			want: []row{
+				{Key: "ns/u", Phase: priority.PhaseWaiting, Position: 1, Blocker: "gang incomplete: 2 of 4 pods exist" + kept},
+				{Key: "ns/l", Phase: priority.PhaseWaiting, Position: 2, Ahead: "ns/u",
+					Blocker: "does not fit beside the reservation of ns/u: worker ns/l-w-0 needs cpu 2000m on a node; the most free on any node is 0m"},
+				{Key: "ns/run", Phase: priority.PhaseRunning},
+			},
+		},
+		{
+			name:   "besteffort keeps nothing for a gang that does not fit",
+			policy: priority.PolicyBestEffort,
+			busy:   true,
+			jobs: []priority.Job{
+				arriving("ns/u", 0, 4, 2, 2000, time.Second).urgent().obj(),
+				workerJob("ns/l", 900000, 2000).obj(),
+			},
+			want: []row{
+				{Key: "ns/u", Phase: priority.PhaseWaiting, Position: 1, Blocker: "gang incomplete: 2 of 4 pods exist"},
+				{Key: "ns/l", Phase: priority.PhaseAdmitted, Position: 2},
+				{Key: "ns/run", Phase: priority.PhaseRunning},
+			},
+		},
+		{
+			name:   "a gang that can never fit keeps nothing",
+			policy: priority.PolicyReserve,
+			jobs: []priority.Job{
+				arriving("ns/u", 0, 40, 2, 2000, time.Second).urgent().obj(),
+				workerJob("ns/l", 900000, 2000).obj(),
+			},
+			want: []row{
+				{Key: "ns/u", Phase: priority.PhaseWaiting, Position: 1, Blocker: "gang incomplete: 2 of 40 pods exist"},
+				{Key: "ns/l", Phase: priority.PhaseAdmitted, Position: 2},
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := priority.DefaultModel()
+			m.Policy = cmpOr(tt.policy, priority.PolicyReserve)
+			nodes := cpuNodes(4000, 4000)
+			for i := range nodes {
+				nodes[i].Capacity = nodes[i].Free
+			}
+			jobs := tt.jobs
+			if tt.busy {
+				nodes[0].Free = res(2000, gi)
+				jobs = append(jobs, mkJob("ns/run").pods(mkPod("run-w-0", priority.RoleWorker, 0).req(res(2000, gi)).bound("n1")).obj())
+			}
+			q := m.Admit(priority.State{Nodes: nodes, Jobs: jobs}, t0)
+			if diff := cmp.Diff(tt.want, rowsOf(q)); diff != "" {
+				t.Errorf("Admit() (-want +got):\n%s", diff)
+			}
+			for _, d := range q.Order {
+				if want := strings.HasSuffix(d.Blocker, kept); d.Arriving != want {
+					t.Errorf("%s: Arriving %v with blocker %q", d.Key, d.Arriving, d.Blocker)
+				}
+				if d.Phase == priority.PhaseAdmitted && d.Pods < d.MinMember {
+					t.Errorf("%s admitted short of pods", d.Key)
+				}
+			}
+		})
+	}
+}
+
+// cmpOr is the first of its arguments that is not the zero value.
+func cmpOr[T comparable](vals ...T) T {
+	var zero T
+	for _, v := range vals {
+		if v != zero {
+			return v
+		}
+	}
+	return zero
 }

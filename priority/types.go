@@ -100,13 +100,20 @@ type Job struct {
 	UserFrom string
 	// Priority is the job's pods' spec.priority (from their PriorityClass).
 	Priority int32
-	// Urgent jobs count as having the priority ceiling.
-	Urgent bool
+	// Urgent jobs count as having the priority ceiling, are walked ahead of every job
+	// that is not urgent (after repairs, gatherings and turns) and preempt as a class (see
+	// Model.VictimBar). Urgency is granted by the admin; UrgentFrom says how ("PriorityClass
+	// ml-urgent"), for explanations.
+	Urgent     bool
+	UrgentFrom string
 	// MinMember is the gang minimum; 0 means every pod of the job.
 	MinMember int
 	// Created is when the job started waiting: its PodGroup's or first pod's creation.
 	Created time.Time
-	Pods    []Pod
+	// LastCreated is when its newest pod was created: a job short of pods whose pods were
+	// created within Model.ArrivalWindow is taken to be still arriving.
+	LastCreated time.Time
+	Pods        []Pod
 	// Topology is the job's own say on how close its pods must or should sit.
 	Topology TopologyRequest
 	// PSApart is set when the job's PS must sit on distinct nodes (hard PS anti-affinity):
@@ -260,6 +267,14 @@ type Model struct {
 	PreemptionMargin float64
 	// MinRunTime is how long a job runs before it may be a victim.
 	MinRunTime time.Duration
+	// UrgentMinRunTime is how long a job that is not urgent runs before an urgent job may
+	// evict it (MinRunTime shields it from the rest). 0: at once, as PriorityClass
+	// preemption does.
+	UrgentMinRunTime time.Duration
+	// ArrivalWindow is how long after its newest pod was created an urgent job, or the
+	// job at the head of the queue, still short of pods keeps the room its whole gang
+	// needs: no job walked after it takes that room while its pods arrive. 0 keeps none.
+	ArrivalWindow time.Duration
 	// MaxPreemptions bounds the victim jobs evicted within PreemptionWindow, all
 	// preemptors together (State.Preempted counts them).
 	MaxPreemptions   int
@@ -275,6 +290,9 @@ const (
 	// PreemptOff: no job preempts; a job waits until running jobs end.
 	PreemptOff PreemptionMode = "off"
 	// PreemptUrgent: urgent jobs, and jobs waiting past the starvation bound, preempt.
+	// An urgent job may evict any running job that is not urgent (Model.UrgentMinRunTime);
+	// other preemptors, and urgent ones against urgent victims, only jobs of P
+	// PreemptionMargin lower that ran MinRunTime.
 	PreemptUrgent PreemptionMode = "urgent"
 	// PreemptPriority: besides those, the first job in queue order that does not fit.
 	PreemptPriority PreemptionMode = "priority"
@@ -357,6 +375,12 @@ type Decision struct {
 	// User is the job's user and UserFrom where it came from (Job.User, Job.UserFrom).
 	User     string `json:"user,omitempty"`
 	UserFrom string `json:"userFrom,omitempty"`
+	// Urgent is Job.Urgent and UrgentFrom how the job was granted it.
+	Urgent     bool   `json:"urgent,omitempty"`
+	UrgentFrom string `json:"urgentFrom,omitempty"`
+	// Arriving is true for a job short of pods that keeps the room its gang needs while
+	// its pods arrive (Model.ArrivalWindow).
+	Arriving bool `json:"arriving,omitempty"`
 	// Starved is true when the job has waited past the starvation bound.
 	Starved bool `json:"starved,omitempty"`
 	// Repair is true for a job with 0 < bound < minimum, which gets the first turn.

@@ -241,8 +241,21 @@ type GangConfig struct {
 	// UserLabel ("*": every namespace, as releases before 2026-12 did). A pod elsewhere that
 	// names one is ranked as its namespace's user and gets a Warning (LabelIgnored).
 	PodUserNamespaces []string `json:"podUserNamespaces"`
-	// UrgentLabel marks an urgent job when its value is "true" (label or annotation).
+	// UrgentLabel marks an urgent job when its value is "true" (label or annotation), but
+	// only in a namespace the admin allowed: one of UrgentLabelNamespaces, or a namespace
+	// labelled UrgentNamespaceLabel=true. Elsewhere it counts for nothing and earns a
+	// Warning (LabelIgnored). model.urgentPriorityClasses make a job urgent anywhere.
 	UrgentLabel string `json:"urgentLabel"`
+	// UrgentPriorityClasses make a job urgent when one of its pods uses one of them
+	// (spec.priorityClassName), in any namespace. Who may use a PriorityClass is the
+	// admin's to limit, per namespace, with ResourceQuota scopes (docs/preemption.md).
+	UrgentPriorityClasses []string `json:"urgentPriorityClasses"`
+	// UrgentLabelNamespaces are the namespaces whose pods may mark their job urgent with
+	// UrgentLabel ("*": every namespace, as releases before 2026-12 did).
+	UrgentLabelNamespaces []string `json:"urgentLabelNamespaces"`
+	// UrgentNamespaceLabel on a namespace, "true", lets its pods mark their job urgent
+	// (set by whoever may edit namespaces).
+	UrgentNamespaceLabel string `json:"urgentNamespaceLabel"`
 	// RequiredTopologyAnnotation on a pod names a node label key (a level of
 	// affinity.topology, or kubernetes.io/hostname): its job is placed only inside one
 	// domain of it. PreferredTopologyAnnotation names the level the job is preferably kept
@@ -322,6 +335,12 @@ type ModelConfig struct {
 	MinRunTime       metav1.Duration   `json:"minRunTime"`
 	MaxPreemptions   int               `json:"maxPreemptions"`
 	PreemptionWindow metav1.Duration   `json:"preemptionWindow"`
+	// UrgentMinRunTime shields a running non-urgent job from an urgent preemptor
+	// (MinRunTime shields it from the rest).
+	UrgentMinRunTime metav1.Duration `json:"urgentMinRunTime"`
+	// ArrivalWindow: an urgent or head-of-queue job whose last pod was created within it
+	// keeps the room its whole gang needs while the rest of its pods arrive.
+	ArrivalWindow metav1.Duration `json:"arrivalWindow"`
 }
 
 // PriorityModel converts the config block to the model.
@@ -333,6 +352,7 @@ func (m ModelConfig) PriorityModel() priority.Model {
 		TurnHold: m.TurnHold.Duration, SpreadAfter: m.SpreadAfter.Duration, ReserveAfter: m.ReserveAfter.Duration,
 		Preemption: priority.PreemptionMode(m.Preemption), PreemptionMargin: m.PreemptionMargin, MinRunTime: m.MinRunTime.Duration,
 		MaxPreemptions: m.MaxPreemptions, PreemptionWindow: m.PreemptionWindow.Duration,
+		UrgentMinRunTime: m.UrgentMinRunTime.Duration, ArrivalWindow: m.ArrivalWindow.Duration,
 	}
 }
 
@@ -345,6 +365,7 @@ func modelConfigOf(m priority.Model) ModelConfig {
 		ReserveAfter: metav1.Duration{Duration: m.ReserveAfter},
 		Preemption:   PreemptionSetting(m.Preemption), PreemptionMargin: m.PreemptionMargin, MinRunTime: metav1.Duration{Duration: m.MinRunTime},
 		MaxPreemptions: m.MaxPreemptions, PreemptionWindow: metav1.Duration{Duration: m.PreemptionWindow},
+		UrgentMinRunTime: metav1.Duration{Duration: m.UrgentMinRunTime}, ArrivalWindow: metav1.Duration{Duration: m.ArrivalWindow},
 	}
 }
 
@@ -421,6 +442,7 @@ func DefaultConfig() Config {
 			MinMemberLabel:              "cps-extender.io/min-member",
 			UserLabel:                   "cps-extender.io/user",
 			UrgentLabel:                 "cps-extender.io/urgent",
+			UrgentNamespaceLabel:        "cps-extender.io/urgent-allowed",
 			RequiredTopologyAnnotation:  "cps-extender.io/topology-required",
 			PreferredTopologyAnnotation: "cps-extender.io/topology-preferred",
 			Volcano:                     true,
@@ -541,10 +563,16 @@ func (c Config) Validate() []error {
 	for _, l := range []struct{ key, v string }{
 		{"gang.jobLabel", c.Gang.JobLabel}, {"gang.roleLabel", c.Gang.RoleLabel}, {"gang.indexLabel", c.Gang.IndexLabel},
 		{"gang.minMemberLabel", c.Gang.MinMemberLabel}, {"gang.userLabel", c.Gang.UserLabel}, {"gang.urgentLabel", c.Gang.UrgentLabel},
+		{"gang.urgentNamespaceLabel", c.Gang.UrgentNamespaceLabel},
 		{"gang.requiredTopologyAnnotation", c.Gang.RequiredTopologyAnnotation}, {"gang.preferredTopologyAnnotation", c.Gang.PreferredTopologyAnnotation},
 	} {
 		if l.v == "" {
 			bad("%s: must not be empty", l.key)
+		}
+	}
+	for i, pc := range c.Gang.UrgentPriorityClasses {
+		if pc == "" {
+			bad("gang.urgentPriorityClasses[%d]: must not be empty", i)
 		}
 	}
 	if c.Gang.SizeUnknown != SizeUnknownWait && c.Gang.SizeUnknown != SizeUnknownPodsSeen {
@@ -667,4 +695,24 @@ func (a AccessConfig) validate(t TLSConfig) []error {
 		}
 	}
 	return errs
+}
+
+// UrgencyOf says whether a job's pod makes its job urgent, and where that comes from: its
+// PriorityClass is one of UrgentPriorityClasses, or it carries UrgentLabel (labelled) in a
+// namespace allowed to (one of UrgentLabelNamespaces, or namespaceAllowed: the caller read
+// the namespace's UrgentNamespaceLabel as "true"). ignored: the pod is labelled urgent
+// where that counts for nothing; from is then empty, unless its PriorityClass made it
+// urgent anyway, in which case the label does not matter and ignored is false.
+func (g GangConfig) UrgencyOf(namespace, priorityClass string, labelled, namespaceAllowed bool) (from string, ignored bool) {
+	switch {
+	case priorityClass != "" && slices.Contains(g.UrgentPriorityClasses, priorityClass):
+		return "PriorityClass " + priorityClass + " (gang.urgentPriorityClasses)", false
+	case !labelled:
+		return "", false
+	case slices.Contains(g.UrgentLabelNamespaces, namespace) || slices.Contains(g.UrgentLabelNamespaces, "*"):
+		return "label " + g.UrgentLabel + " in namespace " + namespace + " (gang.urgentLabelNamespaces)", false
+	case namespaceAllowed:
+		return "label " + g.UrgentLabel + " in namespace " + namespace + " (namespace label " + g.UrgentNamespaceLabel + "=true)", false
+	}
+	return "", true
 }

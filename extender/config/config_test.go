@@ -289,6 +289,10 @@ func TestValidateAccessAndGang(t *testing.T) {
 		{name: "gang keys", edit: func(c *Config) {
 			c.Gang.SizeUnknown, c.Gang.DiscoveryInterval = "guess", metav1.Duration{Duration: time.Millisecond}
 		}, want: []string{`gang.sizeUnknown: "guess" is not wait or podsSeen`, "gang.discoveryInterval: 1ms is below 1s"}},
+		{name: "urgency keys", edit: func(c *Config) {
+			c.Gang.UrgentPriorityClasses, c.Gang.UrgentNamespaceLabel = []string{"ml-urgent", ""}, ""
+			c.Model.UrgentMinRunTime, c.Model.ArrivalWindow = metav1.Duration{Duration: -time.Second}, metav1.Duration{Duration: -time.Second}
+		}, want: []string{"gang.urgentNamespaceLabel: must not be empty", "gang.urgentPriorityClasses[1]: must not be empty", "model.urgentMinRunTime", "model.arrivalWindow"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

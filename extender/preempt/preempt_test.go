@@ -91,6 +91,7 @@ func preemptingSnapshotWith(t *testing.T, change func(jobs []priority.Job) []pri
 	}
 	m := priority.DefaultModel()
 	m.UserTiers = map[string]string{"alice": "gold"}
+	m.UrgentMinRunTime = time.Minute // a job that has just started is no victim
 	snap := view.SnapshotOf(append(jobs, urgent), nodes, m, t0)
 	d, ok := snap.Queue.Lookup("ns/urgent")
 	if !ok || d.Phase != priority.PhasePreempting || len(d.Victims) != 1 {

@@ -50,7 +50,8 @@ func (s *Server) debugQueue(w http.ResponseWriter, r *http.Request, _ httprouter
 	}
 }
 
-// writeQueueTable renders the queue for people: a summary line, then one row per job.
+// writeQueueTable renders the queue for people: a summary line, one row per job, then a
+// line per urgent job saying where its urgency comes from.
 func writeQueueTable(w io.Writer, report queueReport) {
 	queued := 0
 	for _, d := range report.Jobs {
@@ -97,6 +98,11 @@ func writeQueueTable(w io.Writer, report queueReport) {
 			d.Terms.User, d.Terms.Job, d.Terms.Wait, d.Terms.Parallelism, gang, placement, strings.TrimSpace(blocker))
 	}
 	_ = tw.Flush()
+	for _, d := range report.Jobs {
+		if d.Urgent {
+			fmt.Fprintf(w, "urgent: %s by %s\n", d.Key, d.UrgentFrom)
+		}
+	}
 }
 
 // TopologyLevels says how the nodes carry the configured topology levels, for people:

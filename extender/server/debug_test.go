@@ -52,7 +52,7 @@ func queueJobs(t *testing.T) fixedQueue {
 	tooBig := priority.Job{Key: "ns/big", MinMember: 1, Created: created, Pods: []priority.Pod{
 		pod("big-0", priority.RoleWorker, 0, priority.PodPending, "", 90000),
 	}}
-	turn := priority.Job{Key: "ns/a", MinMember: 3, Created: created, Pods: []priority.Pod{
+	turn := priority.Job{Key: "ns/a", MinMember: 3, Created: created, Urgent: true, UrgentFrom: "PriorityClass ml-urgent (gang.urgentPriorityClasses)", Pods: []priority.Pod{
 		pod("a-w-1", priority.RoleWorker, 1, priority.PodPending, "", 1000),
 		pod("a-ps-0", priority.RolePS, 0, priority.PodPending, "", 1000),
 		pod("a-w-0", priority.RoleWorker, 0, priority.PodPending, "", 1000),
@@ -123,8 +123,11 @@ func TestDebugQueueTable(t *testing.T) {
 		t.Fatalf("status %d, content type %q", rec.Code, rec.Header().Get("Content-Type"))
 	}
 	lines := strings.Split(strings.TrimSpace(rec.Body.String()), "\n")
-	if len(lines) != 6 {
-		t.Fatalf("table has %d lines, want a summary, a header and 4 rows:\n%s", len(lines), rec.Body)
+	if len(lines) != 7 {
+		t.Fatalf("table has %d lines, want a summary, a header, 4 rows and where the urgent job's urgency comes from:\n%s", len(lines), rec.Body)
+	}
+	if want := "urgent: ns/a by PriorityClass ml-urgent (gang.urgentPriorityClasses)"; lines[6] != want {
+		t.Errorf("last line %q, want %q", lines[6], want)
 	}
 	if !strings.HasSuffix(lines[0], ": 2 queued, 1 unschedulable, 1 running") {
 		t.Errorf("summary %q", lines[0])

@@ -22,6 +22,8 @@ import (
 // must not block.
 type WaitingNotifier interface {
 	NotifyWaiting(pod *corev1.Pod, adm view.Admission)
+	// Warn gives pod a Warning Event, once per warning key in a while.
+	Warn(pod *corev1.Pod, warning view.Warning)
 }
 
 // PodUngater lifts gang.TurnGate from a pod.

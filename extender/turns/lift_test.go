@@ -118,10 +118,35 @@ func TestTurnsLiftFailures(t *testing.T) {
 	}
 }
 
-// fakeWaiting records the pods told why they wait.
+// fakeWaiting records the pods told why they wait, and the Warnings sent.
 type fakeWaiting struct {
-	told []string
-	adm  []view.Admission
+	told   []string
+	adm    []view.Admission
+	warned []string
+}
+
+func (f *fakeWaiting) Warn(pod *corev1.Pod, w view.Warning) {
+	f.warned = append(f.warned, pod.Namespace+"/"+pod.Name+" "+w.Reason+": "+w.Message)
+}
+
+// TestTurnsSendWarnings: the snapshot's Warnings (labels the extender ignores, which the
+// filter never tells a pod that fits on no node) go out as Events from the leader only.
+func TestTurnsSendWarnings(t *testing.T) {
+	waiting, _ := turnsSnapshots(t)
+	warned := waiting.WithWarnings([]view.PodWarning{{Pod: gang.PodRef{Namespace: "ns", Name: "a-w-0", UID: "uid-a-w-0"},
+		Warning: view.Warning{Reason: view.ReasonLabelIgnored, Key: "ns/a\x00urgent", Message: "ignored"}}})
+	for _, leading := range []bool{true, false} {
+		w := &fakeWaiting{}
+		tu := New(Options{Log: zap.NewNop(), Nudger: &fakeNudger{}, Waiting: w, Leading: func() bool { return leading }})
+		tu.Published(warned)
+		want := []string{"ns/a-w-0 LabelIgnored: ignored"}
+		if !leading {
+			want = nil
+		}
+		if diff := cmp.Diff(want, w.warned); diff != "" {
+			t.Errorf("leading %v: warned (-want +got):\n%s", leading, diff)
+		}
+	}
 }
 
 func (f *fakeWaiting) NotifyWaiting(pod *corev1.Pod, adm view.Admission) {

@@ -274,6 +274,19 @@ func (t *Turns) Published(snap *view.Snapshot) {
 	t.adoptTurnedAway(prev, snap)
 	t.release(snap)
 	t.queueLifts(snap)
+	t.warn(snap)
+}
+
+// warn sends the snapshot's Warnings (labels the extender ignores) as Events: a pod no node
+// has room for never reaches the filter, which tells the others. The notifier limits each
+// warning key to one Event a while. t.mu is held.
+func (t *Turns) warn(snap *view.Snapshot) {
+	if t.waiting == nil {
+		return
+	}
+	for _, w := range snap.Warnings() {
+		t.waiting.Warn(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: w.Pod.Namespace, Name: w.Pod.Name, UID: w.Pod.UID}}, w.Warning)
+	}
 }
 
 // adoptTurnedAway takes as parked the pods kube-scheduler turned away (the view's record

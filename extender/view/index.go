@@ -46,9 +46,11 @@ type podRecord struct {
 	// when not known. A job runs since its latest pod's.
 	scheduledAt time.Time
 	priority    *int32
-	created     time.Time
-	inJob       bool
-	m           membership // the pod-only part (podMembership); valid when inJob
+	// priorityClass is spec.priorityClassName (gang.urgentPriorityClasses).
+	priorityClass string
+	created       time.Time
+	inJob         bool
+	m             membership // the pod-only part (podMembership); valid when inJob
 	// constraints limit the nodes the pod may use; nil when it has none.
 	constraints *podConstraints
 	// counted: in a job, not terminated, not being deleted, not in an exempt namespace;
@@ -120,7 +122,7 @@ func newPodRecord(pod *corev1.Pod, gangCfg config.GangConfig) *podRecord {
 	r := &podRecord{
 		uid: pod.UID, namespace: pod.Namespace, nsName: pod.Namespace + "/" + pod.Name, node: pod.Spec.NodeName,
 		terminated: gang.PodTerminated(pod), deleting: pod.DeletionTimestamp != nil,
-		priority: pod.Spec.Priority, created: pod.CreationTimestamp.Time, turnedAway: scheduledFalse(pod), scheduledAt: gang.ScheduledAt(pod),
+		priority: pod.Spec.Priority, priorityClass: pod.Spec.PriorityClassName, created: pod.CreationTimestamp.Time, turnedAway: scheduledFalse(pod), scheduledAt: gang.ScheduledAt(pod),
 	}
 	r.turnGated, r.gated = gang.SchedulingGates(pod)
 	if pod.DeletionTimestamp != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
@@ -55,6 +56,75 @@ func TestUserOf(t *testing.T) {
 			}
 			m, _ := podMembership(cfg.Gang, pod)
 			warnings := c.ignoredLabels(vc, pod, m)
+			switch {
+			case tt.warningHas == "" && len(warnings) > 0:
+				t.Errorf("warnings %v, want none", warnings)
+			case tt.warningHas != "" && (len(warnings) != 1 || warnings[0].Message != tt.warningHas || warnings[0].Reason != ReasonLabelIgnored):
+				t.Errorf("warnings %+v, want one LabelIgnored: %q", warnings, tt.warningHas)
+			}
+		})
+	}
+}
+
+// TestUrgency: a job is urgent when a pod of it uses a PriorityClass of
+// gang.urgentPriorityClasses, or carries the urgent label in a namespace allowed to (listed in
+// gang.urgentLabelNamespaces, or labelled cps-extender.io/urgent-allowed=true); the label
+// elsewhere counts for nothing and earns a Warning. The job says where its urgency came from.
+func TestUrgency(t *testing.T) {
+	tests := []struct {
+		name       string
+		labelNS    []string // gang.urgentLabelNamespaces
+		namespace  string
+		class      string
+		labelled   bool
+		from       string // "" for not urgent
+		warningHas string // "" for no warning
+	}{
+		{name: "a listed PriorityClass, anywhere", namespace: "team-a", class: "ml-urgent", from: "PriorityClass ml-urgent (gang.urgentPriorityClasses)"},
+		{name: "a PriorityClass not listed", namespace: "team-a", class: "high"},
+		{name: "the label where its namespace may not: ignored, with a warning", namespace: "team-a", labelled: true,
+			warningHas: "cps-extender.io/urgent=true is ignored: namespace team-a may not mark its jobs urgent (gang.urgentLabelNamespaces, or the namespace label cps-extender.io/urgent-allowed=true); job team-a/j is not urgent unless it uses one of the PriorityClasses in gang.urgentPriorityClasses"},
+		{name: "the label and a listed PriorityClass: urgent by the class, no warning", namespace: "team-a", class: "ml-urgent", labelled: true,
+			from: "PriorityClass ml-urgent (gang.urgentPriorityClasses)"},
+		{name: "the label in a listed namespace", labelNS: []string{"oncall"}, namespace: "oncall", labelled: true,
+			from: "label cps-extender.io/urgent in namespace oncall (gang.urgentLabelNamespaces)"},
+		{name: "the label anywhere with *", labelNS: []string{"*"}, namespace: "team-a", labelled: true,
+			from: "label cps-extender.io/urgent in namespace team-a (gang.urgentLabelNamespaces)"},
+		{name: "the label in a namespace labelled to allow it", namespace: "allowed", labelled: true,
+			from: "label cps-extender.io/urgent in namespace allowed (namespace label cps-extender.io/urgent-allowed=true)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := config.DefaultConfig()
+			cfg.Gang.UrgentPriorityClasses = []string{"ml-urgent"}
+			cfg.Gang.UrgentLabelNamespaces = tt.labelNS
+			c := NewCluster(ClusterOptions{Log: zap.NewNop(), Client: fake.NewClientset(), Config: cfg,
+				Holds: &fixedHolds{held: map[types.UID]string{}, coolDowns: map[string]time.Time{}}})
+			nsStore := c.factory.Core().V1().Namespaces().Informer().GetStore()
+			if err := nsStore.Add(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "allowed", Labels: map[string]string{"cps-extender.io/urgent-allowed": "true"}}}); err != nil {
+				t.Fatal(err)
+			}
+			pod := capacityPod(tt.namespace, "j-0", "j", "", 1000)
+			pod.Spec.PriorityClassName = tt.class
+			if tt.labelled {
+				pod.Labels["cps-extender.io/urgent"] = "true"
+			}
+			fillStores(t, c, nil, []*corev1.Pod{pod})
+			c.recompute(time.Unix(1_700_000_000, 0))
+			job, d, ok := c.Snapshot().Job(tt.namespace + "/j")
+			if !ok {
+				t.Fatal("no job")
+			}
+			if job.Urgent != (tt.from != "") || job.UrgentFrom != tt.from || d.UrgentFrom != tt.from {
+				t.Errorf("urgent %v from %q (decision %q), want from %q", job.Urgent, job.UrgentFrom, d.UrgentFrom, tt.from)
+			}
+			// The snapshot carries the warning too, for the leader to send: a pod no node
+			// has room for never reaches the filter.
+			if ws := c.Snapshot().Warnings(); (tt.warningHas == "") != (len(ws) == 0) || len(ws) > 0 && (ws[0].Message != tt.warningHas || ws[0].Pod.Name != "j-0") {
+				t.Errorf("snapshot warnings %+v, want %q", ws, tt.warningHas)
+			}
+			m, _ := podMembership(cfg.Gang, pod)
+			warnings := c.ignoredLabels(&viewConfig{gang: cfg.Gang}, pod, m)
 			switch {
 			case tt.warningHas == "" && len(warnings) > 0:
 				t.Errorf("warnings %v, want none", warnings)

@@ -72,6 +72,9 @@ type Snapshot struct {
 	// turnedAway reads the live index: the pending pods of a job that kube-scheduler turned
 	// away (PodScheduled False), whichever replica's filter did it.
 	turnedAway func(job string) []gang.PodRef
+	// warnings are the labels of job pods that the extender ignores where the pods are,
+	// one per job and label (see Warnings).
+	warnings []PodWarning
 	// membership is the index's membership count this snapshot was computed at.
 	membership uint64
 	// changes is the index's change count this snapshot was computed at.
@@ -163,6 +166,14 @@ func (s *Snapshot) WithTurnGated(pods map[string][]gang.PodRef) *Snapshot {
 			c.turnGatedJob[r.UID] = job
 		}
 	}
+	return &c
+}
+
+// WithWarnings returns a copy of s with the given Warnings, for callers that build
+// snapshots outside the informers (tests, tools).
+func (s *Snapshot) WithWarnings(warnings []PodWarning) *Snapshot {
+	c := *s
+	c.warnings = warnings
 	return &c
 }
 
@@ -275,6 +286,14 @@ func (c *Cluster) recompute(now time.Time) {
 			job.PSApart = hardPS || snap.hardPS[job.Key]
 			if job.User == "" {
 				job.User, job.UserFrom = c.userOf(pod.namespace, m.user, cfg.gang)
+			}
+			if !job.Urgent {
+				if from, _ := c.urgencyOf(pod.namespace, pod.priorityClass, m.urgent, cfg.gang); from != "" {
+					job.Urgent, job.UrgentFrom = true, from
+				}
+			}
+			if m.user != "" || m.urgent {
+				snap.addWarnings(pod, c.labelWarnings(cfg, pod.namespace, pod.priorityClass, m))
 			}
 			if fillPodMaps {
 				snap.podJob[pod.uid] = job.Key
@@ -414,7 +433,9 @@ func addMember(job *priority.Job, pod *podRecord, m membership, held map[types.U
 	if pod.priority != nil && (len(job.Pods) == 1 || *pod.priority > job.Priority) {
 		job.Priority = *pod.priority
 	}
-	job.Urgent = job.Urgent || m.urgent
+	if pod.created.After(job.LastCreated) {
+		job.LastCreated = pod.created
+	}
 	// A pod that gives the size (a min-member label) makes it known for the job.
 	switch {
 	case job.MinMember > 0:
@@ -496,16 +517,67 @@ func podMayNameUser(g config.GangConfig, namespace string) bool {
 	return slices.Contains(g.PodUserNamespaces, namespace) || slices.Contains(g.PodUserNamespaces, "*")
 }
 
-// ignoredLabels are the Warnings for the labels of a job's pod that the extender does not
-// honour where the pod is: a user named by a pod whose namespace may not.
-func (c *Cluster) ignoredLabels(cfg *viewConfig, pod *corev1.Pod, m membership) []Warning {
-	if m.user == "" || podMayNameUser(cfg.gang, pod.Namespace) {
+// urgencyOf is config.GangConfig.UrgencyOf with the namespace's gang.urgentNamespaceLabel
+// read from the namespace informer.
+func (c *Cluster) urgencyOf(namespace, priorityClass string, labelled bool, g config.GangConfig) (from string, ignored bool) {
+	allowed := false
+	if labelled && c.namespaces != nil {
+		if ns, err := c.namespaces.Get(namespace); err == nil {
+			allowed = gang.IsTrue(ns.Labels[g.UrgentNamespaceLabel])
+		}
+	}
+	return g.UrgencyOf(namespace, priorityClass, labelled, allowed)
+}
+
+// PodWarning is a Warning about one pod.
+type PodWarning struct {
+	Pod gang.PodRef
+	Warning
+}
+
+// Warnings are the labels of job pods that the extender ignores where the pods are (see
+// Admission.Warnings), the first pod of each job and label: the leader sends them as
+// Events, since a pod that no node has room for never reaches the filter.
+func (s *Snapshot) Warnings() []PodWarning {
+	if s == nil {
 		return nil
 	}
-	user, from := c.userOf(pod.Namespace, "", cfg.gang)
-	return []Warning{{Reason: ReasonLabelIgnored, Key: m.jobKey + "\x00user",
-		Message: fmt.Sprintf("label %s=%s is ignored: namespace %s may not name its pods' user (gang.podUserNamespaces); job %s is ranked as user %s (from the %s)",
-			cfg.gang.UserLabel, m.user, pod.Namespace, m.jobKey, user, from)}}
+	return s.warnings
+}
+
+// addWarnings adds pod's warnings whose key no earlier pod had.
+func (s *Snapshot) addWarnings(pod *podRecord, warnings []Warning) {
+	for _, w := range warnings {
+		if slices.ContainsFunc(s.warnings, func(pw PodWarning) bool { return pw.Key == w.Key }) {
+			continue
+		}
+		ns, name, _ := strings.Cut(pod.nsName, "/")
+		s.warnings = append(s.warnings, PodWarning{Pod: gang.PodRef{Namespace: ns, Name: name, UID: pod.uid}, Warning: w})
+	}
+}
+
+// ignoredLabels is labelWarnings for a pod the filter decides.
+func (c *Cluster) ignoredLabels(cfg *viewConfig, pod *corev1.Pod, m membership) []Warning {
+	return c.labelWarnings(cfg, pod.Namespace, pod.Spec.PriorityClassName, m)
+}
+
+// labelWarnings are the Warnings for the labels of a job's pod that the extender does not
+// honour where the pod is: a user named by a pod whose namespace may not, and urgency
+// claimed by a pod whose namespace may not.
+func (c *Cluster) labelWarnings(cfg *viewConfig, namespace, priorityClass string, m membership) []Warning {
+	var out []Warning
+	if m.user != "" && !podMayNameUser(cfg.gang, namespace) {
+		user, from := c.userOf(namespace, "", cfg.gang)
+		out = append(out, Warning{Reason: ReasonLabelIgnored, Key: m.jobKey + "\x00user",
+			Message: fmt.Sprintf("label %s=%s is ignored: namespace %s may not name its pods' user (gang.podUserNamespaces); job %s is ranked as user %s (from the %s)",
+				cfg.gang.UserLabel, m.user, namespace, m.jobKey, user, from)})
+	}
+	if _, ignored := c.urgencyOf(namespace, priorityClass, m.urgent, cfg.gang); ignored {
+		out = append(out, Warning{Reason: ReasonLabelIgnored, Key: m.jobKey + "\x00urgent",
+			Message: fmt.Sprintf("%s=true is ignored: namespace %s may not mark its jobs urgent (gang.urgentLabelNamespaces, or the namespace label %s=true); job %s is not urgent unless it uses one of the PriorityClasses in gang.urgentPriorityClasses",
+				cfg.gang.UrgentLabel, namespace, cfg.gang.UrgentNamespaceLabel, m.jobKey)})
+	}
+	return out
 }
 
 // smallerNonEmpty is the smaller of a and b, an empty one counting as absent.

@@ -163,7 +163,9 @@ func sortedTasks(tasks map[string]*TaskInfo) []*TaskInfo {
 // volcanoJobHeader fills a job's identity and the inputs of its combined priority:
 //   - user: the PodGroup's gang.UserLabel label, else the first pod's (by UID), else the namespace;
 //   - job priority: JobInfo.Priority (the PodGroup's PriorityClass value);
-//   - urgent: gang.UrgentLabel "true" as a label or annotation of the PodGroup or of a pod;
+//   - urgent: the PodGroup's or a pod's PriorityClass in gang.urgentPriorityClasses, or
+//     gang.UrgentLabel "true" on the PodGroup or a pod (label or annotation) in a namespace of
+//     gang.urgentLabelNamespaces (the Volcano verbs read no namespace labels);
 //   - waiting since: JobInfo.CreationTimestamp, else the PodGroup's creation;
 //   - gang size: the largest of MinAvailable, the number of tasks, the sum of TaskMinAvailable
 //     and 1 (a Volcano Job's pods do not exist yet when it asks to be enqueued).
@@ -180,13 +182,17 @@ func volcanoJobHeader(g config.GangConfig, j *JobInfo, tasks []*TaskInfo) priori
 		}
 	}
 	job.User = pgLabels[g.UserLabel]
-	job.Urgent = gang.IsTrue(pgLabels[g.UrgentLabel]) || gang.IsTrue(pgAnnotations[g.UrgentLabel])
+	pgClass := ""
+	if j.PodGroup != nil {
+		pgClass = j.PodGroup.Spec.PriorityClassName
+	}
+	volcanoUrgency(g, &job, j.Namespace, pgClass, pgLabels, pgAnnotations)
 	for _, t := range tasks {
 		labels, annotations := podMeta(t)
 		if job.User == "" {
 			job.User = labels[g.UserLabel]
 		}
-		job.Urgent = job.Urgent || gang.IsTrue(labels[g.UrgentLabel]) || gang.IsTrue(annotations[g.UrgentLabel])
+		volcanoUrgency(g, &job, j.Namespace, podClass(t), labels, annotations)
 	}
 	if job.User == "" {
 		job.User = j.Namespace
@@ -213,9 +219,9 @@ func volcanoTaskJob(g config.GangConfig, t *TaskInfo) priority.Job {
 		Key:       volcanoTaskJobKey(t, ns),
 		User:      gang.FirstNonEmpty(labels[g.UserLabel], ns),
 		Priority:  t.Priority,
-		Urgent:    gang.IsTrue(labels[g.UrgentLabel]) || gang.IsTrue(annotations[g.UrgentLabel]),
 		MinMember: 1,
 	}
+	volcanoUrgency(g, &job, ns, podClass(t), labels, annotations)
 	if t.Pod != nil {
 		job.Created = t.Pod.CreationTimestamp.Time
 		if job.Priority == 0 && t.Pod.Spec.Priority != nil {
@@ -495,4 +501,24 @@ func volcanoJobReady(j *JobInfo) (bool, int) {
 		}
 	}
 	return placed >= int(j.MinAvailable), placed
+}
+
+// volcanoUrgency makes job urgent, saying why, when an object of it (its PodGroup or a pod)
+// is: its PriorityClass is listed, or its urgent label counts in namespace.
+func volcanoUrgency(g config.GangConfig, job *priority.Job, namespace, class string, labels, annotations map[string]string) {
+	if job.Urgent {
+		return
+	}
+	labelled := gang.IsTrue(labels[g.UrgentLabel]) || gang.IsTrue(annotations[g.UrgentLabel])
+	if from, _ := g.UrgencyOf(namespace, class, labelled, false); from != "" {
+		job.Urgent, job.UrgentFrom = true, from
+	}
+}
+
+// podClass is the PriorityClass of a task's pod ("" without a pod).
+func podClass(t *TaskInfo) string {
+	if t.Pod == nil {
+		return ""
+	}
+	return t.Pod.Spec.PriorityClassName
 }

@@ -79,6 +79,8 @@ type PodGroupSpec struct {
 	MinTaskMember map[string]int32    `json:"minTaskMember"`
 	Queue         string              `json:"queue"`
 	MinResources  corev1.ResourceList `json:"minResources"`
+	// PriorityClassName makes the job urgent when gang.urgentPriorityClasses lists it.
+	PriorityClassName string `json:"priorityClassName"`
 }
 
 // PodGroupStatus is a PodGroup's status: Pending, Inqueue, Running, ...

@@ -580,7 +580,7 @@ func (v *Verbs) decideEvict(req *volcanoEvictRequest) volcanoAnswer {
 			why = "its namespace is exempt"
 		case job.Key == evictor.Key:
 		default:
-			why = model.VictimBar(job, p, now)
+			why = model.VictimBar(job, p, evictor.Urgent, now)
 		}
 		if why != "" {
 			kept = append(kept, fmt.Sprintf("%s of job %s (P=%.2f): %s", volcanoTaskKey(e.task), job.Key, model.RunningP(job, now), why))

@@ -546,7 +546,7 @@ func (b taskB) job(uid string) taskB {
 	b.t.Job, b.t.Namespace, b.t.Pod.Namespace = uid, ns, ns
 	return b
 }
-func (b taskB) urgent() taskB { b.t.Pod.Labels["cps-extender.io/urgent"] = "true"; return b }
+func (b taskB) urgent() taskB { b.t.Pod.Spec.PriorityClassName = "ml-urgent"; return b }
 
 // ran places the task on n1, bound d before volcanoNow.
 func (b taskB) ran(d time.Duration) taskB {
@@ -661,7 +661,7 @@ func TestVolcanoEnqueueScenario(t *testing.T) {
 		{"8 cpu idle, the highest already Inqueue reserves its 4", []float64{8000},
 			func(high, _, _ *JobInfo) { high.PodGroup.Status.Phase = PodGroupInqueue }, 1, 1, -1},
 		{"an urgent low job passes the middle one", []float64{4000, 4000},
-			func(_, _, low *JobInfo) { low.PodGroup.Metadata.Labels["cps-extender.io/urgent"] = "true" }, 1, -1, 1},
+			func(_, _, low *JobInfo) { low.PodGroup.Spec.PriorityClassName = "ml-urgent" }, 1, -1, 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -952,11 +952,35 @@ func TestVolcanoEvict(t *testing.T) {
 		edit  func(*config.Config)
 		build func(t *testing.T) (string, EvictResult)
 	}{
-		{name: "an urgent evictor: the lower jobs that ran the minimum run time go", build: func(t *testing.T) (string, EvictResult) {
+		{name: "an urgent evictor: every job that is not urgent may go, also one that has just started", build: func(t *testing.T) (string, EvictResult) {
 			young := carol("d-1", "lab/d").ran(5 * time.Minute).obj()
 			return mustJSON(t, map[string]any{"evictor": urgentAlice, "evictees": []any{ranHour, young}}),
-				EvictResult{Status: Permit, Victims: raw(t, ranHour)}
+				EvictResult{Status: Permit, Victims: raw(t, ranHour, young)}
 		}},
+		{name: "an urgent evictor: urgentMinRunTime shields the young job", edit: func(c *config.Config) { c.Model.UrgentMinRunTime.Duration = 10 * time.Minute },
+			build: func(t *testing.T) (string, EvictResult) {
+				young := carol("d-1", "lab/d").ran(5 * time.Minute).obj()
+				return mustJSON(t, map[string]any{"evictor": urgentAlice, "evictees": []any{ranHour, young}}),
+					EvictResult{Status: Permit, Victims: raw(t, ranHour)}
+			}},
+		{name: "an urgent evictor never evicts an urgent job of about its P (gold too)", build: func(t *testing.T) (string, EvictResult) {
+			urgentGold := newTask("u-1", "worker").job("lab/u").user("alice").urgent().ran(time.Hour).obj()
+			return mustJSON(t, map[string]any{"evictor": urgentAlice, "evictees": []any{urgentGold}}),
+				EvictResult{Status: Reject, Victims: none}
+		}},
+		{name: "the urgent label in a namespace not allowed: not urgent, preempts nobody", build: func(t *testing.T) (string, EvictResult) {
+			labelled := alice("a-1").obj()
+			labelled.Pod.Labels["cps-extender.io/urgent"] = "true"
+			return mustJSON(t, map[string]any{"evictor": labelled, "evictees": []any{ranHour}}),
+				EvictResult{Status: Reject, Victims: none}
+		}},
+		{name: "the urgent label in a namespace of gang.urgentLabelNamespaces: urgent", edit: func(c *config.Config) { c.Gang.UrgentLabelNamespaces = []string{"ml"} },
+			build: func(t *testing.T) (string, EvictResult) {
+				labelled := alice("a-1").obj()
+				labelled.Pod.Labels["cps-extender.io/urgent"] = "true"
+				return mustJSON(t, map[string]any{"evictor": labelled, "evictees": []any{ranHour}}),
+					EvictResult{Status: Permit, Victims: raw(t, ranHour)}
+			}},
 		{name: "under urgent, a job that is not urgent preempts nobody", build: func(t *testing.T) (string, EvictResult) {
 			return mustJSON(t, map[string]any{"evictor": alice("a-1").obj(), "evictees": []any{ranHour}}),
 				EvictResult{Status: Reject, Victims: none}
@@ -1041,7 +1065,7 @@ func TestVolcanoEvict(t *testing.T) {
 			t.Fatalf("without a session: status %d, want permit", got.Status)
 		}
 		vj := newJob("lab", "v").user("carol").min(1).phase("Running").tasks(victim).obj()
-		vj.PodGroup.Metadata.Labels["cps-extender.io/urgent"] = "true"
+		vj.PodGroup.Spec.PriorityClassName = "ml-urgent"
 		vs.openSession(t, sessionBody(t, []*JobInfo{vj}, nil))
 		if got := decodeAs(t, EvictResult{}, vs.mustPost(t, VerbPreemptable, body)).(EvictResult); got.Status != Reject {
 			t.Errorf("with the session: status %d, want reject", got.Status)

@@ -130,13 +130,15 @@ func freeAddr() (string, error) {
 // kubeconfig, console logging at info, the demo users' tiers, the rack topology, and the
 // turn-gate webhook on hookAddr with the certificate the extender keeps (as deployed, and
 // also for 127.0.0.1). As by default, no namespace's pods may name their user
-// (gang.podUserNamespaces): the users are the namespaces' labels.
-func extenderConfig(listen, hookAddr, kubeconfig string, userTiers map[string]string) ([]byte, error) {
+// (gang.podUserNamespaces): the users are the namespaces' labels. The jobs of
+// urgentClasses are urgent (gang.urgentPriorityClasses).
+func extenderConfig(listen, hookAddr, kubeconfig string, userTiers map[string]string, urgentClasses []string) ([]byte, error) {
 	cfg := map[string]any{
 		"listen":     listen,
 		"kubeconfig": kubeconfig,
 		"log":        map[string]any{"format": "console", "level": "info"},
 		"model":      map[string]any{"userTiers": userTiers},
+		"gang":       map[string]any{"urgentPriorityClasses": urgentClasses},
 		"affinity":   map[string]any{"topology": []string{rackLabel}},
 		"webhook":    map[string]any{"listen": hookAddr, "hosts": []string{"127.0.0.1"}},
 		// One extender: it leads without an election.
@@ -147,8 +149,8 @@ func extenderConfig(listen, hookAddr, kubeconfig string, userTiers map[string]st
 
 // startExtender writes the extender's config into the control plane's folder, starts the
 // binary as a child of the control plane and waits until its /readyz answers 200.
-func startExtender(t *runner, cp *framework.ControlPlane, bin, addr, hookAddr string, userTiers map[string]string) (*framework.Process, error) {
-	cfg, err := extenderConfig(addr, hookAddr, cp.Kubeconfig, userTiers)
+func startExtender(t *runner, cp *framework.ControlPlane, bin, addr, hookAddr string, userTiers map[string]string, urgentClasses []string) (*framework.Process, error) {
+	cfg, err := extenderConfig(addr, hookAddr, cp.Kubeconfig, userTiers, urgentClasses)
 	if err != nil {
 		return nil, err
 	}

@@ -242,7 +242,7 @@ func (d *demo) startExtender(cp *framework.ControlPlane, build <-chan buildResul
 	if err := framework.RegisterTurnGateWebhook(cp.Client, filepath.Join(d.root, framework.TurnGateWebhookManifest), hookAddr); err != nil {
 		return nil, "", err
 	}
-	p, err := startExtender(d.t, cp, b.bin, addr, hookAddr, work.Users)
+	p, err := startExtender(d.t, cp, b.bin, addr, hookAddr, work.Users, work.UrgentPriorityClasses)
 	if err != nil {
 		return nil, "", err
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -38,7 +39,7 @@ func printWorkload(w io.Writer, work workload) {
 			class = fmt.Sprintf("%s (%d)", j.PriorityClass, work.PriorityClasses[j.PriorityClass])
 		}
 		urgent := "-"
-		if j.Urgent {
+		if slices.Contains(work.UrgentPriorityClasses, j.PriorityClass) {
 			urgent = "yes"
 		}
 		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\n", j.Name, j.User, work.Users[j.User], class, urgent,

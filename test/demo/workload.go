@@ -22,7 +22,6 @@ const (
 	labelRole      = "cps-extender.io/role"
 	labelIndex     = "cps-extender.io/index"
 	labelMinMember = "cps-extender.io/min-member"
-	labelUrgent    = "cps-extender.io/urgent"
 	// labelUser names a namespace's user (the extender's gang.userLabel); the demo puts it on
 	// each user's namespace, never on a pod.
 	labelUser = "cps-extender.io/user"
@@ -44,6 +43,9 @@ type workload struct {
 	Users map[string]string `json:"users"`
 	// PriorityClasses are created before the pods: name -> value.
 	PriorityClasses map[string]int32 `json:"priorityClasses"`
+	// UrgentPriorityClasses make the jobs that use them urgent: the extender's
+	// gang.urgentPriorityClasses, as an admin grants urgency.
+	UrgentPriorityClasses []string `json:"urgentPriorityClasses"`
 	// Jobs are submitted together.
 	Jobs []jobSpec `json:"jobs"`
 }
@@ -56,7 +58,6 @@ type jobSpec struct {
 	// Namespace is the user's namespace, set by loadWorkload (workload.place).
 	Namespace     string `json:"-"`
 	PriorityClass string `json:"priorityClass"`
-	Urgent        bool   `json:"urgent,omitempty"`
 	PS            int    `json:"ps"`
 	Workers       int    `json:"workers"`
 	CPU           string `json:"cpu"`
@@ -119,6 +120,11 @@ func (w workload) validate() error {
 		bad("no jobs")
 	}
 	seen := map[string]bool{}
+	for _, name := range w.UrgentPriorityClasses {
+		if _, ok := w.PriorityClasses[name]; !ok {
+			bad("urgentPriorityClasses: %q is not in priorityClasses", name)
+		}
+	}
 	for i, j := range w.Jobs {
 		where := fmt.Sprintf("jobs[%d] (%s)", i, j.Name)
 		if msgs := validation.IsDNS1123Label(j.Name); len(msgs) > 0 {
@@ -217,9 +223,6 @@ func (j jobSpec) pod(role string, index int) *corev1.Pod {
 		labelRole:      role,
 		labelIndex:     strconv.Itoa(index),
 		labelMinMember: strconv.Itoa(j.Size()),
-	}
-	if j.Urgent {
-		labels[labelUrgent] = "true"
 	}
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: j.podName(role, index), Namespace: j.Namespace, Labels: labels},

@@ -24,6 +24,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/cache"
+	watchtools "k8s.io/client-go/tools/watch"
 
 	"github.com/cps-extender/cps-extender/priority"
 	"github.com/cps-extender/cps-extender/test/e2e/framework"
@@ -115,9 +117,11 @@ func (e *env) startExtenderWith(cfg string) {
 // extenderConfig is the test's base extender config followed by extraConfig. The tests'
 // pods name their users with the cps-extender.io/user label in namespace default, where the
 // base config lets them (gang.podUserNamespaces), as an admin would for a trusted pipeline;
-// TestTrustBoundary checks the label elsewhere.
+// TestTrustBoundary checks the label elsewhere. So may they mark their jobs urgent
+// (gang.urgentLabelNamespaces); PriorityClass cps-urgent makes a job urgent anywhere
+// (TestUrgentByClassEvictsWholeGangs).
 func (e *env) extenderConfig(extraConfig string) string {
-	const podUsers = "  podUserNamespaces: [default]\n"
+	const podUsers = "  podUserNamespaces: [default]\n  urgentLabelNamespaces: [default]\n  urgentPriorityClasses: [cps-urgent]\n"
 	switch {
 	case strings.HasPrefix(extraConfig, "gang:\n"):
 		extraConfig = "gang:\n" + podUsers + strings.TrimPrefix(extraConfig, "gang:\n")
@@ -435,12 +439,31 @@ type bindRecorder struct {
 
 func (e *env) recordBindings(namespace string) *bindRecorder {
 	e.t.Helper()
-	w, err := e.cp.Client.CoreV1().Pods(namespace).Watch(context.Background(), metav1.ListOptions{FieldSelector: fields.Everything().String()})
+	// A list, then a watch from its resourceVersion that resumes where it broke off: the
+	// API server closes a watch that falls behind (seen in CI with 720 pods on 2 cores),
+	// and a plain watch would lose the Bindings after that.
+	pods := e.cp.Client.CoreV1().Pods(namespace)
+	list, err := pods.List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	w, err := watchtools.NewRetryWatcherWithContext(context.Background(), list.ResourceVersion, &cache.ListWatch{
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			return pods.Watch(ctx, o)
+		},
+	})
 	if err != nil {
 		e.t.Fatal(err)
 	}
 	r := &bindRecorder{at: map[string]time.Time{}, stop: w.Stop}
 	seen := map[string]bool{}
+	for i := range list.Items {
+		if p := &list.Items[i]; p.Spec.NodeName != "" {
+			seen[p.Name] = true
+			r.order = append(r.order, p.Name)
+			r.at[p.Name] = time.Now()
+		}
+	}
 	go func() {
 		for ev := range w.ResultChan() {
 			if ev.Type != watch.Added && ev.Type != watch.Modified {
@@ -524,21 +547,24 @@ func (e *env) use(t *testing.T) func() {
 
 // queueJob is one job of the extender's /debug/queue.
 type queueJob struct {
-	Job       string             `json:"job"`
-	Phase     string             `json:"phase"`
-	Position  int                `json:"position"`
-	P         float64            `json:"p"`
-	Terms     map[string]float64 `json:"terms"`
-	Starved   bool               `json:"starved"`
-	Reason    string             `json:"reason"`
-	Wait      string             `json:"wait"`
-	Blocker   string             `json:"blocker"`
-	Pods      int                `json:"pods"`
-	Bound     int                `json:"bound"`
-	Held      int                `json:"held"`
-	MinMember int                `json:"minMember"`
-	Placement priority.Placement `json:"placement"`
-	Finished  string             `json:"finished"`
+	Job      string             `json:"job"`
+	Phase    string             `json:"phase"`
+	Position int                `json:"position"`
+	P        float64            `json:"p"`
+	Terms    map[string]float64 `json:"terms"`
+	Starved  bool               `json:"starved"`
+	Urgent   bool               `json:"urgent"`
+	// UrgentFrom says how the job was granted urgency.
+	UrgentFrom string             `json:"urgentFrom"`
+	Reason     string             `json:"reason"`
+	Wait       string             `json:"wait"`
+	Blocker    string             `json:"blocker"`
+	Pods       int                `json:"pods"`
+	Bound      int                `json:"bound"`
+	Held       int                `json:"held"`
+	MinMember  int                `json:"minMember"`
+	Placement  priority.Placement `json:"placement"`
+	Finished   string             `json:"finished"`
 	// SizeUnknown: the job waits for its gang size to be known.
 	SizeUnknown bool `json:"sizeUnknown"`
 }

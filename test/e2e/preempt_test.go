@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -92,6 +93,28 @@ func (w *partialWatch) Stop() map[string]string {
 	return w.partial
 }
 
+// evictedWhole waits until every job has all its pods bound or none, and returns those with
+// none. The evicted pods are deleted within seconds (kwok ends them at once); until then
+// they still show on their nodes.
+func (e *env) evictedWhole(jobs []jobSpec) []string {
+	e.t.Helper()
+	var evicted []string
+	framework.WaitFor(e.t, 30*time.Second, "the victims gone", func() (bool, error) {
+		evicted = evicted[:0]
+		for _, j := range jobs {
+			switch n, all := e.countBound(j), len(j.pods()); n {
+			case 0:
+				evicted = append(evicted, j.name)
+			case all:
+			default:
+				return false, fmt.Errorf("%s has %d of %d pods", j.name, n, all)
+			}
+		}
+		return true, nil
+	})
+	return evicted
+}
+
 // fullOfBronze starts a control plane of 8 nodes of 8 cpu, the extender under the
 // preemption mode (a minimum run time of 1 s) and kube-scheduler, and fills the cluster
 // with four bronze gangs that have run past their minimum run time.
@@ -123,22 +146,7 @@ func TestPreemptionWholeGangs(t *testing.T) {
 	e.boundWithin(rec, urgent, created, "its creation", 10*time.Second)
 	partial := watch.Stop()
 
-	// The evicted pods are deleted within seconds (kwok ends them at once); until then
-	// they still show on their nodes.
-	var evicted []string
-	framework.WaitFor(t, 30*time.Second, "the victims gone", func() (bool, error) {
-		evicted = evicted[:0]
-		for _, j := range bronze {
-			switch n := e.countBound(j); n {
-			case 0:
-				evicted = append(evicted, j.name)
-			case 4:
-			default:
-				return false, fmt.Errorf("%s has %d of 4 pods", j.name, n)
-			}
-		}
-		return true, nil
-	})
+	evicted := e.evictedWhole(bronze)
 	if len(evicted) != 1 {
 		t.Fatalf("evicted gangs %v, want exactly one (the fewest that make room)", evicted)
 	}
@@ -154,8 +162,69 @@ func TestPreemptionWholeGangs(t *testing.T) {
 	}
 }
 
+// TestUrgentByClassEvictsWholeGangs: urgency is granted by the admin and preempts as a class.
+// The cluster is full of gold gangs of another user that started seconds ago (well inside
+// minRunTime, 10m). A bronze gang labelled urgent in a namespace the admin did not allow is
+// not urgent: it evicts nobody, waits, and its pods get a LabelIgnored Warning. The same
+// gang of PriorityClass cps-urgent (gang.urgentPriorityClasses) evicts the fewest whole
+// gangs, one, and is bound whole within 10 s, no gang ever seen partly bound.
+func TestUrgentByClassEvictsWholeGangs(t *testing.T) {
+	e := newEnv(t, rackedNodes(8, 2)...)
+	defer e.logQueueOnFailure()
+	createPriorityClasses(t, e, map[string]int32{"cps-urgent": 1000})
+	e.startExtender(preemptionConfig("urgent", "10m"))
+	e.startScheduler(true)
+	var gold []jobSpec
+	for i := range 4 {
+		gold = append(gold, jobSpec{name: fmt.Sprintf("gold-%d", i), user: "alice", workers: 4, cpu: "4"})
+	}
+	e.createJobs(gold...)
+	for _, j := range gold {
+		e.waitJobBound(j, 60*time.Second)
+	}
+
+	claimed := jobSpec{name: "claimed", namespace: "team-x", urgent: true, workers: 4, cpu: "4"}
+	if _, err := e.cp.Client.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: claimed.namespace}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.createJobs(claimed)
+	framework.WaitFor(t, 30*time.Second, "team-x/claimed waiting, not urgent", func() (bool, error) {
+		q, err := e.queue()
+		d := q["team-x/claimed"]
+		return err == nil && d.Phase == "Waiting" && !d.Urgent && d.Pods == 4, fmt.Errorf("%+v (%v)", d, err)
+	})
+	e.waitEvent("team-x", "claimed-worker-0", "LabelIgnored", "cps-extender.io/urgent=true is ignored: namespace team-x may not mark its jobs urgent")
+	time.Sleep(2 * time.Second)
+	for _, j := range gold {
+		if n := e.countBound(j); n != 4 {
+			t.Fatalf("the label where it does not count evicted %s: %d of 4 pods bound", j.name, n)
+		}
+	}
+	e.deleteJob(claimed)
+
+	urgent := jobSpec{name: "urgent", user: "carol", priority: "cps-urgent", workers: 4, cpu: "4"}
+	watch := e.watchPartial(append(gold, urgent))
+	rec := e.recordBindings("default")
+	created := time.Now()
+	e.createJobs(urgent)
+	e.boundWithin(rec, urgent, created, "its creation", 10*time.Second)
+	partial := watch.Stop()
+	evicted := e.evictedWhole(gold)
+	if len(evicted) != 1 {
+		t.Fatalf("evicted gangs %v, want exactly one (the fewest that make room)", evicted)
+	}
+	if len(partial) > 0 {
+		t.Errorf("jobs seen partially bound: %v", partial)
+	}
+	e.waitEvent("default", evicted[0]+"-worker-0", "Preempted", "to make room for job default/urgent")
+	q, err := e.queue()
+	if d := q["default/urgent"]; err != nil || !d.Urgent || d.UrgentFrom != "PriorityClass cps-urgent (gang.urgentPriorityClasses)" {
+		t.Errorf("queue entry %+v (%v), want urgent from PriorityClass cps-urgent", d, err)
+	}
+}
+
 // TestPreemptionRules: who is never a victim. A job of about the same P evicts nobody, even
-// where it may preempt; a job inside its minimum run time is no victim; a gang a
+// where it may preempt; a job inside model.urgentMinRunTime is no victim of an urgent job; a gang a
 // PodDisruptionBudget protects keeps running, and the urgent job waits with a sentence
 // that says why.
 func TestPreemptionRules(t *testing.T) {
@@ -181,13 +250,13 @@ func TestPreemptionRules(t *testing.T) {
 	t.Run("about the same P", func(t *testing.T) {
 		defer e.use(t)()
 		waitsEvictingNobody(jobSpec{name: "peer", user: "carol", workers: 4, cpu: "4"},
-			"it may not preempt: no running job may be evicted for it (P at least 0.10 lower")
+			"it may not preempt: no running job may be evicted for it (jobs not urgent, P at least 0.10 lower")
 	})
 	t.Run("inside the minimum run time", func(t *testing.T) {
 		defer e.use(t)()
-		e.reloadExtenderConfig(preemptionConfig("urgent", "1h"))
+		e.reloadExtenderConfig(strings.Replace(preemptionConfig("urgent", "1h"), "model:\n", "model:\n  urgentMinRunTime: 1h\n", 1))
 		waitsEvictingNobody(jobSpec{name: "urgent-a", user: "alice", urgent: true, workers: 4, cpu: "4"},
-			"running 1h0m0s or more")
+			"jobs not urgent running 1h0m0s or more")
 	})
 	// No kube-controller-manager runs here, so no budget's status is ever observed and the
 	// API server refuses every eviction a budget covers: the same 429 a budget with no

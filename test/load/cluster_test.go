@@ -138,7 +138,7 @@ func extenderBinary(t *testing.T) string {
 }
 
 // The fixture names its pods' users by label: let them count where the load tests put it (else ignored, a LabelIgnored Event a job).
-const fixtureUsers = "gang:\n  podUserNamespaces: [default, plain, cps, cpswebhook, cpscalls]\n"
+const fixtureUsers = "gang:\n  podUserNamespaces: [default, plain, cps, cpswebhook, cpscalls]\n  urgentLabelNamespaces: [default]\n"
 
 // startExtender runs cps-extender against the control plane and waits until it is ready.
 func startExtender(t *testing.T, cp *framework.ControlPlane, addr, extraConfig string, env ...string) *framework.Process {

@@ -91,16 +91,14 @@ func podName(j eval.Job, role string, i int) string {
 
 // jobPods are the pods of j for setup s, PS first, in the namespace of j's user and
 // labelled for cps-extender (harmless to the other setups). They do not name their user:
-// their namespace does.
+// their namespace does. An urgent job is urgent by its PriorityClass (eval.UrgentClass), as
+// an admin grants urgency (the extender's gang.urgentPriorityClasses).
 func jobPods(j eval.Job, s Setup) []*corev1.Pod {
 	var out []*corev1.Pod
 	add := func(role string, i int, cpuMilli, memMi, gpu int64) {
 		labels := map[string]string{
 			"cps-extender.io/job": j.Name, "cps-extender.io/role": role, "cps-extender.io/index": strconv.Itoa(i),
 			"cps-extender.io/min-member": strconv.Itoa(j.Size()),
-		}
-		if j.Urgent {
-			labels["cps-extender.io/urgent"] = "true"
 		}
 		res := corev1.ResourceList{
 			corev1.ResourceCPU:    *resource.NewMilliQuantity(cpuMilli, resource.DecimalSI),

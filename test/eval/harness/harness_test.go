@@ -47,7 +47,7 @@ func TestJobPods(t *testing.T) {
 		}
 		for i, p := range pods {
 			l := p.Labels
-			if l["cps-extender.io/job"] != "job-001" || l["cps-extender.io/min-member"] != "5" || l["cps-extender.io/urgent"] != "true" {
+			if l["cps-extender.io/job"] != "job-001" || l["cps-extender.io/min-member"] != "5" || l["cps-extender.io/urgent"] != "" {
 				t.Errorf("%s: %s labels %v", c.setup.Name, p.Name, l)
 			}
 			// The user is the namespace's, not the pod's.
@@ -208,6 +208,10 @@ func TestExtenderConfig(t *testing.T) {
 		// Users come from the namespaces' label: no namespace may name its pods' user.
 		if cfg.Gang.UserLabel != userLabel || len(cfg.Gang.PodUserNamespaces) != 0 {
 			t.Errorf("gang.userLabel %q (want %q), podUserNamespaces %v (want none)", cfg.Gang.UserLabel, userLabel, cfg.Gang.PodUserNamespaces)
+		}
+		// Urgency comes from the PriorityClass, as an admin grants it.
+		if len(cfg.Gang.UrgentPriorityClasses) != 1 || cfg.Gang.UrgentPriorityClasses[0] != eval.UrgentClass.Name {
+			t.Errorf("gang.urgentPriorityClasses %v, want [%s]", cfg.Gang.UrgentPriorityClasses, eval.UrgentClass.Name)
 		}
 		if len(cfg.Affinity.Topology) != 1 || cfg.Affinity.Topology[0] != rackLabel {
 			t.Errorf("topology %v", cfg.Affinity.Topology)

@@ -166,6 +166,7 @@ func extenderConfig(listen, hookAddr, kubeconfig string, s Setup) string {
 	for _, u := range eval.Users {
 		fmt.Fprintf(&b, "    %s: %s\n", u.Name, u.Tier)
 	}
+	fmt.Fprintf(&b, "gang:\n  urgentPriorityClasses: [%s]\n", eval.UrgentClass.Name)
 	fmt.Fprintf(&b, "affinity:\n  topology: [%s]\n", rackLabel)
 	if hookAddr != "" {
 		b.WriteString(framework.TurnGateWebhookConfig(hookAddr))
