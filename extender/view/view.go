@@ -252,6 +252,7 @@ func (c *Cluster) recompute(now time.Time) {
 		snap.podJob, snap.nameJob = make(map[types.UID]string, len(idx.pods)), make(map[string]string, len(idx.pods))
 	}
 	groups := groupMemo{lookup: c.podGroup, seen: map[string]groupPart{}}
+	warned := map[string]uint8{} // the label warnings given, by job (labelWarnings)
 	// A group of the index whose object splits it (a JobSet's later start-up stages) makes
 	// more than one job: count them first, so that the one array the jobs live in, which
 	// the snapshot's map points into and Admit reads, is never grown.
@@ -292,14 +293,19 @@ func (c *Cluster) recompute(now time.Time) {
 					job.Urgent, job.UrgentFrom = true, from
 				}
 			}
-			if m.user != "" || m.urgent {
-				snap.addWarnings(pod, c.labelWarnings(cfg, pod.namespace, pod.priorityClass, m))
+			// Labels and namespaces change only with the membership or the sources: the
+			// previous snapshot's warnings serve otherwise (below).
+			if fillPodMaps && (m.user != "" || m.urgent) {
+				snap.addWarnings(pod, c.labelWarnings(cfg, pod.namespace, pod.priorityClass, m, warned))
 			}
 			if fillPodMaps {
 				snap.podJob[pod.uid] = job.Key
 				snap.nameJob[pod.nsName] = job.Key
 			}
 		}
+	}
+	if !fillPodMaps {
+		snap.warnings = prev.warnings
 	}
 	for i := range state.Jobs {
 		chiefServes(&state.Jobs[i])
@@ -545,12 +551,9 @@ func (s *Snapshot) Warnings() []PodWarning {
 	return s.warnings
 }
 
-// addWarnings adds pod's warnings whose key no earlier pod had.
+// addWarnings adds pod's warnings (labelWarnings gives each key once).
 func (s *Snapshot) addWarnings(pod *podRecord, warnings []Warning) {
 	for _, w := range warnings {
-		if slices.ContainsFunc(s.warnings, func(pw PodWarning) bool { return pw.Key == w.Key }) {
-			continue
-		}
 		ns, name, _ := strings.Cut(pod.nsName, "/")
 		s.warnings = append(s.warnings, PodWarning{Pod: gang.PodRef{Namespace: ns, Name: name, UID: pod.uid}, Warning: w})
 	}
@@ -558,21 +561,34 @@ func (s *Snapshot) addWarnings(pod *podRecord, warnings []Warning) {
 
 // ignoredLabels is labelWarnings for a pod the filter decides.
 func (c *Cluster) ignoredLabels(cfg *viewConfig, pod *corev1.Pod, m membership) []Warning {
-	return c.labelWarnings(cfg, pod.Namespace, pod.Spec.PriorityClassName, m)
+	return c.labelWarnings(cfg, pod.Namespace, pod.Spec.PriorityClassName, m, nil)
 }
 
 // labelWarnings are the Warnings for the labels of a job's pod that the extender does not
 // honour where the pod is: a user named by a pod whose namespace may not, and urgency
-// claimed by a pod whose namespace may not.
-func (c *Cluster) labelWarnings(cfg *viewConfig, namespace, priorityClass string, m membership) []Warning {
+// claimed by a pod whose namespace may not. With seen (the warnings given, by job, a bit
+// per label), one given is left out and one new is noted: the recompute writes one sentence
+// per job and label, not per pod.
+func (c *Cluster) labelWarnings(cfg *viewConfig, namespace, priorityClass string, m membership, seen map[string]uint8) []Warning {
+	const userBit, urgentBit = 1, 2
+	fresh := func(bit uint8) bool {
+		if seen == nil {
+			return true
+		}
+		if seen[m.jobKey]&bit != 0 {
+			return false
+		}
+		seen[m.jobKey] |= bit
+		return true
+	}
 	var out []Warning
-	if m.user != "" && !podMayNameUser(cfg.gang, namespace) {
+	if m.user != "" && !podMayNameUser(cfg.gang, namespace) && fresh(userBit) {
 		user, from := c.userOf(namespace, "", cfg.gang)
 		out = append(out, Warning{Reason: ReasonLabelIgnored, Key: m.jobKey + "\x00user",
 			Message: fmt.Sprintf("label %s=%s is ignored: namespace %s may not name its pods' user (gang.podUserNamespaces); job %s is ranked as user %s (from the %s)",
 				cfg.gang.UserLabel, m.user, namespace, m.jobKey, user, from)})
 	}
-	if _, ignored := c.urgencyOf(namespace, priorityClass, m.urgent, cfg.gang); ignored {
+	if _, ignored := c.urgencyOf(namespace, priorityClass, m.urgent, cfg.gang); ignored && fresh(urgentBit) {
 		out = append(out, Warning{Reason: ReasonLabelIgnored, Key: m.jobKey + "\x00urgent",
 			Message: fmt.Sprintf("%s=true is ignored: namespace %s may not mark its jobs urgent (gang.urgentLabelNamespaces, or the namespace label %s=true); job %s is not urgent unless it uses one of the PriorityClasses in gang.urgentPriorityClasses",
 				cfg.gang.UrgentLabel, namespace, cfg.gang.UrgentNamespaceLabel, m.jobKey)})
