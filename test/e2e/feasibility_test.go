@@ -93,7 +93,8 @@ func TestNodePoolsLimitTheFit(t *testing.T) {
 		nodes[i].Labels = map[string]string{"pool": map[bool]string{true: "a", false: "b"}[i < 2]}
 	}
 	e := newEnv(t, nodes...)
-	e.startExtender("")
+	// An urgent job would evict a at once (model.urgentMinRunTime 0s): here it may not.
+	e.startExtender("model:\n  urgentMinRunTime: 1h\n")
 	e.startScheduler(true)
 	rec := e.recordBindings("default")
 	poolA, poolB := map[string]string{"pool": "a"}, map[string]string{"pool": "b"}

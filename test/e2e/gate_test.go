@@ -168,7 +168,9 @@ func createPriorityClasses(t *testing.T, e *env, classes map[string]int32) {
 func TestCombinedPriorityOrder(t *testing.T) {
 	e := newEnv(t, framework.Nodes("node", 2, "4", "8Gi")...)
 	createPriorityClasses(t, e, map[string]int32{"high": 1000000, "low": 1000, "blocker": 1000000000})
-	e.startExtender("model:\n  userTiers: {alice: gold, bob: silver, carol: bronze}\n")
+	// The order, not preemption: an urgent job would evict a blocker at once
+	// (model.urgentMinRunTime 0s).
+	e.startExtender("model:\n  userTiers: {alice: gold, bob: silver, carol: bronze}\n  urgentMinRunTime: 1h\n")
 	e.startScheduler(true)
 	tests := []struct {
 		name string
@@ -221,7 +223,8 @@ func TestCombinedPriorityOrder(t *testing.T) {
 }
 
 // TestAgingBeatsPriority: a low-priority job that waited past the starvation bound is
-// admitted before a newer high-priority job.
+// admitted before a newer high-priority job (one that is not urgent: urgency is a class
+// ahead of starved jobs).
 func TestAgingBeatsPriority(t *testing.T) {
 	e := newEnv(t, framework.Nodes("node", 2, "4", "8Gi")...)
 	createPriorityClasses(t, e, map[string]int32{"high": 1000000, "blocker": 1000000000})
@@ -229,7 +232,7 @@ func TestAgingBeatsPriority(t *testing.T) {
 	e.startScheduler(true)
 	blocker := jobSpec{name: "blocker", workers: 2, cpu: "4", priority: "blocker"}
 	old := jobSpec{name: "old-low", user: "carol", workers: 2, cpu: "4"}
-	fresh := jobSpec{name: "new-high", user: "alice", priority: "high", urgent: true, workers: 2, cpu: "4"}
+	fresh := jobSpec{name: "new-high", user: "alice", priority: "high", workers: 2, cpu: "4"}
 	e.createJobs(blocker)
 	e.waitJobBound(blocker, 60*time.Second)
 	e.createJobs(old)
