@@ -262,32 +262,53 @@ func (g *rulePlacer) spreadScore(p *Pod, at int) int {
 }
 
 // choose is the position in [lo, hi) for pod i of the job, or -1 and the rule that left no
-// node with room (-1 when room was short).
+// node with room (-1 when room was short). Nodes without room are skipped by the max-tree;
+// the walk stops at the first node as good as any can be: its spread rules' domains at their
+// least counts and, for a worker, on a node of its PS (those are tried first).
 func (g *rulePlacer) choose(i, lo, hi int) (int, int) {
 	p, dm := g.v.toFit[i], g.v.demands[i]
 	g.prepare(p, dm)
+	floor := 0 // the best score any node can have
+	for _, r := range p.Keeps {
+		if r >= 0 && r < len(g.rules) && g.rules[r].Kind == RuleSpread {
+			floor += 2 * g.minOf[r]
+		}
+	}
 	best, bestScore, blame := -1, 0, -1
-	for at := lo; at < hi; at++ {
+	consider := func(at int) bool {
 		if !g.c.usable(at, dm) || !g.c.fits(at, dm.needs) {
-			continue
+			return false
 		}
 		onPS := containsSorted(g.ps, at)
 		if p.Role == RolePS && onPS && g.v.job.PSApart {
-			continue
+			return false
 		}
 		if r := g.broken(p, at); r >= 0 {
 			if blame < 0 {
 				blame = r
 			}
-			continue
+			return false
 		}
 		score := 2 * g.spreadScore(p, at)
-		switch {
-		case p.Role == RolePS && onPS, p.Role != RolePS && len(g.ps) > 0 && !onPS:
+		if (p.Role == RolePS && onPS) || (p.Role != RolePS && len(g.ps) > 0 && !onPS) {
 			score++
 		}
 		if best < 0 || score < bestScore {
 			best, bestScore = at, score
+		}
+		return bestScore == floor
+	}
+	if p.Role != RolePS && len(g.ps) > 0 {
+		for _, at := range g.ps {
+			if at >= lo && at < hi && consider(at) {
+				return best, -1
+			}
+		}
+		floor++ // off its PS's nodes a worker scores one more
+	}
+	for at := g.c.findIn(dm.needs, lo, hi); at >= 0; at = g.c.findIn(dm.needs, at+1, hi) {
+		if consider(at) {
+			break
 		}
 	}
 	if best >= 0 {

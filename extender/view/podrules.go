@@ -220,8 +220,8 @@ func addRules(job *priority.Job, recs []*podRecord, in *ruleInput) {
 	ids := map[string]int{}
 	var terms []*podTerm
 	for k, r := range recs {
-		if r == nil || r.rules == nil || r.node != "" {
-			continue // a bound pod keeps nothing any more; it is counted below
+		if r == nil || r.rules == nil {
+			continue
 		}
 		for i := range r.rules.terms {
 			t := &r.rules.terms[i]
