@@ -34,8 +34,8 @@ type Rule struct {
 	Why string
 	// Elsewhere counts, by domain (the key's value), the pods the rule counts that are
 	// bound to or held for a node and are not the job's own; Staying counts those of them
-	// that belong to no job, which stay when every job's pods are gone (the nodes'
-	// Capacity).
+	// that belong to no job, which stay when every job's pods are gone: the check on the
+	// nodes' Capacity counts them for apart and spread rules, and Elsewhere for together.
 	Elsewhere map[string]int
 	Staying   map[string]int
 }
@@ -131,8 +131,10 @@ func newRulePlacer(c *capacity, v *jobView) *rulePlacer {
 		k := c.domainsOf(rule.Key)
 		g.doms[r] = k
 		g.counts[r], g.keepers[r] = make([]int, len(k.names)), make([]int, len(k.names))
+		// On the nodes' Capacity other jobs' pods are gone: they no longer keep a pod
+		// away (apart, spread), but a pod that must join them (together) may still.
 		elsewhere := rule.Elsewhere
-		if c.fromCap {
+		if c.fromCap && rule.Kind != RuleTogether {
 			elsewhere = rule.Staying
 		}
 		for value, count := range elsewhere {

@@ -146,6 +146,16 @@ func TestAdmitRules(t *testing.T) {
 			key:   zoneKey, perDomain: map[string]int{"z2": 4},
 		},
 		{
+			name: "together with another job's pod in z2, z2 full for now: it waits for room there",
+			nodes: func() []priority.Node {
+				n := zonedNodes(6, 2)
+				n[2].Free, n[3].Free = res(0, 64*gi), res(0, 64*gi)
+				return n
+			}(),
+			jobs: []priority.Job{ruled("ns/a", 4, withCounts(togetherByZone, map[string]int{"z2": 1}, nil)).obj()},
+			want: []row{{"ns/a", priority.PhaseWaiting, "worker ns/a-w-0 has no node with room that keeps its required pod affinity by topology.kubernetes.io/zone (pods app=a)"}},
+		},
+		{
 			name:  "together, more than one zone holds: unschedulable",
 			nodes: zonedNodes(6, 2),
 			jobs:  []priority.Job{ruled("ns/a", 17, togetherByZone).obj()},
