@@ -261,6 +261,8 @@ type capacity struct {
 	order   []int32
 	fromCap bool
 	keyDoms map[string]*keyDomains
+	// ruleInts is the scratch the rule placer's counts are cut from (intsFor).
+	ruleInts []int
 
 	// unknown[p] counts the nodes before position p+1 whose Capacity is not known (nil),
 	// in a table built from Capacity; nil when there are none.

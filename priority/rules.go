@@ -114,6 +114,19 @@ type rulePlacer struct {
 	totals          []int
 	ps              []int // positions of the job's PS
 	minOf           []int // per rule: the least count over the eligible domains of the pod at hand
+	seen            []bool
+}
+
+// intsFor returns n zeroed ints from c's scratch for a rule placer's counts.
+func (c *capacity) intsFor(n int) []int {
+	if cap(c.ruleInts)-len(c.ruleInts) < n {
+		// The counts handed out before keep the old array; the new one serves the rest.
+		c.ruleInts = make([]int, 0, max(2*cap(c.ruleInts), n, 64))
+	}
+	out := c.ruleInts[len(c.ruleInts) : len(c.ruleInts)+n]
+	clear(out)
+	c.ruleInts = c.ruleInts[:len(c.ruleInts)+n]
+	return out
 }
 
 // ruleFit is how far a rulePlacer got: as reachFit, and why names the rule that left no
@@ -126,11 +139,13 @@ type ruleFit struct {
 func newRulePlacer(c *capacity, v *jobView) *rulePlacer {
 	g := &rulePlacer{c: c, v: v, rules: v.job.Rules}
 	n := len(g.rules)
-	g.doms, g.counts, g.keepers, g.totals, g.minOf = make([]*keyDomains, n), make([][]int, n), make([][]int, n), make([]int, n), make([]int, n)
+	g.doms, g.counts, g.keepers = make([]*keyDomains, n), make([][]int, n), make([][]int, n)
+	c.ruleInts = c.ruleInts[:0] // one placer at a time: the last one's counts are done with
+	g.totals, g.minOf = c.intsFor(n), c.intsFor(n)
 	for r, rule := range g.rules {
 		k := c.domainsOf(rule.Key)
 		g.doms[r] = k
-		g.counts[r], g.keepers[r] = make([]int, len(k.names)), make([]int, len(k.names))
+		g.counts[r], g.keepers[r] = c.intsFor(len(k.names)), c.intsFor(len(k.names))
 		// On the nodes' Capacity other jobs' pods are gone: they no longer keep a pod
 		// away (apart, spread), but a pod that must join them (together) may still.
 		elsewhere := rule.Elsewhere
@@ -186,12 +201,17 @@ func (g *rulePlacer) prepare(p *Pod, dm demand) {
 			continue
 		}
 		least := -1
-		seen := make([]bool, len(g.counts[r]))
+		if n := len(g.counts[r]); cap(g.seen) < n {
+			g.seen = make([]bool, n)
+		} else {
+			g.seen = g.seen[:n]
+			clear(g.seen)
+		}
 		for at, d := range g.doms[r].dom {
-			if d < 0 || seen[d] || !g.c.usable(at, dm) {
+			if d < 0 || g.seen[d] || !g.c.usable(at, dm) {
 				continue
 			}
-			seen[d] = true
+			g.seen[d] = true
 			if least < 0 || g.counts[r][d] < least {
 				least = g.counts[r][d]
 			}
