@@ -201,6 +201,15 @@ func (g *rulePlacer) prepare(p *Pod, dm demand) {
 			continue
 		}
 		least := -1
+		if dm.set == nil { // every domain of the key is eligible
+			for _, c := range g.counts[r] {
+				if least < 0 || c < least {
+					least = c
+				}
+			}
+			g.minOf[r] = max(least, 0)
+			continue
+		}
 		if n := len(g.counts[r]); cap(g.seen) < n {
 			g.seen = make([]bool, n)
 		} else {
