@@ -55,6 +55,8 @@ func BenchmarkAdmit(b *testing.B) {
 		{"contended/besteffort", 4, priority.PolicyBestEffort, false},
 		{"fits/reserve/racks", 16, priority.PolicyReserve, true},
 		{"contended/reserve/racks", 4, priority.PolicyReserve, true},
+		{"fits/reserve/rules", 16, priority.PolicyReserve, true},
+		{"contended/reserve/rules", 4, priority.PolicyReserve, true},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			s := benchState(bc.nodeCPU)
@@ -67,6 +69,27 @@ func BenchmarkAdmit(b *testing.B) {
 					s.Nodes[i].Labels = map[string]string{"rack": "r" + strconv.Itoa(i/40), "zone": "z" + strconv.Itoa(i/1000)}
 				}
 				s.Topology = priority.NewNodeIndex(s.Nodes, []string{"rack", "zone"}, nil)
+			}
+			if strings.HasSuffix(bc.name, "/rules") {
+				// One job in ten wants one pod a node, one in ten spreads over 5 zones
+				// (maxSkew 1): 400 jobs placed pod by pod.
+				for i := range s.Nodes {
+					s.Nodes[i].Labels = map[string]string{"zone": "z" + strconv.Itoa(i/1000)}
+				}
+				for i := range s.Jobs {
+					rule := priority.Rule{Kind: priority.RuleApart, Key: priority.HostnameLevel, Why: "one a node"}
+					switch i % 10 {
+					case 5:
+						rule = priority.Rule{Kind: priority.RuleSpread, Key: "zone", MaxSkew: 1, Why: "over the zones"}
+					case 0:
+					default:
+						continue
+					}
+					s.Jobs[i].Rules = []priority.Rule{rule}
+					for k := range s.Jobs[i].Pods {
+						s.Jobs[i].Pods[k].Keeps, s.Jobs[i].Pods[k].Counts = []int{0}, []int{0}
+					}
+				}
 			}
 			m := priority.DefaultModel()
 			m.UserTiers = map[string]string{"alice": "gold", "carol": "silver"}

@@ -254,6 +254,16 @@ type capacity struct {
 	kept      []keptNode
 	keptNeeds []dimNeed
 
+	// src and order are the nodes the table is built from and their input index by
+	// position (for their labels); fromCap is set for a table of the nodes' Capacity.
+	// keyDoms caches the domains of the label keys the rules of jobs ask about.
+	src     []Node
+	order   []int32
+	fromCap bool
+	keyDoms map[string]*keyDomains
+	// ruleInts is the scratch the rule placer's counts are cut from (intsFor).
+	ruleInts []int
+
 	// unknown[p] counts the nodes before position p+1 whose Capacity is not known (nil),
 	// in a table built from Capacity; nil when there are none.
 	unknown []int32
@@ -351,6 +361,10 @@ func fillCapacity(nodes []Node, order []int32, names []string, ds *dimSet, a *ca
 		tree:   a.tree,
 		names:  ds.names,
 		cursor: make([]int, ds.shapes),
+		src:    nodes,
+		order:  order,
+		// fromCap: the Capacity table's rules count only the pods that stay.
+		fromCap: src == fromCapacity,
 	}
 	podsDim := r - 1
 	var lastFree unsafe.Pointer // a caller may share one Free map between nodes

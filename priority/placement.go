@@ -912,6 +912,12 @@ func (p Placement) String() string {
 // job behind takes room the leader waits for. c must be in a trial. It returns where the
 // reservation is: the placement of what fits, with the domain as its level and name.
 func reserve(c, reach *capacity, v *jobView) Placement {
+	if v.hasRules { // what fits keeping its rules, anywhere: a job with rules is kept to no domain
+		placeRuled(c, v, &v.plan, true)
+		out := summarize(c, v.placed, v.plan)
+		out.Level = "cluster"
+		return out
+	}
 	lo, hi, level := 0, len(c.nodes), c.lay.levels()+1
 	if reach != nil {
 		lo, hi, level = reserveDomain(c, reach, v)

@@ -116,6 +116,9 @@ func (m Model) MayPreemptAlone(j *Job, now time.Time) bool {
 // mayPreempt says whether job v, which does not fit, may have running jobs evicted for it
 // under the model's mode; head is true when no job walked before it failed to fit.
 func (m Model) mayPreempt(v *jobView, head bool) bool {
+	if v.hasRules { // the victims' choice places by resources alone, not by pod rules
+		return false
+	}
 	switch m.Preemption {
 	case PreemptUrgent:
 		return v.job.Urgent || v.d.Starved

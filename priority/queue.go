@@ -136,6 +136,8 @@ type jobView struct {
 	// yieldTo is the gathering job ahead that this gathering job gives its held room to
 	// (see gatherInHeldRoom); it is not placed when walked.
 	yieldTo *jobView
+	// hasRules: some pod of the job keeps one of its Rules; it is placed by placeRuled.
+	hasRules bool
 	// arriving: the job is short of pods and its newest was created within
 	// Model.ArrivalWindow; toFit then stands for its whole gang (see arrivingPods).
 	arriving bool
@@ -217,6 +219,7 @@ func (m Model) AdmitIn(s State, now time.Time, w *Workspace) *Queue {
 	for i := range s.Jobs {
 		v := &views[i]
 		v.job, v.d = &s.Jobs[i], &decisions[i]
+		v.hasRules = v.job.HasRules()
 		if t, ok := s.Previous.turn(v.job.Key); ok && m.TurnHold > 0 && now.Sub(t.Since) < m.TurnHold {
 			v.turn, v.hasTurn = t, true
 		}
@@ -273,6 +276,10 @@ func (m Model) AdmitIn(s State, now time.Time, w *Workspace) *Queue {
 	neverFits := func(v *jobView) bool {
 		reachTable()
 		var f reachFit
+		if v.hasRules {
+			v.never = ruleNever(reach, v, reachRuled(reach, v))
+			return v.never != ""
+		}
 		if len(v.placed) > 0 {
 			f = tryReach(reach, v)
 		} else {
@@ -642,11 +649,7 @@ type reachFit struct {
 func tryReach(r *capacity, v *jobView) reachFit {
 	r.begin()
 	defer r.rollback()
-	for i, p := range v.placed {
-		if at := r.nodeIndex(p.Node); at >= 0 {
-			r.take(at, v.placedDemands[i].needs)
-		}
-	}
+	takePlaced(r, v)
 	m := r.mark()
 	g := &r.placer
 	g.reset(r, v, v.required, v.preferred)
@@ -660,6 +663,15 @@ func tryReach(r *capacity, v *jobView) reachFit {
 		out.first = 0
 	}
 	return out
+}
+
+// takePlaced takes the room of v's bound and held pods from r, where they are.
+func takePlaced(r *capacity, v *jobView) {
+	for i, p := range v.placed {
+		if at := r.nodeIndex(p.Node); at >= 0 {
+			r.take(at, v.placedDemands[i].needs)
+		}
+	}
 }
 
 // flatPlace places a job's required pods by plain first fit (Fit's rules: PS apart,
@@ -733,6 +745,9 @@ func namespaceOf(key string) string {
 func place(c *capacity, v *jobView, patience func(v *jobView, span int) int) string {
 	v.plan = v.plan[:0]
 	start := c.mark()
+	if v.hasRules {
+		return placeWithRules(c, v, start)
+	}
 	if v.hasTurn && keepPlan(c, v) {
 		return ""
 	}

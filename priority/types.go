@@ -54,6 +54,10 @@ type Pod struct {
 	// tolerations leave out the others); nil means every node. Pods with the same
 	// constraints should share one set: the model works out each distinct set once.
 	Nodes *NodeSet
+	// Keeps are the job's Rules (by index) this pod must keep, and Counts those whose
+	// pods it is one of (its labels match their selector): where it runs counts for them.
+	Keeps  []int
+	Counts []int
 }
 
 // NodeSet is a set of nodes, by name, that a pod may use, with words that say which.
@@ -119,6 +123,10 @@ type Job struct {
 	// PSApart is set when the job's PS must sit on distinct nodes (hard PS anti-affinity):
 	// the placement never plans two of them on one node, since the filter would refuse it.
 	PSApart bool
+	// Rules are the job's pods' required pod (anti-)affinity terms and hard topology
+	// spread constraints, each once (see Rule); the pods name theirs in Keeps and Counts.
+	// A job with rules is placed pod by pod keeping them (rules.go).
+	Rules []Rule
 	// RunningSince is when the job last had its minimum bound (the latest bind of the pods
 	// that make it run); zero when not known. A job is a preemption victim only after
 	// running Model.MinRunTime.

@@ -53,6 +53,10 @@ type podRecord struct {
 	m             membership // the pod-only part (podMembership); valid when inJob
 	// constraints limit the nodes the pod may use; nil when it has none.
 	constraints *podConstraints
+	// labels are the pod's labels, which other pods' rules select; rules are its own
+	// required pod (anti-)affinity and hard spread constraints (nil: none).
+	labels map[string]string
+	rules  *podRules
 	// counted: in a job, not terminated, not being deleted, not in an exempt namespace;
 	// such a pod is in the queue's view of its job.
 	counted bool
@@ -134,6 +138,7 @@ func newPodRecord(pod *corev1.Pod, gangCfg config.GangConfig) *podRecord {
 	if key := constraintsKey(pod); key != "" {
 		r.constraints = newPodConstraints(key, pod)
 	}
+	r.labels, r.rules = pod.Labels, newPodRules(pod)
 	r.m, r.inJob = podMembership(gangCfg, pod)
 	r.counted = r.inJob && !r.terminated && !r.deleting && !slices.Contains(gangCfg.ExemptNamespaces, pod.Namespace)
 	return r
@@ -299,7 +304,8 @@ func samePodRecord(a, b *podRecord) bool {
 	return (a.uid == b.uid && a.nsName == b.nsName && a.node == b.node && a.terminated == b.terminated &&
 		a.deleting == b.deleting && a.deleteBy.Equal(b.deleteBy) && a.gated == b.gated && a.turnGated == b.turnGated && samePriority(a.priority, b.priority) && a.created.Equal(b.created) &&
 		a.scheduledAt.Equal(b.scheduledAt) && a.inJob == b.inJob && sameJobPart(&a.m, &b.m) &&
-		maps.Equal(a.request, b.request) && sameConstraints(a.constraints, b.constraints))
+		maps.Equal(a.request, b.request) && sameConstraints(a.constraints, b.constraints) &&
+		maps.Equal(a.labels, b.labels) && sameRules(a.rules, b.rules))
 }
 
 // sameJobPart compares memberships by value: each record gets its own topology pointer, so
@@ -598,20 +604,37 @@ func trimForCache(obj any) (any, error) {
 		}
 		pod.Status = status
 		spec := &pod.Spec
-		var affinity *corev1.Affinity
-		if spec.Affinity != nil && spec.Affinity.NodeAffinity != nil && spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
-			affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
-				RequiredDuringSchedulingIgnoredDuringExecution: spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution,
-			}}
-		}
 		pod.Spec = corev1.PodSpec{
 			NodeName: spec.NodeName, SchedulerName: spec.SchedulerName, Priority: spec.Priority, PriorityClassName: spec.PriorityClassName,
 			SchedulingGates: spec.SchedulingGates, SchedulingGroup: spec.SchedulingGroup, Overhead: spec.Overhead, Resources: spec.Resources,
-			NodeSelector: spec.NodeSelector, Affinity: affinity, Tolerations: spec.Tolerations,
-			Containers: containerResources(spec.Containers), InitContainers: containerResources(spec.InitContainers),
+			NodeSelector: spec.NodeSelector, Affinity: requiredAffinity(spec.Affinity), Tolerations: spec.Tolerations,
+			TopologySpreadConstraints: spec.TopologySpreadConstraints,
+			Containers:                containerResources(spec.Containers), InitContainers: containerResources(spec.InitContainers),
 		}
 	}
 	return obj, nil
+}
+
+// requiredAffinity keeps the required terms of an affinity, which the view reads (nil when
+// there are none).
+func requiredAffinity(a *corev1.Affinity) *corev1.Affinity {
+	if a == nil {
+		return nil
+	}
+	var out corev1.Affinity
+	if na := a.NodeAffinity; na != nil && na.RequiredDuringSchedulingIgnoredDuringExecution != nil {
+		out.NodeAffinity = &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: na.RequiredDuringSchedulingIgnoredDuringExecution}
+	}
+	if pa := a.PodAffinity; pa != nil && len(pa.RequiredDuringSchedulingIgnoredDuringExecution) > 0 {
+		out.PodAffinity = &corev1.PodAffinity{RequiredDuringSchedulingIgnoredDuringExecution: pa.RequiredDuringSchedulingIgnoredDuringExecution}
+	}
+	if pa := a.PodAntiAffinity; pa != nil && len(pa.RequiredDuringSchedulingIgnoredDuringExecution) > 0 {
+		out.PodAntiAffinity = &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: pa.RequiredDuringSchedulingIgnoredDuringExecution}
+	}
+	if out == (corev1.Affinity{}) {
+		return nil
+	}
+	return &out
 }
 
 // containerStatusResources keeps each container status's name and resources.

@@ -272,6 +272,8 @@ func (c *Cluster) recompute(now time.Time) {
 		snap.jobs[key] = job
 		return job
 	}
+	var ruled []*priority.Job // jobs with a pending pod that has rules
+	var ruledSet map[*priority.Job]bool
 	for _, g := range idx.jobs {
 		for _, pod := range g.pods {
 			m := groups.complete(pod)
@@ -281,6 +283,13 @@ func (c *Cluster) recompute(now time.Time) {
 				job.Created, job.Finished = m.created, m.finished
 			}
 			addMember(job, pod, m, held, idx.sets)
+			if pod.rules != nil && pod.node == "" && !ruledSet[job] {
+				if ruledSet == nil {
+					ruledSet = map[*priority.Job]bool{}
+				}
+				ruledSet[job] = true
+				ruled = append(ruled, job)
+			}
 			if m.hardPSAntiAffinity {
 				snap.hardPS[job.Key] = true
 			}
@@ -309,6 +318,9 @@ func (c *Cluster) recompute(now time.Time) {
 	}
 	for i := range state.Jobs {
 		chiefServes(&state.Jobs[i])
+	}
+	if len(ruled) > 0 {
+		rulesOf(ruled, &ruleInput{pods: idx.pods, nodes: idx.schedulable, names: idx.names, nodeAt: idx.nodeAt, held: held, jobOf: snap.podJob})
 	}
 	for _, pod := range idx.pods {
 		if pod.turnGated && pod.node == "" && !pod.terminated && !pod.deleting {

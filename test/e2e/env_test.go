@@ -7,6 +7,7 @@ import (
 	"crypto/tls"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -234,10 +235,10 @@ type podSpec struct {
 	// container) asking for that much cpu.
 	tolerations []corev1.Toleration
 	sidecarCPU  string
-	// affinityTo, when set, gives the pod a required pod affinity (same node) to pods with
-	// these labels: a constraint kube-scheduler enforces and the admission fit does not
-	// model.
-	affinityTo map[string]string
+	// apart and spread are the pod's required pod anti-affinity terms and topology spread
+	// constraints, which the admission fit models.
+	apart  []corev1.PodAffinityTerm
+	spread []corev1.TopologySpreadConstraint
 	// gates are the pod's scheduling gates.
 	gates []string
 }
@@ -268,13 +269,13 @@ func (p podSpec) pod() *corev1.Pod {
 			}},
 		},
 	}
-	if p.affinityTo != nil {
-		pod.Spec.Affinity = &corev1.Affinity{PodAffinity: &corev1.PodAffinity{
-			RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
-				LabelSelector: &metav1.LabelSelector{MatchLabels: p.affinityTo}, TopologyKey: "kubernetes.io/hostname",
-			}},
-		}}
+	if len(p.apart) > 0 {
+		if pod.Spec.Affinity == nil {
+			pod.Spec.Affinity = &corev1.Affinity{}
+		}
+		pod.Spec.Affinity.PodAntiAffinity = &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: p.apart}
 	}
+	pod.Spec.TopologySpreadConstraints = p.spread
 	for _, g := range p.gates {
 		pod.Spec.SchedulingGates = append(pod.Spec.SchedulingGates, corev1.PodSchedulingGate{Name: g})
 	}
@@ -306,6 +307,10 @@ type jobSpec struct {
 	sidecarCPU  string
 	// gates are every pod's scheduling gates.
 	gates []string
+	// labels are added to every pod's; apart and spread are every pod's (see podSpec).
+	labels map[string]string
+	apart  []corev1.PodAffinityTerm
+	spread []corev1.TopologySpreadConstraint
 }
 
 // pods lists the job's pods, PS first.
@@ -326,12 +331,13 @@ func (j jobSpec) pods() []podSpec {
 		if j.urgent {
 			labels["cps-extender.io/urgent"] = "true"
 		}
+		maps.Copy(labels, j.labels)
 		cpu := j.cpu
 		if role == "ps" && j.psCPU != "" {
 			cpu = j.psCPU
 		}
 		out = append(out, podSpec{name: fmt.Sprintf("%s-%s-%d", j.name, role, i), namespace: j.namespace, cpu: cpu, labels: labels, priority: j.priority,
-			selector: j.selector, tolerations: j.tolerations, sidecarCPU: j.sidecarCPU, gates: j.gates})
+			selector: j.selector, tolerations: j.tolerations, sidecarCPU: j.sidecarCPU, gates: j.gates, apart: j.apart, spread: j.spread})
 	}
 	for i := 0; i < j.ps; i++ {
 		add("ps", i)
@@ -340,6 +346,32 @@ func (j jobSpec) pods() []podSpec {
 		add("worker", i)
 	}
 	return out
+}
+
+// blockers creates, for each label set, a pod in no job named prefix-i with a required pod
+// anti-affinity by kubernetes.io/os (linux on every node) to pods with those labels, and
+// waits until they are bound (they ask for no cpu): a pod carrying the labels then fits no
+// node until its blocker is deleted, which requeues it. kube-scheduler enforces it
+// (InterPodAffinity: an existing pod's anti-affinity); the admission fit does not model it
+// (it keeps a gang's own terms).
+func (e *env) blockers(prefix string, sets ...map[string]string) []string {
+	e.t.Helper()
+	names := make([]string, len(sets))
+	for i, set := range sets {
+		names[i] = prefix + "-" + strconv.Itoa(i)
+		e.createPods(podSpec{name: names[i], cpu: "0", apart: []corev1.PodAffinityTerm{{
+			TopologyKey: corev1.LabelOSStable, LabelSelector: &metav1.LabelSelector{MatchLabels: set}}}})
+	}
+	framework.WaitFor(e.t, 30*time.Second, "the blockers bound", func() (bool, error) {
+		bound := e.bound("default")
+		for _, n := range names {
+			if bound[n] == "" {
+				return false, fmt.Errorf("%s not bound", n)
+			}
+		}
+		return true, nil
+	})
+	return names
 }
 
 func (e *env) createPods(pods ...podSpec) {

@@ -311,9 +311,10 @@ func TestHoldTimeoutLeavesNothingBound(t *testing.T) {
 	stuck := jobSpec{name: "stuck", user: "alice", workers: 3, cpu: "2"}
 	next := jobSpec{name: "next", user: "carol", workers: 2, cpu: "4"}
 	pods := stuck.pods()
-	// Required pod affinity to pods that do not exist: the scheduler never places it, and
-	// the fit, which does not model inter-pod affinity, admits the job.
-	pods[2].affinityTo = map[string]string{"cps-e2e/anchor": "true"}
+	// A blocker's anti-affinity keeps pods[2] off every node: the scheduler never places
+	// it, and the fit, which does not model other pods' anti-affinity, admits the job.
+	e.blockers("blocker", map[string]string{"cps-e2e/blocked": "true"})
+	pods[2].labels["cps-e2e/blocked"] = "true"
 	e.createPods(pods...)
 	e.createJobs(next)
 	e.waitJobBound(next, 90*time.Second)
@@ -336,14 +337,15 @@ func TestCoolDownEndsWithoutAnEvent(t *testing.T) {
 	e.startScheduler(true)
 	job := jobSpec{name: "late", workers: 3, cpu: "1"}
 	pods := job.pods()
-	// Required pod affinity to an anchor pod that does not exist yet (which the admission
-	// fit does not model): kube-scheduler cannot place it.
-	pods[2].affinityTo = map[string]string{"cps-e2e/anchor": "true"}
+	// A blocker's anti-affinity keeps pods[2] off every node (which the admission fit does
+	// not model): kube-scheduler cannot place it.
+	blocker := e.blockers("blocker", map[string]string{"cps-e2e/blocked": "true"})
+	pods[2].labels["cps-e2e/blocked"] = "true"
 	e.createPods(pods...)
 	e.waitFailedScheduling("default", pods[0].name, "did not gather its gang within 3s")
 
-	e.createPods(podSpec{name: "anchor", labels: map[string]string{"cps-e2e/anchor": "true"}})
-	// The anchor's binding requeued the pod while the job still cooled down: the case under
+	e.deletePods("default", blocker...)
+	// The blocker's deletion requeued the pod while the job still cooled down: the case under
 	// test.
 	e.waitFailedScheduling("default", pods[2].name, "cooling down")
 	e.waitJobBound(job, 60*time.Second)

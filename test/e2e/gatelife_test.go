@@ -48,8 +48,8 @@ func (e *env) waitHeldBinds(job jobSpec, n int) {
 // 2*(holdTimeout+maxHold), the TTL its gathering once had (found: the gathering was replaced
 // then, and the binds it held were never answered; kube-scheduler waited out its 60 s
 // httpTimeout for each and the extender kept their goroutines for ever). Its PS reaches bind
-// at once; each worker only once a pod it requires on its node (pod affinity, which the
-// admission fit does not model) is created, one every 2 s. Whether the gang gathers on the
+// at once; each worker only once the pod whose anti-affinity keeps it off every node (which
+// the admission fit does not model) is deleted, one every 2 s. Whether the gang gathers on the
 // first pass or fails it and gathers after its cool-down, it ends bound whole, and the
 // extender ends with no bind request unanswered and its goroutines back at their idle
 // level.
@@ -77,15 +77,19 @@ func TestLongGatheringAnswersEveryHold(t *testing.T) {
 	rec := e.recordBindings("default")
 	job := jobSpec{name: "long", ps: 1, workers: 9}
 	pods := job.pods()
+	// Worker i is kept off every node by blocker i (see blockers) until it is deleted.
+	sets := make([]map[string]string, job.workers)
 	for i := range pods[1:] {
-		pods[1+i].affinityTo = map[string]string{"cps-e2e/unlock": strconv.Itoa(i)}
+		sets[i] = map[string]string{"cps-e2e/unlock": strconv.Itoa(i)}
+		pods[1+i].labels["cps-e2e/unlock"] = strconv.Itoa(i)
 	}
+	blocker := e.blockers("blocker", sets...)
 	e.createPods(pods...)
 	e.waitHeldBinds(job, 1) // the PS
 	start := time.Now()
 	for i := range job.workers {
 		time.Sleep(2 * time.Second)
-		e.createPods(podSpec{name: "unlock-" + strconv.Itoa(i), cpu: "100m", labels: map[string]string{"cps-e2e/unlock": strconv.Itoa(i)}})
+		e.deletePods("default", blocker[i])
 	}
 	t.Logf("the last worker could be placed %v after the PS was held", time.Since(start).Round(time.Millisecond))
 	e.waitJobBound(job, 60*time.Second)
@@ -141,8 +145,8 @@ func (e *env) heldOn() (map[string][]string, []string) {
 	return held, nodes
 }
 
-// TestNodeDeletedWhileGangHeld: a gang's binds are held (its last worker waits for a pod it
-// requires on its node, which the admission fit does not model) when the node most of them
+// TestNodeDeletedWhileGangHeld: a gang's binds are held (its last worker is kept off every
+// node by another pod's anti-affinity, which the admission fit does not model) when the node most of them
 // are held for, its PS's, is deleted. When the last worker comes, the gang is not bound onto
 // the deleted node (found: bound whole 2.3 s later, 2 of its pods on the deleted node): its
 // held binds are answered with an error, kube-scheduler places them again, and the gang is
@@ -154,7 +158,8 @@ func TestNodeDeletedWhileGangHeld(t *testing.T) {
 	rec := e.recordBindings("default")
 	job := jobSpec{name: "held", ps: 1, workers: 5}
 	pods := job.pods()
-	pods[5].affinityTo = map[string]string{"cps-e2e/anchor": "true"}
+	blocker := e.blockers("blocker", map[string]string{"cps-e2e/blocked": "true"})
+	pods[5].labels["cps-e2e/blocked"] = "true"
 	watch := e.watchPartial([]jobSpec{job})
 	e.createPods(pods...)
 	e.waitHeldBinds(job, 5)
@@ -182,10 +187,10 @@ func TestNodeDeletedWhileGangHeld(t *testing.T) {
 		}
 		return true, nil
 	})
-	e.createPods(podSpec{name: "anchor", cpu: "100m", labels: map[string]string{"cps-e2e/anchor": "true"}})
-	anchored := time.Now()
+	e.deletePods("default", blocker...)
+	unblocked := time.Now()
 	e.waitJobBound(job, 60*time.Second)
-	t.Logf("bound whole %v after its last worker could be placed", lastBound(t, rec, job).Sub(anchored).Round(time.Millisecond))
+	t.Logf("bound whole %v after its last worker could be placed", lastBound(t, rec, job).Sub(unblocked).Round(time.Millisecond))
 	for pod, node := range e.bound("default") {
 		if node == gone {
 			t.Errorf("%s bound to the deleted node %s", pod, gone)
