@@ -99,6 +99,8 @@ type ClusterOptions struct {
 	Preemptor Preemptor
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// Devices adds DRA devices to the fit; nil means none (no resource.k8s.io/v1).
+	Devices DeviceSource
 }
 
 // NewCluster builds the cluster view; Start runs it.
@@ -127,6 +129,7 @@ func NewCluster(o ClusterOptions) *Cluster {
 	if c.now == nil {
 		c.now = time.Now
 	}
+	c.index.devices = o.Devices
 	c.health = newWatchHealth(o.Log, c.now)
 	for name, inf := range map[string]cache.SharedIndexInformer{"nodes": nodeInf.Informer(), "pods": podInf.Informer(), "namespaces": nsInf.Informer()} {
 		c.health.follow(name, inf)
@@ -177,7 +180,7 @@ func (c *Cluster) Start(ctx context.Context) error {
 	}
 	c.informers.Store(&named)
 	c.factory.Start(ctx.Done())
-	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
+	if !cache.WaitForCacheSync(ctx.Done(), append(c.startDevices(ctx), c.synced...)...) {
 		return fmt.Errorf("cluster view: informer caches did not sync: %w", ctx.Err())
 	}
 	// A PodGroup or workload kind the extender may not list (RBAC) would never sync: past

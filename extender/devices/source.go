@@ -1,0 +1,198 @@
+package devices
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+
+	"go.uber.org/zap"
+	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	resourcelisters "k8s.io/client-go/listers/resource/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/dynamic-resource-allocation/cel"
+
+	"github.com/cps-extender/cps-extender/priority"
+)
+
+// celCacheSize bounds the compiled selector expressions kept (upstream's cache, as
+// kube-scheduler keeps one).
+const celCacheSize = 100
+
+// Source keeps DeviceClasses, ResourceSlices, ResourceClaims and ResourceClaimTemplates in
+// informers and answers node capacity and pod demand from them. Its methods are safe for
+// concurrent use.
+type Source struct {
+	log       *zap.Logger
+	factory   informers.SharedInformerFactory
+	classes   resourcelisters.DeviceClassLister
+	slices    resourcelisters.ResourceSliceLister
+	claims    resourcelisters.ResourceClaimLister
+	templates resourcelisters.ResourceClaimTemplateLister
+	synced    []cache.InformerSynced
+	cel       *cel.Cache
+
+	mu sync.Mutex
+	// inventory is rebuilt after a class or slice change, free after any change; nil
+	// means to be rebuilt at the next read.
+	inventory *Inventory
+	free      *Free
+	onChange  func()
+}
+
+// Served reports whether the API server serves resource.k8s.io/v1 DeviceClasses and
+// ResourceSlices; without them there are no devices to count.
+func Served(client kubernetes.Interface) (bool, error) {
+	list, err := client.Discovery().ServerResourcesForGroupVersion(resourceapi.SchemeGroupVersion.String())
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("discovering %s: %w", resourceapi.SchemeGroupVersion, err)
+	}
+	var classes, slices bool
+	for _, r := range list.APIResources {
+		classes = classes || r.Name == "deviceclasses"
+		slices = slices || r.Name == "resourceslices"
+	}
+	return classes && slices, nil
+}
+
+// NewSource builds the informers; Start runs them.
+func NewSource(log *zap.Logger, client kubernetes.Interface, factory informers.SharedInformerFactory) *Source {
+	if factory == nil {
+		factory = informers.NewSharedInformerFactory(client, 0)
+	}
+	r := factory.Resource().V1()
+	s := &Source{
+		log: log, factory: factory,
+		classes: r.DeviceClasses().Lister(), slices: r.ResourceSlices().Lister(),
+		claims: r.ResourceClaims().Lister(), templates: r.ResourceClaimTemplates().Lister(),
+		cel: cel.NewCache(celCacheSize, cel.Features{}),
+	}
+	inventoryChanged := func() { s.changed(true) }
+	claimsChanged := func() { s.changed(false) }
+	for _, h := range []struct {
+		inf       cache.SharedIndexInformer
+		inventory bool
+	}{
+		{r.DeviceClasses().Informer(), true}, {r.ResourceSlices().Informer(), true},
+		{r.ResourceClaims().Informer(), false}, {r.ResourceClaimTemplates().Informer(), false},
+	} {
+		f := claimsChanged
+		if h.inventory {
+			f = inventoryChanged
+		}
+		if _, err := h.inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc: func(any) { f() }, UpdateFunc: func(a, b any) { f() }, DeleteFunc: func(any) { f() },
+		}); err != nil {
+			log.Error("adding a device event handler", zap.Error(err))
+		}
+		s.synced = append(s.synced, h.inf.HasSynced)
+	}
+	return s
+}
+
+// Start starts the informers and calls onChange after every later change; it returns the
+// informers' HasSynced.
+func (s *Source) Start(ctx context.Context, onChange func()) []cache.InformerSynced {
+	s.mu.Lock()
+	s.onChange = onChange
+	s.mu.Unlock()
+	s.factory.Start(ctx.Done())
+	return s.synced
+}
+
+func (s *Source) changed(inventory bool) {
+	s.mu.Lock()
+	if inventory {
+		s.inventory = nil
+	}
+	s.free = nil
+	f := s.onChange
+	s.mu.Unlock()
+	if f != nil {
+		f()
+	}
+}
+
+// current is the free devices now, rebuilt if a change came since.
+func (s *Source) current() *Free {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.free != nil {
+		return s.free
+	}
+	if s.inventory == nil {
+		classes, err1 := s.classes.List(labels.Everything())
+		slices, err2 := s.slices.List(labels.Everything())
+		if err := firstErr(err1, err2); err != nil {
+			s.log.Error("listing devices from the cache", zap.Error(err))
+		}
+		s.inventory = NewInventory(classes, slices, s.cel)
+	}
+	claims, err := s.claims.List(labels.Everything())
+	if err != nil {
+		s.log.Error("listing resource claims from the cache", zap.Error(err))
+	}
+	s.free = NewFree(s.inventory, claims)
+	return s.free
+}
+
+func firstErr(errs ...error) error {
+	i := slices.IndexFunc(errs, func(e error) bool { return e != nil })
+	if i < 0 {
+		return nil
+	}
+	return errs[i]
+}
+
+// NodeCapacity is a node's allocatable with its free devices added (Free.Capacity).
+func (s *Source) NodeCapacity(node string, allocatable priority.Resources) priority.Resources {
+	if s == nil {
+		return allocatable
+	}
+	return s.current().Capacity(node, allocatable)
+}
+
+// PodDemand is the pod's request with its claims' devices added (Demand); the request
+// itself when it has none.
+func (s *Source) PodDemand(pod *corev1.Pod, request priority.Resources) priority.Resources {
+	if s == nil || len(pod.Spec.ResourceClaims) == 0 {
+		return request
+	}
+	extra := Demand(pod, s)
+	if len(extra) == 0 {
+		return request
+	}
+	out := make(priority.Resources, len(request)+len(extra))
+	maps.Copy(out, request)
+	for k, v := range extra {
+		out[k] += v
+	}
+	return out
+}
+
+// Claim is the ResourceClaim namespace/name from the cache; nil when not there.
+func (s *Source) Claim(namespace, name string) *resourceapi.ResourceClaim {
+	c, err := s.claims.ResourceClaims(namespace).Get(name)
+	if err != nil {
+		return nil
+	}
+	return c
+}
+
+// Template is the ResourceClaimTemplate namespace/name from the cache; nil when not there.
+func (s *Source) Template(namespace, name string) *resourceapi.ResourceClaimTemplate {
+	t, err := s.templates.ResourceClaimTemplates(namespace).Get(name)
+	if err != nil {
+		return nil
+	}
+	return t
+}

@@ -1,0 +1,158 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	resourceapi "k8s.io/api/resource/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/cps-extender/cps-extender/test/e2e/framework"
+)
+
+// The admission fit counts DRA devices: a test driver's ResourceSlices, created as objects
+// (kube-scheduler allocates from them; no driver process runs), and a DeviceClass that also
+// serves them as the extended resource example.com/gpu (KEP-5004). kwok's nodes carry no
+// example.com/gpu in their allocatable.
+
+const (
+	testDriver  = "gpu.example.com"
+	testClass   = "gpu.example.com"
+	testGPUName = "example.com/gpu"
+)
+
+// createDevices makes the test DeviceClass and, on each node, a ResourceSlice of perNode
+// devices of the test driver.
+func (e *env) createDevices(nodes []string, perNode int) {
+	e.t.Helper()
+	ctx := context.Background()
+	api := e.cp.Client.ResourceV1()
+	extended := testGPUName
+	class := &resourceapi.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: testClass}, Spec: resourceapi.DeviceClassSpec{
+		Selectors:            []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{Expression: fmt.Sprintf("device.driver == %q", testDriver)}}},
+		ExtendedResourceName: &extended,
+	}}
+	if _, err := api.DeviceClasses().Create(ctx, class, metav1.CreateOptions{}); err != nil {
+		e.t.Fatalf("create DeviceClass: %v", err)
+	}
+	for _, node := range nodes {
+		slice := &resourceapi.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: node + "-gpus"}, Spec: resourceapi.ResourceSliceSpec{
+			Driver: testDriver, NodeName: &node,
+			Pool: resourceapi.ResourcePool{Name: node, Generation: 1, ResourceSliceCount: 1},
+		}}
+		for i := range perNode {
+			slice.Spec.Devices = append(slice.Spec.Devices, resourceapi.Device{Name: fmt.Sprintf("gpu-%d", i)})
+		}
+		if _, err := api.ResourceSlices().Create(ctx, slice, metav1.CreateOptions{}); err != nil {
+			e.t.Fatalf("create ResourceSlice: %v", err)
+		}
+	}
+}
+
+// createClaimTemplate makes a ResourceClaimTemplate in namespace default asking for count
+// devices of the test class.
+func (e *env) createClaimTemplate(name string, count int64) {
+	e.t.Helper()
+	tmpl := &resourceapi.ResourceClaimTemplate{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+		Spec: resourceapi.ResourceClaimTemplateSpec{Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{
+			Requests: []resourceapi.DeviceRequest{{Name: "gpu", Exactly: &resourceapi.ExactDeviceRequest{
+				DeviceClassName: testClass, AllocationMode: resourceapi.DeviceAllocationModeExactCount, Count: count}}},
+		}}}}
+	if _, err := e.cp.Client.ResourceV1().ResourceClaimTemplates("default").Create(context.Background(), tmpl, metav1.CreateOptions{}); err != nil {
+		e.t.Fatalf("create ResourceClaimTemplate: %v", err)
+	}
+}
+
+// TestDRAExtendedResourceInTheFit: 2 nodes of 4 devices each, served as example.com/gpu by
+// the DeviceClass. A pod asking for 5 can never be placed: Unschedulable, saying why. A gang
+// of 4 x 2 fills both nodes: before the fit read the devices it was Unschedulable for ever
+// (nothing in the nodes' allocatable); now it binds whole, with no hold timeout.
+func TestDRAExtendedResourceInTheFit(t *testing.T) {
+	nodes := framework.Nodes("node", 2, "8", "32Gi")
+	e := newEnv(t, nodes...)
+	e.createDevices([]string{nodes[0].Name, nodes[1].Name}, 4)
+	e.startExtender("")
+	e.startScheduler(true)
+	rec := e.recordBindings("default")
+
+	huge := jobSpec{name: "huge", workers: 1, cpu: "1", extended: map[string]string{testGPUName: "5"}}
+	gpus := jobSpec{name: "gpus", workers: 4, cpu: "1", extended: map[string]string{testGPUName: "2"}}
+	watch := e.watchPartial([]jobSpec{huge, gpus})
+	e.createJobs(huge)
+	d := e.waitQueued(huge, "Unschedulable", "needs example.com/gpu 5 on a node; the most free on any node is 4")
+	t.Logf("huge: %s", d.Reason)
+
+	created := time.Now()
+	e.createJobs(gpus)
+	e.boundWithin(rec, gpus, created, "its creation", 20*time.Second)
+	perNode := map[string]int{}
+	for _, p := range gpus.pods() {
+		perNode[e.bound("default")[p.name]]++
+	}
+	if len(perNode) != 2 || perNode[nodes[0].Name] != 2 || perNode[nodes[1].Name] != 2 {
+		t.Errorf("gpus' pods per node: %v, want 2 on each node", perNode)
+	}
+	checkWhole(t, rec, gpus)
+	if n := e.countBound(huge); n != 0 {
+		t.Errorf("huge has %d pods bound", n)
+	}
+	if partial := watch.Stop(); len(partial) > 0 {
+		t.Errorf("partly bound: %v", partial)
+	}
+	if n := e.holdTimeouts(); n != 0 {
+		t.Errorf("%d hold timeouts", n)
+	}
+}
+
+// TestDRAClaimTemplatesInTheFit: 2 nodes of 4 devices each; every pod takes a claim of one
+// device from a ResourceClaimTemplate (kube-controller-manager's resourceclaim controller
+// makes the claims). A gang of 10 is larger than the devices: Unschedulable, naming the
+// class, nothing bound. Two gangs of 6 compete for the 8 devices: the first binds whole, the
+// second waits with none bound, and binds whole once the first is deleted; no hold timeout.
+func TestDRAClaimTemplatesInTheFit(t *testing.T) {
+	nodes := framework.Nodes("node", 2, "16", "64Gi")
+	e := newEnv(t, nodes...)
+	e.cp.StartControllerManager(t, "resourceclaim-controller", "garbage-collector-controller")
+	e.createDevices([]string{nodes[0].Name, nodes[1].Name}, 4)
+	e.createClaimTemplate("one-gpu", 1)
+	e.startExtender("")
+	e.startScheduler(true)
+	rec := e.recordBindings("default")
+
+	big := jobSpec{name: "big", workers: 10, cpu: "1", claim: "one-gpu"}
+	first := jobSpec{name: "first", workers: 6, cpu: "1", claim: "one-gpu"}
+	second := jobSpec{name: "second", workers: 6, cpu: "1", claim: "one-gpu"}
+	watch := e.watchPartial([]jobSpec{big, first, second})
+	e.createJobs(big)
+	d := e.waitQueued(big, "Unschedulable", "only 8 of the 10 pods it needs fit (they need 10 "+testClass+" devices; the nodes have 8)")
+	t.Logf("big: %s", d.Reason)
+
+	created := time.Now()
+	e.createJobs(first)
+	e.boundWithin(rec, first, created, "its creation", 20*time.Second)
+	e.createJobs(second)
+	d = e.waitQueued(second, "Waiting", "needs 1 "+testClass+" device on a node; the most free on any node is 0")
+	t.Logf("second: %s", d.Reason)
+	time.Sleep(3 * time.Second) // a gang admitted by mistake would be gathering at bind by now
+	if n := e.countBound(second); n != 0 {
+		t.Errorf("second has %d pods bound while first holds the devices", n)
+	}
+	if n := e.countBound(big); n != 0 {
+		t.Errorf("big has %d pods bound", n)
+	}
+
+	deleting := time.Now()
+	e.deleteJob(first)
+	e.boundWithin(rec, second, deleting, "first was being deleted", 30*time.Second)
+	checkWhole(t, rec, first, second)
+	if partial := watch.Stop(); len(partial) > 0 {
+		t.Errorf("partly bound: %v", partial)
+	}
+	if n := e.holdTimeouts(); n != 0 {
+		t.Errorf("%d hold timeouts", n)
+	}
+}
