@@ -44,8 +44,10 @@ func (e *env) createDevices(nodes []string, perNode int) {
 			Driver: testDriver, NodeName: &node,
 			Pool: resourceapi.ResourcePool{Name: node, Generation: 1, ResourceSliceCount: 1},
 		}}
+		model := node // each device says which node it is on: a request's selector can pick one
 		for i := range perNode {
-			slice.Spec.Devices = append(slice.Spec.Devices, resourceapi.Device{Name: fmt.Sprintf("gpu-%d", i)})
+			slice.Spec.Devices = append(slice.Spec.Devices, resourceapi.Device{Name: fmt.Sprintf("gpu-%d", i),
+				Attributes: map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{"model": {StringValue: &model}}})
 		}
 		if _, err := api.ResourceSlices().Create(ctx, slice, metav1.CreateOptions{}); err != nil {
 			e.t.Fatalf("create ResourceSlice: %v", err)
@@ -54,14 +56,19 @@ func (e *env) createDevices(nodes []string, perNode int) {
 }
 
 // createClaimTemplate makes a ResourceClaimTemplate in namespace default asking for count
-// devices of the test class.
-func (e *env) createClaimTemplate(name string, count int64) {
+// devices of the test class; with onNode, only devices of that node (by the request's own
+// selector, which the fit does not evaluate).
+func (e *env) createClaimTemplate(name string, count int64, onNode string) {
 	e.t.Helper()
 	tmpl := &resourceapi.ResourceClaimTemplate{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
 		Spec: resourceapi.ResourceClaimTemplateSpec{Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{
 			Requests: []resourceapi.DeviceRequest{{Name: "gpu", Exactly: &resourceapi.ExactDeviceRequest{
 				DeviceClassName: testClass, AllocationMode: resourceapi.DeviceAllocationModeExactCount, Count: count}}},
 		}}}}
+	if onNode != "" {
+		tmpl.Spec.Spec.Devices.Requests[0].Exactly.Selectors = []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{
+			Expression: fmt.Sprintf("device.attributes[%q].model == %q", testDriver, onNode)}}}
+	}
 	if _, err := e.cp.Client.ResourceV1().ResourceClaimTemplates("default").Create(context.Background(), tmpl, metav1.CreateOptions{}); err != nil {
 		e.t.Fatalf("create ResourceClaimTemplate: %v", err)
 	}
@@ -108,17 +115,26 @@ func TestDRAExtendedResourceInTheFit(t *testing.T) {
 	}
 }
 
+// newClaimsEnv is 2 nodes of 16 CPU with 4 test devices each, kube-controller-manager's
+// resourceclaim controller (and the garbage collector) and the template one-gpu (one device
+// of the test class); it returns the nodes' names.
+func newClaimsEnv(t *testing.T) (*env, []string) {
+	nodes := framework.Nodes("node", 2, "16", "64Gi")
+	e := newEnv(t, nodes...)
+	e.cp.StartControllerManager(t, "resourceclaim-controller", "garbage-collector-controller")
+	names := []string{nodes[0].Name, nodes[1].Name}
+	e.createDevices(names, 4)
+	e.createClaimTemplate("one-gpu", 1, "")
+	return e, names
+}
+
 // TestDRAClaimTemplatesInTheFit: 2 nodes of 4 devices each; every pod takes a claim of one
 // device from a ResourceClaimTemplate (kube-controller-manager's resourceclaim controller
 // makes the claims). A gang of 10 is larger than the devices: Unschedulable, naming the
 // class, nothing bound. Two gangs of 6 compete for the 8 devices: the first binds whole, the
 // second waits with none bound, and binds whole once the first is deleted; no hold timeout.
 func TestDRAClaimTemplatesInTheFit(t *testing.T) {
-	nodes := framework.Nodes("node", 2, "16", "64Gi")
-	e := newEnv(t, nodes...)
-	e.cp.StartControllerManager(t, "resourceclaim-controller", "garbage-collector-controller")
-	e.createDevices([]string{nodes[0].Name, nodes[1].Name}, 4)
-	e.createClaimTemplate("one-gpu", 1)
+	e, _ := newClaimsEnv(t)
 	e.startExtender("")
 	e.startScheduler(true)
 	rec := e.recordBindings("default")
@@ -154,5 +170,98 @@ func TestDRAClaimTemplatesInTheFit(t *testing.T) {
 	}
 	if n := e.holdTimeouts(); n != 0 {
 		t.Errorf("%d hold timeouts", n)
+	}
+}
+
+// claimsOf returns the job's pods' ResourceClaims by name (those the resourceclaim controller
+// has made so far), with the pod each belongs to.
+func (e *env) claimsOf(j jobSpec) map[string]resourceapi.ResourceClaim {
+	e.t.Helper()
+	pods := map[string]bool{}
+	for _, p := range j.pods() {
+		pods[p.name] = true
+	}
+	list, err := e.cp.Client.ResourceV1().ResourceClaims("default").List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		e.t.Fatalf("list ResourceClaims: %v", err)
+	}
+	out := map[string]resourceapi.ResourceClaim{}
+	for _, c := range list.Items {
+		for _, o := range c.OwnerReferences {
+			if o.Kind == "Pod" && pods[o.Name] {
+				out[c.Name] = c
+			}
+		}
+	}
+	return out
+}
+
+// TestDRAGateFailureReleasesClaims: a gang the fit admits by mistake fails at bind, and
+// gives back the devices kube-scheduler allocated for it, and nothing else. 2 nodes of 4
+// devices; keep (one pod, one device) runs; picky's 6 pods each ask for a device of the first
+// node by a request selector, which the fit does not evaluate: it counts 7 free devices of the
+// class and admits picky, which the first node's 3 or 4 cannot hold. kube-scheduler's DRA
+// PreBind writes the held pods' claims' allocations before the bind verb holds them; at the
+// hold timeout the gate fails the binds and kube-scheduler's Unreserve must take the
+// allocations back. Measured: how long after the hold timeout no claim of picky is
+// allocated; keep's claim stays allocated and reserved, its pod bound.
+func TestDRAGateFailureReleasesClaims(t *testing.T) {
+	e, nodes := newClaimsEnv(t)
+	e.createClaimTemplate("first-node", 1, nodes[0])
+	e.startExtender("gate:\n  holdTimeout: 3s\n  coolDown: 60s\n")
+	e.startScheduler(true)
+
+	keep := jobSpec{name: "keep", workers: 1, cpu: "1", claim: "one-gpu"}
+	e.createJobs(keep)
+	e.waitJobBound(keep, 30*time.Second)
+	kept := e.claimsOf(keep)
+	if len(kept) != 1 {
+		t.Fatalf("keep's claims: %d, want 1", len(kept))
+	}
+
+	picky := jobSpec{name: "picky", workers: 6, cpu: "1", claim: "first-node"}
+	e.createJobs(picky)
+	// While picky's pods are held at bind, their claims are already allocated.
+	var heldAllocated int
+	framework.WaitFor(t, 30*time.Second, "picky's held pods' claims allocated", func() (bool, error) {
+		heldAllocated = 0
+		for _, c := range e.claimsOf(picky) {
+			if c.Status.Allocation != nil {
+				heldAllocated++
+			}
+		}
+		return heldAllocated > 0 && e.countBound(picky) == 0, fmt.Errorf("%d allocated, %d bound", heldAllocated, e.countBound(picky))
+	})
+	t.Logf("picky: %d claims allocated by PreBind while no pod of it is bound", heldAllocated)
+
+	framework.WaitFor(t, 30*time.Second, "a hold timeout", func() (bool, error) {
+		return e.holdTimeouts() > 0, fmt.Errorf("none yet")
+	})
+	timedOut := time.Now()
+	var left []string
+	framework.WaitFor(t, 30*time.Second, "picky's claims deallocated", func() (bool, error) {
+		left = left[:0]
+		for name, c := range e.claimsOf(picky) {
+			if c.Status.Allocation != nil || len(c.Status.ReservedFor) > 0 {
+				left = append(left, name)
+			}
+		}
+		return len(left) == 0, fmt.Errorf("still allocated or reserved: %v", left)
+	})
+	t.Logf("picky's claims all deallocated %v after the hold timeout was logged", time.Since(timedOut).Round(10*time.Millisecond))
+	if n := e.countBound(picky); n != 0 {
+		t.Errorf("picky has %d pods bound", n)
+	}
+	for name := range kept {
+		c, err := e.cp.Client.ResourceV1().ResourceClaims("default").Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("keep's claim %s: %v", name, err)
+		}
+		if c.Status.Allocation == nil || len(c.Status.ReservedFor) != 1 {
+			t.Errorf("keep's claim %s lost its allocation or reservation: %+v", name, c.Status)
+		}
+	}
+	if n := e.countBound(keep); n != 1 {
+		t.Errorf("keep has %d pods bound, want 1", n)
 	}
 }
