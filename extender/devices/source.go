@@ -35,7 +35,7 @@ type Source struct {
 	slices    resourcelisters.ResourceSliceLister
 	claims    resourcelisters.ResourceClaimLister
 	templates resourcelisters.ResourceClaimTemplateLister
-	synced    []cache.InformerSynced
+	synced    map[string]cache.InformerSynced
 	cel       *cel.Cache
 
 	mu sync.Mutex
@@ -77,31 +77,60 @@ func NewSource(log *zap.Logger, client kubernetes.Interface, factory informers.S
 		cel: cel.NewCache(celCacheSize, cel.Features{}),
 	}
 	inventoryChanged := func() { s.changed(true) }
-	claimsChanged := func() { s.changed(false) }
+	specsChanged := func() { s.changed(false) }
+	s.synced = map[string]cache.InformerSynced{}
 	for _, h := range []struct {
-		inf       cache.SharedIndexInformer
-		inventory bool
+		name   string
+		inf    cache.SharedIndexInformer
+		change func()
+		update func()
 	}{
-		{r.DeviceClasses().Informer(), true}, {r.ResourceSlices().Informer(), true},
-		{r.ResourceClaims().Informer(), false}, {r.ResourceClaimTemplates().Informer(), false},
+		{"deviceclasses", r.DeviceClasses().Informer(), inventoryChanged, inventoryChanged},
+		{"resourceslices", r.ResourceSlices().Informer(), inventoryChanged, inventoryChanged},
+		// A claim's update is mostly its status: kube-scheduler's allocation and
+		// reservation at PreBind, the release after the pod. Those change no pod's request
+		// and only sometimes a node's free devices (claimUpdated).
+		{"resourceclaims", r.ResourceClaims().Informer(), specsChanged, s.claimUpdated},
+		{"resourceclaimtemplates", r.ResourceClaimTemplates().Informer(), specsChanged, specsChanged},
 	} {
-		f := claimsChanged
-		if h.inventory {
-			f = inventoryChanged
-		}
+		change, update := h.change, h.update
 		if _, err := h.inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-			AddFunc: func(any) { f() }, UpdateFunc: func(a, b any) { f() }, DeleteFunc: func(any) { f() },
+			AddFunc: func(any) { change() }, UpdateFunc: func(a, b any) { update() }, DeleteFunc: func(any) { change() },
 		}); err != nil {
 			log.Error("adding a device event handler", zap.Error(err))
 		}
-		s.synced = append(s.synced, h.inf.HasSynced)
+		s.synced[h.name] = h.inf.HasSynced
 	}
 	return s
 }
 
+// claimUpdated recomputes the free devices after a claim's update and tells of a change only
+// when they differ: the records then need no rebuild for an allocation that comes with its
+// reservation, as kube-scheduler writes them, nor for its release.
+func (s *Source) claimUpdated() {
+	s.mu.Lock()
+	if s.inventory == nil || s.free == nil {
+		s.mu.Unlock()
+		s.changed(false)
+		return
+	}
+	before := s.free
+	s.free = nil
+	s.mu.Unlock()
+	if after := s.current(); sameFree(before, after) {
+		return
+	}
+	s.changed(false)
+}
+
+// sameFree reports whether two Frees give every node the same devices.
+func sameFree(a, b *Free) bool {
+	return maps.EqualFunc(a.nodes, b.nodes, func(x, y priority.Resources) bool { return maps.Equal(x, y) })
+}
+
 // Start starts the informers and calls onChange after every later change; it returns the
-// informers' HasSynced.
-func (s *Source) Start(ctx context.Context, onChange func()) []cache.InformerSynced {
+// informers' HasSynced by kind.
+func (s *Source) Start(ctx context.Context, onChange func()) map[string]cache.InformerSynced {
 	s.mu.Lock()
 	s.onChange = onChange
 	s.mu.Unlock()

@@ -180,7 +180,13 @@ func (c *Cluster) Start(ctx context.Context) error {
 	}
 	c.informers.Store(&named)
 	c.factory.Start(ctx.Done())
-	if !cache.WaitForCacheSync(ctx.Done(), append(c.startDevices(ctx), c.synced...)...) {
+	// The device informers are waited for as the gang sources are: a ClusterRole without
+	// them must not keep the view from starting (devices.go).
+	for name, hasSynced := range c.startDevices(ctx) {
+		groupSynced = append(groupSynced, hasSynced)
+		named[name] = hasSynced
+	}
+	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
 		return fmt.Errorf("cluster view: informer caches did not sync: %w", ctx.Err())
 	}
 	// A PodGroup or workload kind the extender may not list (RBAC) would never sync: past
@@ -193,7 +199,7 @@ func (c *Cluster) Start(ctx context.Context) error {
 				slow = append(slow, name)
 			}
 		}
-		c.log.Error("gang sources not synced; their jobs wait until they are", zap.Strings("sources", slow), zap.Duration("after", groupSyncTimeout))
+		c.log.Error("gang or device sources not synced; their jobs wait until they are", zap.Strings("sources", slow), zap.Duration("after", groupSyncTimeout))
 	}
 	cancel()
 	if c.client != nil {

@@ -14,14 +14,16 @@ import (
 // recompute.
 type DeviceSource interface {
 	// Start starts the source's informers and calls onChange after each change; it returns
-	// the informers' HasSynced.
-	Start(ctx context.Context, onChange func()) []cache.InformerSynced
+	// the informers' HasSynced by name. Until they have synced the fit may lack devices;
+	// the view starts without them after a bound (groupSyncTimeout), as without a gang
+	// source, and rebuilds its records once they come.
+	Start(ctx context.Context, onChange func()) map[string]cache.InformerSynced
 	NodeCapacity(node string, allocatable priority.Resources) priority.Resources
 	PodDemand(pod *corev1.Pod, request priority.Resources) priority.Resources
 }
 
 // startDevices starts the device source, if any, and returns its informers' HasSynced.
-func (c *Cluster) startDevices(ctx context.Context) []cache.InformerSynced {
+func (c *Cluster) startDevices(ctx context.Context) map[string]cache.InformerSynced {
 	if c.index.devices == nil {
 		return nil
 	}
