@@ -902,14 +902,24 @@ func (c *capacity) amounts(needs []dimNeed) string {
 // (extender/devices): kube-scheduler's implicit extended resource of the class.
 const DeviceClassPrefix = "deviceclass.resource.kubernetes.io/"
 
+// DeviceSelectedSep parts a class's name from the hash of a request's own selectors in the
+// name of the devices of the class those selectors accept (extender/devices).
+const DeviceSelectedSep = "/selected-"
+
 // amount says an amount of a resource: "cpu 4000m", or of a device class "8
-// gpu.example.com devices" ("1 gpu.example.com device").
+// gpu.example.com devices" ("1 gpu.example.com device"; "... devices its requests'
+// selectors accept" for those a request's own selectors pick).
 func amount(name string, v int64) string {
 	if class, ok := strings.CutPrefix(name, DeviceClassPrefix); ok {
-		if v == 1 {
-			return "1 " + class + " device"
+		class, selected, _ := strings.Cut(class, DeviceSelectedSep)
+		out := strconv.FormatInt(v, 10) + " " + class + " device"
+		if v != 1 {
+			out += "s"
 		}
-		return strconv.FormatInt(v, 10) + " " + class + " devices"
+		if selected != "" {
+			out += " its requests' selectors accept"
+		}
+		return out
 	}
 	return name + " " + formatQuantity(name, v)
 }

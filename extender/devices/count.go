@@ -16,10 +16,13 @@ package devices
 
 import (
 	"context"
+	"hash/fnv"
 	"maps"
+	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/dynamic-resource-allocation/cel"
 
 	"github.com/cps-extender/cps-extender/priority"
@@ -27,6 +30,33 @@ import (
 
 // ClassResource is the resource name the model counts a DeviceClass's devices under.
 func ClassResource(class string) string { return priority.DeviceClassPrefix + class }
+
+// SelectedResource is the resource name the model counts the devices of a class that a
+// request's own CEL selectors also accept under: the class's name with a hash of the
+// expressions ("" when the request has no CEL selector).
+func SelectedResource(class string, selectors []resourceapi.DeviceSelector) string {
+	h := fnv.New64a()
+	n := 0
+	for _, sel := range selectors {
+		if sel.CEL != nil {
+			h.Write([]byte(sel.CEL.Expression))
+			h.Write([]byte{0})
+			n++
+		}
+	}
+	if n == 0 {
+		return ""
+	}
+	return ClassResource(class) + priority.DeviceSelectedSep + strconv.FormatUint(h.Sum64()&0xffffffff, 16)
+}
+
+// Selected is a request's class and own selectors: the devices both accept are counted
+// under Name (SelectedResource).
+type Selected struct {
+	Name      string
+	Class     string
+	Selectors []resourceapi.DeviceSelector
+}
 
 // deviceID names a device the way an allocation result does.
 type deviceID struct{ driver, pool, device string }
@@ -85,6 +115,8 @@ type Inventory struct {
 	of map[deviceID]placed
 	// extended maps an extendedResourceName to the classes that serve it.
 	extended map[string][]string
+	// selected is the names of the request selector sets counted (SelectedResource).
+	selected map[string]bool
 }
 
 type placed struct {
@@ -93,18 +125,34 @@ type placed struct {
 }
 
 // NewInventory counts the devices of the node-local ResourceSlices (spec.nodeName set, or a
-// device's own nodeName) that each class's selectors accept. Of a pool only the slices of
-// its newest generation count, as in kube-scheduler. Slices of network-attached devices
+// device's own nodeName) that each class's selectors accept, and for each request selector
+// set in selected those its class and its own selectors accept. Of a pool only the slices
+// of its newest generation count, as in kube-scheduler. Slices of network-attached devices
 // (nodeSelector, allNodes) are left out.
-func NewInventory(classes []*resourceapi.DeviceClass, slices []*resourceapi.ResourceSlice, cache *cel.Cache) *Inventory {
-	inv := &Inventory{nodes: map[string]priority.Resources{}, of: map[deviceID]placed{}, extended: map[string][]string{}}
+func NewInventory(classes []*resourceapi.DeviceClass, slices []*resourceapi.ResourceSlice, selected []Selected, cache *cel.Cache) *Inventory {
+	inv := &Inventory{nodes: map[string]priority.Resources{}, of: map[deviceID]placed{}, extended: map[string][]string{}, selected: map[string]bool{}}
 	compiled := make([]*class, 0, len(classes))
+	byName := map[string]*class{}
 	for _, c := range classes {
 		k := compileClass(c, cache)
 		compiled = append(compiled, k)
+		byName[k.name] = k
 		if k.extended != "" {
 			inv.extended[k.extended] = append(inv.extended[k.extended], k.name)
 		}
+	}
+	// A selector set counts devices its class accepts too: it is matched only on those.
+	sets := map[string][]*class{}
+	for _, sel := range selected {
+		if inv.selected[sel.Name] {
+			continue
+		}
+		inv.selected[sel.Name] = true
+		if byName[sel.Class] == nil {
+			continue // no such class: its requests fit nowhere, as in kube-scheduler
+		}
+		own := compileClass(&resourceapi.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: sel.Name}, Spec: resourceapi.DeviceClassSpec{Selectors: sel.Selectors}}, cache)
+		sets[sel.Class] = append(sets[sel.Class], own)
 	}
 	type poolKey struct{ driver, pool string }
 	newest := map[poolKey]int64{}
@@ -131,6 +179,11 @@ func NewInventory(classes []*resourceapi.DeviceClass, slices []*resourceapi.Reso
 				names = append(names, ClassResource(c.name))
 				if c.extended != "" {
 					names = append(names, c.extended)
+				}
+				for _, own := range sets[c.name] {
+					if own.matches(ctx, s.Spec.Driver, d) {
+						names = append(names, own.name)
+					}
 				}
 			}
 			if len(names) == 0 {
@@ -227,10 +280,9 @@ type ClaimSpecs interface {
 // Demand is what a pod's ResourceClaims and claim templates ask for: each exact-count
 // request's count under its class's ClassResource name (allocation mode All: the devices
 // the class has on the pod's node are not known before it is placed, so such a request
-// counts as one). Requests with admin access take no device. A request's own selectors are
-// not evaluated: it counts against every device of its class, so the fit may admit a gang
-// whose selectors no node can meet (it then fails at bind). firstAvailable requests count
-// their first alternative. A claim or template not seen yet asks nothing. The extended
+// counts as one). Requests with admin access take no device. A request with its own CEL
+// selectors also counts under SelectedResource: the devices of its class those selectors
+// accept. firstAvailable requests count their first alternative. A claim or template not seen yet asks nothing. The extended
 // resources a pod asks for are already in its containers' requests.
 func Demand(pod *corev1.Pod, specs ClaimSpecs) priority.Resources {
 	if len(pod.Spec.ResourceClaims) == 0 || specs == nil {
@@ -253,7 +305,7 @@ func Demand(pod *corev1.Pod, specs ClaimSpecs) priority.Resources {
 			continue
 		}
 		for _, r := range spec.Devices.Requests {
-			className, count, ok := requested(r)
+			className, selectors, count, ok := requested(r)
 			if !ok {
 				continue
 			}
@@ -261,29 +313,48 @@ func Demand(pod *corev1.Pod, specs ClaimSpecs) priority.Resources {
 				out = priority.Resources{}
 			}
 			out[ClassResource(className)] += count
+			if name := SelectedResource(className, selectors); name != "" {
+				out[name] += count
+			}
 		}
 	}
 	return out
 }
 
-// requested is a request's class and device count; ok false when it takes no device.
-func requested(r resourceapi.DeviceRequest) (className string, count int64, ok bool) {
+// requested is a request's class, own selectors and device count; ok false when it takes
+// no device.
+func requested(r resourceapi.DeviceRequest) (className string, selectors []resourceapi.DeviceSelector, count int64, ok bool) {
 	switch {
 	case r.Exactly != nil:
 		e := r.Exactly
 		if e.AdminAccess != nil && *e.AdminAccess {
-			return "", 0, false
+			return "", nil, 0, false
 		}
 		if e.AllocationMode == resourceapi.DeviceAllocationModeAll {
-			return e.DeviceClassName, 1, true
+			return e.DeviceClassName, e.Selectors, 1, true
 		}
-		return e.DeviceClassName, max(e.Count, 1), true
+		return e.DeviceClassName, e.Selectors, max(e.Count, 1), true
 	case len(r.FirstAvailable) > 0:
 		s := r.FirstAvailable[0]
 		if s.AllocationMode == resourceapi.DeviceAllocationModeAll {
-			return s.DeviceClassName, 1, true
+			return s.DeviceClassName, s.Selectors, 1, true
 		}
-		return s.DeviceClassName, max(s.Count, 1), true
+		return s.DeviceClassName, s.Selectors, max(s.Count, 1), true
 	}
-	return "", 0, false
+	return "", nil, 0, false
+}
+
+// SelectedOf lists the request selector sets of a claim spec (SelectedResource).
+func SelectedOf(spec *resourceapi.ResourceClaimSpec) []Selected {
+	var out []Selected
+	for _, r := range spec.Devices.Requests {
+		className, selectors, _, ok := requested(r)
+		if !ok {
+			continue
+		}
+		if name := SelectedResource(className, selectors); name != "" {
+			out = append(out, Selected{Name: name, Class: className, Selectors: selectors})
+		}
+	}
+	return out
 }

@@ -64,10 +64,14 @@ func TestCapacity(t *testing.T) {
 		deviceClass("broken", `device.nosuchfield`, ""),
 	}
 	twoModels := map[string]string{"g0": "h100", "g1": "h100", "g2": "b200"}
+	h100 := SelectedOf(&resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{{Name: "r",
+		Exactly: &resourceapi.ExactDeviceRequest{DeviceClassName: "gpu", Count: 1, Selectors: []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{
+			Expression: `device.attributes["gpu.example.com"].model == "h100"`}}}}}}}})[0]
 	tests := []struct {
 		name        string
 		slices      []*resourceapi.ResourceSlice
 		claims      []*resourceapi.ResourceClaim
+		selected    []Selected
 		node        string
 		allocatable priority.Resources
 		want        priority.Resources
@@ -98,6 +102,10 @@ func TestCapacity(t *testing.T) {
 			slices: []*resourceapi.ResourceSlice{slice("gpu.example.com", "n1", 1, twoModels)},
 			claims: []*resourceapi.ResourceClaim{allocated("gpu.example.com", "pool-n1", false, "g2")},
 			node:   "n1", want: priority.Resources{gpu: 2, "example.com/gpu": 2, big: 0}},
+		{name: "a request's own selectors count the devices of its class they accept",
+			slices:   []*resourceapi.ResourceSlice{slice("gpu.example.com", "n1", 1, twoModels)},
+			selected: []Selected{h100, h100, {Name: "on-no-class", Class: "none", Selectors: h100.Selectors}},
+			node:     "n1", want: priority.Resources{gpu: 3, "example.com/gpu": 3, big: 1, h100.Name: 2}},
 		{name: "a reserved claim's pod counts it in its request instead",
 			slices: []*resourceapi.ResourceSlice{slice("gpu.example.com", "n1", 1, twoModels)},
 			claims: []*resourceapi.ResourceClaim{allocated("gpu.example.com", "pool-n1", true, "g2", "g1")},
@@ -106,7 +114,7 @@ func TestCapacity(t *testing.T) {
 	cache := cel.NewCache(10, cel.Features{})
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			free := NewFree(NewInventory(classes, tt.slices, cache), tt.claims)
+			free := NewFree(NewInventory(classes, tt.slices, tt.selected, cache), tt.claims)
 			if diff := cmp.Diff(tt.want, free.Capacity(tt.node, tt.allocatable)); diff != "" {
 				t.Errorf("Capacity (-want +got):\n%s", diff)
 			}
@@ -137,11 +145,14 @@ func TestDemand(t *testing.T) {
 	claimSpec := func(reqs ...resourceapi.DeviceRequest) resourceapi.ResourceClaimSpec {
 		return resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{Requests: reqs}}
 	}
+	picky := []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{Expression: `device.attributes["gpu.example.com"].model == "h100"`}}}
 	s := specs{
 		claims: map[string]*resourceapi.ResourceClaim{
 			"ns/shared": {Spec: claimSpec(exactly("nic", 1, resourceapi.DeviceAllocationModeExactCount, false))},
 		},
 		templates: map[string]*resourceapi.ResourceClaimTemplate{
+			"ns/picky": {Spec: resourceapi.ResourceClaimTemplateSpec{Spec: claimSpec(resourceapi.DeviceRequest{Name: "r", Exactly: &resourceapi.ExactDeviceRequest{
+				DeviceClassName: "gpu", Count: 2, Selectors: picky}})}},
 			"ns/two-gpus": {Spec: resourceapi.ResourceClaimTemplateSpec{Spec: claimSpec(exactly("gpu", 2, resourceapi.DeviceAllocationModeExactCount, false))}},
 			"ns/mixed": {Spec: resourceapi.ResourceClaimTemplateSpec{Spec: claimSpec(
 				exactly("gpu", 1, "", false), exactly("gpu", 4, resourceapi.DeviceAllocationModeExactCount, true),
@@ -167,6 +178,8 @@ func TestDemand(t *testing.T) {
 		{name: "claims add up by class", pod: pod(corev1.PodResourceClaim{Name: "g", ResourceClaimTemplateName: name("two-gpus")},
 			corev1.PodResourceClaim{Name: "n", ResourceClaimName: name("shared")}, corev1.PodResourceClaim{Name: "m", ResourceClaimTemplateName: name("mixed")}),
 			want: priority.Resources{ClassResource("gpu"): 3, ClassResource("nic"): 3, ClassResource("fpga"): 1}},
+		{name: "a request's own selectors ask for their devices too", pod: pod(corev1.PodResourceClaim{Name: "g", ResourceClaimTemplateName: name("picky")}),
+			want: priority.Resources{ClassResource("gpu"): 2, SelectedResource("gpu", picky): 2}},
 		{name: "a template not seen asks nothing", pod: pod(corev1.PodResourceClaim{Name: "g", ResourceClaimTemplateName: name("missing")}), want: nil},
 	}
 	for _, tt := range tests {

@@ -158,17 +158,30 @@ func (s *Source) current() *Free {
 	if s.free != nil {
 		return s.free
 	}
+	claims, err1 := s.claims.List(labels.Everything())
+	templates, err2 := s.templates.List(labels.Everything())
+	if err := firstErr(err1, err2); err != nil {
+		s.log.Error("listing resource claims from the cache", zap.Error(err))
+	}
+	// The request selector sets the claims and templates name; a new one rebuilds the
+	// inventory, which counts the devices each accepts.
+	var selected []Selected
+	for _, t := range templates {
+		selected = append(selected, SelectedOf(&t.Spec.Spec)...)
+	}
+	for _, c := range claims {
+		selected = append(selected, SelectedOf(&c.Spec)...)
+	}
+	if s.inventory != nil && slices.ContainsFunc(selected, func(sel Selected) bool { return !s.inventory.selected[sel.Name] }) {
+		s.inventory = nil
+	}
 	if s.inventory == nil {
 		classes, err1 := s.classes.List(labels.Everything())
 		slices, err2 := s.slices.List(labels.Everything())
 		if err := firstErr(err1, err2); err != nil {
 			s.log.Error("listing devices from the cache", zap.Error(err))
 		}
-		s.inventory = NewInventory(classes, slices, s.cel)
-	}
-	claims, err := s.claims.List(labels.Everything())
-	if err != nil {
-		s.log.Error("listing resource claims from the cache", zap.Error(err))
+		s.inventory = NewInventory(classes, slices, selected, s.cel)
 	}
 	s.free = NewFree(s.inventory, claims)
 	return s.free

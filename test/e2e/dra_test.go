@@ -56,8 +56,8 @@ func (e *env) createDevices(nodes []string, perNode int) {
 }
 
 // createClaimTemplate makes a ResourceClaimTemplate in namespace default asking for count
-// devices of the test class; with onNode, only devices of that node (by the request's own
-// selector, which the fit does not evaluate).
+// devices of the test class (0: all the devices of a node, allocation mode All); with
+// onNode, only devices of that node (by the request's own selector).
 func (e *env) createClaimTemplate(name string, count int64, onNode string) {
 	e.t.Helper()
 	tmpl := &resourceapi.ResourceClaimTemplate{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
@@ -65,6 +65,9 @@ func (e *env) createClaimTemplate(name string, count int64, onNode string) {
 			Requests: []resourceapi.DeviceRequest{{Name: "gpu", Exactly: &resourceapi.ExactDeviceRequest{
 				DeviceClassName: testClass, AllocationMode: resourceapi.DeviceAllocationModeExactCount, Count: count}}},
 		}}}}
+	if count == 0 {
+		tmpl.Spec.Spec.Devices.Requests[0].Exactly.AllocationMode = resourceapi.DeviceAllocationModeAll
+	}
 	if onNode != "" {
 		tmpl.Spec.Spec.Devices.Requests[0].Exactly.Selectors = []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{
 			Expression: fmt.Sprintf("device.attributes[%q].model == %q", testDriver, onNode)}}}
@@ -131,10 +134,12 @@ func newClaimsEnv(t *testing.T) (*env, []string) {
 // TestDRAClaimTemplatesInTheFit: 2 nodes of 4 devices each; every pod takes a claim of one
 // device from a ResourceClaimTemplate (kube-controller-manager's resourceclaim controller
 // makes the claims). A gang of 10 is larger than the devices: Unschedulable, naming the
-// class, nothing bound. Two gangs of 6 compete for the 8 devices: the first binds whole, the
+// class, nothing bound; so is a gang of 5 whose request selector picks the first node's 4
+// devices. Two gangs of 6 compete for the 8 devices: the first binds whole, the
 // second waits with none bound, and binds whole once the first is deleted; no hold timeout.
 func TestDRAClaimTemplatesInTheFit(t *testing.T) {
-	e, _ := newClaimsEnv(t)
+	e, nodes := newClaimsEnv(t)
+	e.createClaimTemplate("first-node", 1, nodes[0])
 	e.startExtender("")
 	e.startScheduler(true)
 	rec := e.recordBindings("default")
@@ -142,10 +147,14 @@ func TestDRAClaimTemplatesInTheFit(t *testing.T) {
 	big := jobSpec{name: "big", workers: 10, cpu: "1", claim: "one-gpu"}
 	first := jobSpec{name: "first", workers: 6, cpu: "1", claim: "one-gpu"}
 	second := jobSpec{name: "second", workers: 6, cpu: "1", claim: "one-gpu"}
-	watch := e.watchPartial([]jobSpec{big, first, second})
+	picky := jobSpec{name: "picky", workers: 5, cpu: "1", claim: "first-node"}
+	watch := e.watchPartial([]jobSpec{big, picky, first, second})
 	e.createJobs(big)
 	d := e.waitQueued(big, "Unschedulable", "only 8 of the 10 pods it needs fit (they need 10 "+testClass+" devices; the nodes have 8)")
 	t.Logf("big: %s", d.Reason)
+	e.createJobs(picky)
+	d = e.waitQueued(picky, "Unschedulable", "only 4 of the 5 pods it needs fit (they need 5 "+testClass+" devices its requests' selectors accept; the nodes have 4)")
+	t.Logf("picky: %s", d.Reason)
 
 	created := time.Now()
 	e.createJobs(first)
@@ -157,8 +166,10 @@ func TestDRAClaimTemplatesInTheFit(t *testing.T) {
 	if n := e.countBound(second); n != 0 {
 		t.Errorf("second has %d pods bound while first holds the devices", n)
 	}
-	if n := e.countBound(big); n != 0 {
-		t.Errorf("big has %d pods bound", n)
+	for _, j := range []jobSpec{big, picky} {
+		if n := e.countBound(j); n != 0 {
+			t.Errorf("%s has %d pods bound", j.name, n)
+		}
 	}
 
 	deleting := time.Now()
@@ -198,16 +209,16 @@ func (e *env) claimsOf(j jobSpec) map[string]resourceapi.ResourceClaim {
 
 // TestDRAGateFailureReleasesClaims: a gang the fit admits by mistake fails at bind, and
 // gives back the devices kube-scheduler allocated for it, and nothing else. 2 nodes of 4
-// devices; keep (one pod, one device) runs; picky's 6 pods each ask for a device of the first
-// node by a request selector, which the fit does not evaluate: it counts 7 free devices of the
-// class and admits picky, which the first node's 3 or 4 cannot hold. kube-scheduler's DRA
-// PreBind writes the held pods' claims' allocations before the bind verb holds them; at the
-// hold timeout the gate fails the binds and kube-scheduler's Unreserve must take the
-// allocations back. Measured: how long after the hold timeout no claim of picky is
-// allocated; keep's claim stays allocated and reserved, its pod bound.
+// devices; keep (one pod, one device) runs; each of picky's 2 pods asks for all the devices
+// of a node (allocation mode All), which the fit counts as one device: it sees 7 free and
+// admits picky, which only the node without keep can take one pod of. kube-scheduler's DRA
+// PreBind writes the held pod's claim's allocation before the bind verb holds it; at the hold
+// timeout the gate fails the binds and kube-scheduler's Unreserve must take the allocation
+// back. Measured: how long after the hold timeout no claim of picky is allocated; keep's
+// claim stays allocated and reserved, its pod bound.
 func TestDRAGateFailureReleasesClaims(t *testing.T) {
-	e, nodes := newClaimsEnv(t)
-	e.createClaimTemplate("first-node", 1, nodes[0])
+	e, _ := newClaimsEnv(t)
+	e.createClaimTemplate("whole-node", 0, "")
 	e.startExtender("gate:\n  holdTimeout: 3s\n  coolDown: 60s\n")
 	e.startScheduler(true)
 
@@ -219,7 +230,7 @@ func TestDRAGateFailureReleasesClaims(t *testing.T) {
 		t.Fatalf("keep's claims: %d, want 1", len(kept))
 	}
 
-	picky := jobSpec{name: "picky", workers: 6, cpu: "1", claim: "first-node"}
+	picky := jobSpec{name: "picky", workers: 2, cpu: "1", claim: "whole-node"}
 	e.createJobs(picky)
 	// While picky's pods are held at bind, their claims are already allocated.
 	var heldAllocated int
