@@ -276,3 +276,31 @@ func TestDRAGateFailureReleasesClaims(t *testing.T) {
 		t.Errorf("keep has %d pods bound, want 1", n)
 	}
 }
+
+// TestDRAKubeSchedulerAlone is the reference: the same cluster and gangs with kube-scheduler
+// alone (no extender). It places the extended-resource gang too (from the ResourceSlices, so
+// the extender's fit was the only thing that called it Unschedulable before), and of two
+// claim-template gangs of 5 on the 6 devices left it binds all of the first and 1 of the
+// second, which then sits partly bound holding a device: what the gate prevents.
+func TestDRAKubeSchedulerAlone(t *testing.T) {
+	e, _ := newClaimsEnv(t)
+	e.startScheduler(false)
+	gpus := jobSpec{name: "gpus", workers: 2, cpu: "1", extended: map[string]string{testGPUName: "1"}}
+	e.createJobs(gpus)
+	e.waitJobBound(gpus, 30*time.Second)
+	first := jobSpec{name: "first", workers: 5, cpu: "1", claim: "one-gpu"}
+	second := jobSpec{name: "second", workers: 5, cpu: "1", claim: "one-gpu"}
+	e.createJobs(first)
+	e.waitJobBound(first, 30*time.Second)
+	e.createJobs(second)
+	// 8 devices, 2 taken by gpus and 5 by first: 1 left for second.
+	framework.WaitFor(t, 30*time.Second, "second partly bound", func() (bool, error) {
+		n := e.countBound(second)
+		return n == 1, fmt.Errorf("%d of second bound", n)
+	})
+	time.Sleep(3 * time.Second)
+	if n := e.countBound(second); n != 1 {
+		t.Errorf("second: %d pods bound, want the 1 the free device allows", n)
+	}
+	t.Logf("kube-scheduler alone: gpus bound whole from the slices; second partly bound, %d of %d pods", e.countBound(second), len(second.pods()))
+}
