@@ -89,13 +89,19 @@ func NewSource(log *zap.Logger, client kubernetes.Interface, factory informers.S
 		{"resourceslices", r.ResourceSlices().Informer(), inventoryChanged, inventoryChanged},
 		// A claim's update is mostly its status: kube-scheduler's allocation and
 		// reservation at PreBind, the release after the pod. Those change no pod's request
-		// and only sometimes a node's free devices (claimUpdated).
-		{"resourceclaims", r.ResourceClaims().Informer(), specsChanged, s.claimUpdated},
+		// and only sometimes a node's free devices (claimUpdated). So do the comings and
+		// goings of the claims made for a pod from a template or for its extended
+		// resources (claimCame): pods' requests read the template, not those claims.
+		{"resourceclaims", r.ResourceClaims().Informer(), nil, s.claimUpdated},
 		{"resourceclaimtemplates", r.ResourceClaimTemplates().Informer(), specsChanged, specsChanged},
 	} {
 		change, update := h.change, h.update
+		came := func(obj any) { change() }
+		if change == nil {
+			came = s.claimCame
+		}
 		if _, err := h.inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-			AddFunc: func(any) { change() }, UpdateFunc: func(a, b any) { update() }, DeleteFunc: func(any) { change() },
+			AddFunc: came, UpdateFunc: func(a, b any) { update() }, DeleteFunc: came,
 		}); err != nil {
 			log.Error("adding a device event handler", zap.Error(err))
 		}
@@ -121,6 +127,42 @@ func (s *Source) claimUpdated() {
 		return
 	}
 	s.changed(false)
+}
+
+// claimCame handles a claim added or deleted: one a pod names in its spec changes that pod's
+// request (a rebuild); one made for a pod (from a template, or for its extended resources)
+// only perhaps a node's free devices.
+func (s *Source) claimCame(obj any) {
+	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
+	}
+	c, ok := obj.(*resourceapi.ResourceClaim)
+	if !ok {
+		s.changed(false)
+		return
+	}
+	_, fromTemplate := c.Annotations[resourceapi.PodResourceClaimAnnotation]
+	_, forExtended := c.Annotations[resourceapi.ExtendedResourceClaimAnnotation]
+	if !fromTemplate && !forExtended || len(SelectedOf(&c.Spec)) > 0 && !s.knows(c) {
+		s.changed(false)
+		return
+	}
+	s.claimUpdated()
+}
+
+// knows reports whether the inventory counts every request selector set of the claim.
+func (s *Source) knows(c *resourceapi.ResourceClaim) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.inventory == nil {
+		return false
+	}
+	for _, sel := range SelectedOf(&c.Spec) {
+		if !s.inventory.selected[sel.Name] {
+			return false
+		}
+	}
+	return true
 }
 
 // sameFree reports whether two Frees give every node the same devices.

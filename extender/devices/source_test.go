@@ -4,6 +4,7 @@ import (
 	"context"
 	"maps"
 	"slices"
+	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -63,6 +64,32 @@ func TestClaimUpdates(t *testing.T) {
 		}
 		if got := s.NodeCapacity("n1", nil)[gpu]; got != st.wantFree {
 			t.Errorf("%s: free %d, want %d", st.name, got, st.wantFree)
+		}
+	}
+	// New claims: one made for a pod from a template tells of no change (pods' requests read
+	// the template); one a pod may name in its spec does.
+	for i, tt := range []struct {
+		name        string
+		annotations map[string]string
+		wantChanged bool
+	}{
+		{"made from a template", map[string]string{resourceapi.PodResourceClaimAnnotation: "gpu"}, false},
+		{"made for extended resources", map[string]string{resourceapi.ExtendedResourceClaimAnnotation: "true"}, false},
+		{"made by a user", nil, true},
+	} {
+		before := changes.Load()
+		c := &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "new-" + strconv.Itoa(i), Annotations: tt.annotations}}
+		if _, err := client.ResourceV1().ResourceClaims("ns").Create(ctx, c, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+			if _, err := s.claims.ResourceClaims("ns").Get(c.Name); err == nil {
+				break
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+		if changed := changes.Load() > before; changed != tt.wantChanged {
+			t.Errorf("claim %s: change told %v, want %v", tt.name, changed, tt.wantChanged)
 		}
 	}
 }

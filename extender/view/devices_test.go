@@ -2,7 +2,9 @@ package view
 
 import (
 	"context"
+	"fmt"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
@@ -126,4 +128,32 @@ func clean(r priority.Resources) priority.Resources {
 		}
 	}
 	return out
+}
+
+// BenchmarkRecomputeAfterDeviceEvent is the recompute after a DRA object changed some
+// node's free devices: every pod and node record is rebuilt (devicesChanged). The device
+// source is a fake giving every node 8 devices of a class, so this is the view's cost, not the
+// device counting's.
+func BenchmarkRecomputeAfterDeviceEvent(b *testing.B) {
+	for _, n := range benchNodes {
+		for _, pj := range benchJobs {
+			b.Run(fmt.Sprintf("nodes=%d/pods=%d/jobs=%d", n, pj.pods, pj.jobs), func(b *testing.B) {
+				e := recomputeBench(b, n, pj.pods, pj.jobs)
+				dev := &fakeDevices{perNode: map[string]priority.Resources{}}
+				for _, node := range e.nodes {
+					dev.perNode[node.Name] = priority.Resources{priority.DeviceClassPrefix + "gpu": 8}
+				}
+				e.cluster.index.devices = dev
+				e.cluster.index.devicesChanged()
+				e.cluster.recompute(time.Now())
+				b.ReportAllocs()
+				cpu := startCPU()
+				defer cpu.report(b)
+				for b.Loop() {
+					e.cluster.index.devicesChanged()
+					e.cluster.recompute(time.Now())
+				}
+			})
+		}
+	}
 }
