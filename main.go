@@ -24,6 +24,7 @@ import (
 
 	"github.com/cps-extender/cps-extender/extender/admission"
 	"github.com/cps-extender/cps-extender/extender/config"
+	"github.com/cps-extender/cps-extender/extender/devices"
 	"github.com/cps-extender/cps-extender/extender/gate"
 	"github.com/cps-extender/cps-extender/extender/leader"
 	"github.com/cps-extender/cps-extender/extender/server"
@@ -167,8 +168,16 @@ func run(args []string, stderr io.Writer) error {
 		Log: log, Binder: gate.NewAPIBinder(client, cfg.BindTimeout.Duration), Config: cfg.Gate, Metrics: meters,
 		Victims: victimsSeen{preemptor: preemptor, leaving: func(job string) bool { return cluster.Leaving(job) }},
 	})
+	// DRA devices join the fit where resource.k8s.io/v1 is served; elsewhere the view runs
+	// without them.
+	var devs view.DeviceSource
+	if served, err := devices.Served(client); err != nil {
+		log.Warn("DRA devices left out of the fit", zap.Error(err))
+	} else if served {
+		devs = devices.NewSource(log, client, nil)
+	}
 	cluster = view.NewCluster(view.ClusterOptions{Log: log, Client: client, Dynamic: dyn, Config: cfg, Metrics: meters,
-		Turns: podTurns, Holds: gangGate, Preemptor: preemptor})
+		Turns: podTurns, Holds: gangGate, Preemptor: preemptor, Devices: devs})
 	meters.WatchInformers(cluster)
 	meters.WatchReady(cluster)
 	verbs, err := scheduler.New(log, func() scheduler.Decisions { return cluster.Decisions() }, gangGate.For(cluster), podTurns)

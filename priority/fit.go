@@ -823,7 +823,7 @@ func (c *capacity) shortage(who string, d demand) string {
 	for _, n := range needs {
 		if m := most[n.dim]; m < n.amount {
 			name := c.names[n.dim]
-			return who + " needs " + name + " " + formatQuantity(name, n.amount) +
+			return who + " needs " + amount(name, n.amount) +
 				" on a node; the most free on " + nodes + " is " + formatQuantity(name, max(m, 0))
 		}
 	}
@@ -893,12 +893,35 @@ func (c *capacity) amounts(needs []dimNeed) string {
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		name := c.names[n.dim]
-		b.WriteString(name)
-		b.WriteByte(' ')
-		b.WriteString(formatQuantity(name, n.amount))
+		b.WriteString(amount(c.names[n.dim], n.amount))
 	}
 	return b.String()
+}
+
+// DeviceClassPrefix starts the resource name a DRA DeviceClass's devices are counted under
+// (extender/devices): kube-scheduler's implicit extended resource of the class.
+const DeviceClassPrefix = "deviceclass.resource.kubernetes.io/"
+
+// DeviceSelectedSep parts a class's name from the hash of a request's own selectors in the
+// name of the devices of the class those selectors accept (extender/devices).
+const DeviceSelectedSep = "/selected-"
+
+// amount says an amount of a resource: "cpu 4000m", or of a device class "8
+// gpu.example.com devices" ("1 gpu.example.com device"; "... devices its requests'
+// selectors accept" for those a request's own selectors pick).
+func amount(name string, v int64) string {
+	if class, ok := strings.CutPrefix(name, DeviceClassPrefix); ok {
+		class, selected, _ := strings.Cut(class, DeviceSelectedSep)
+		out := strconv.FormatInt(v, 10) + " " + class + " device"
+		if v != 1 {
+			out += "s"
+		}
+		if selected != "" {
+			out += " its requests' selectors accept"
+		}
+		return out
+	}
+	return name + " " + formatQuantity(name, v)
 }
 
 // podLabel names a pod in messages: its role and namespace/name (the namespace is taken

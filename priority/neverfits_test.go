@@ -11,6 +11,9 @@ import (
 	"github.com/cps-extender/cps-extender/priority"
 )
 
+// gpuClass is the resource a DRA DeviceClass's devices are counted under (extender/devices).
+const gpuClass = priority.DeviceClassPrefix + "gpu.example.com"
+
 // capNodes are nodes with the given free cpu and, as their Capacity, the given cpu each
 // would offer with no job's pods on it; both with 64Gi of memory.
 func capNodes(capacity int64, free ...int64) []priority.Node {
@@ -122,6 +125,25 @@ func TestAdmitNeverFits(t *testing.T) {
 			want: []row{
 				{Key: "ns/l", Phase: priority.PhaseAdmitted, Position: 1},
 				{Key: "ns/r", Phase: priority.PhaseUnschedulable, Repair: true, Blocker: "never fits: only 1 of the 2 pods it needs fit even with no other job's pods on the nodes"},
+			},
+		},
+		{
+			name:     "DRA devices: a gang needing more of a class than the nodes have names the class",
+			policies: []priority.Policy{priority.PolicyStrict, priority.PolicyReserve},
+			state: priority.State{Nodes: []priority.Node{
+				{Name: "n1", Free: res(8000, 64*gi, gpuClass, 4), Capacity: res(8000, 64*gi, gpuClass, 4)},
+				{Name: "n2", Free: res(8000, 64*gi, gpuClass, 4), Capacity: res(8000, 64*gi, gpuClass, 4)},
+			}, Jobs: []priority.Job{
+				mkJob("ns/big").gang(0, nil, 10, res(100, gi, gpuClass, 1)).obj(),
+				mkJob("ns/one").gang(0, nil, 1, res(100, gi, gpuClass, 5)).obj(),
+				mkJob("ns/fits").gang(0, nil, 8, res(100, gi, gpuClass, 1)).obj(),
+			}},
+			want: []row{
+				{Key: "ns/fits", Phase: priority.PhaseAdmitted, Position: 1},
+				{Key: "ns/big", Phase: priority.PhaseUnschedulable,
+					Blocker: "never fits: only 8 of the 10 pods it needs fit (they need 10 gpu.example.com devices; the nodes have 8) even with no other job's pods on the nodes"},
+				{Key: "ns/one", Phase: priority.PhaseUnschedulable,
+					Blocker: "never fits: worker ns/one-w-0 needs 5 gpu.example.com devices on a node; the most free on any node is 4 even with no other job's pods on the nodes"},
 			},
 		},
 		{

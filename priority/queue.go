@@ -718,11 +718,40 @@ func neverText(r *capacity, v *jobView, f reachFit) string {
 	if d := v.demands[f.first]; !r.anyUsable(d) {
 		return r.shortage(podLabel(v.toFit[f.first], namespaceOf(v.job.Key)), d) + " even with no other job's pods on the nodes"
 	}
-	fit := "only " + strconv.Itoa(f.placed) + " of the " + strconv.Itoa(len(v.toFit)) + " pods it needs fit"
+	fit := "only " + strconv.Itoa(f.placed) + " of the " + strconv.Itoa(len(v.toFit)) + " pods it needs fit" + deviceShortage(r, v)
 	if set := v.demands[f.first].set; set != nil {
 		return fit + " on " + set.Why + " even with no other job's pods on them"
 	}
 	return fit + " even with no other job's pods on the nodes"
+}
+
+// deviceShortage names the first DRA device class (DeviceClassPrefix) a job's pods need more
+// of in all than every node has together: " (they need 10 gpu.example.com devices; the
+// nodes have 8)"; "" when there is none.
+func deviceShortage(r *capacity, v *jobView) string {
+	for dim, name := range r.names {
+		if !strings.HasPrefix(name, DeviceClassPrefix) {
+			continue
+		}
+		var need, have int64
+		for _, d := range v.demands {
+			for _, n := range d.needs {
+				if n.dim == dim {
+					need += n.amount
+				}
+			}
+		}
+		if need == 0 {
+			continue
+		}
+		for i := range r.nodes {
+			have += max(r.tree[(r.size+i)*r.r+dim], 0)
+		}
+		if need > have {
+			return " (they need " + amount(name, need) + "; the nodes have " + strconv.FormatInt(have, 10) + ")"
+		}
+	}
+	return ""
 }
 
 // namespaceOf is the namespace part of a job key ("" when the key has none).

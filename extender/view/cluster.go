@@ -99,6 +99,8 @@ type ClusterOptions struct {
 	Preemptor Preemptor
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// Devices adds DRA devices to the fit; nil means none (no resource.k8s.io/v1).
+	Devices DeviceSource
 }
 
 // NewCluster builds the cluster view; Start runs it.
@@ -127,6 +129,7 @@ func NewCluster(o ClusterOptions) *Cluster {
 	if c.now == nil {
 		c.now = time.Now
 	}
+	c.index.devices = o.Devices
 	c.health = newWatchHealth(o.Log, c.now)
 	for name, inf := range map[string]cache.SharedIndexInformer{"nodes": nodeInf.Informer(), "pods": podInf.Informer(), "namespaces": nsInf.Informer()} {
 		c.health.follow(name, inf)
@@ -177,6 +180,12 @@ func (c *Cluster) Start(ctx context.Context) error {
 	}
 	c.informers.Store(&named)
 	c.factory.Start(ctx.Done())
+	// The device informers are waited for as the gang sources are: a ClusterRole without
+	// them must not keep the view from starting (devices.go).
+	for name, hasSynced := range c.startDevices(ctx) {
+		groupSynced = append(groupSynced, hasSynced)
+		named[name] = hasSynced
+	}
 	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
 		return fmt.Errorf("cluster view: informer caches did not sync: %w", ctx.Err())
 	}
@@ -190,7 +199,7 @@ func (c *Cluster) Start(ctx context.Context) error {
 				slow = append(slow, name)
 			}
 		}
-		c.log.Error("gang sources not synced; their jobs wait until they are", zap.Strings("sources", slow), zap.Duration("after", groupSyncTimeout))
+		c.log.Error("gang or device sources not synced; their jobs wait until they are", zap.Strings("sources", slow), zap.Duration("after", groupSyncTimeout))
 	}
 	cancel()
 	if c.client != nil {

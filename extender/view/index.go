@@ -116,6 +116,8 @@ type viewIndex struct {
 	// snapshot computed at a lower count is stale: a change it lacks is on its way. Written
 	// under mu, read without.
 	changes atomic.Uint64
+	// devices adds DRA devices to node capacity and pod requests; nil: none (devices.go).
+	devices DeviceSource
 }
 
 func newViewIndex() *viewIndex {
@@ -196,6 +198,9 @@ func (x *viewIndex) replace(old, r *podRecord) {
 // newPodRecord is newPodRecord with the request and the constraints interned. x.mu is held.
 func (x *viewIndex) newPodRecord(pod *corev1.Pod, gangCfg config.GangConfig) *podRecord {
 	r := newPodRecord(pod, gangCfg)
+	if x.devices != nil && !r.terminated {
+		r.request = x.devices.PodDemand(pod, r.request)
+	}
 	if r.request != nil {
 		r.request = x.intern(r.request)
 	}
@@ -216,6 +221,9 @@ func (x *viewIndex) newPodRecord(pod *corev1.Pod, gangCfg config.GangConfig) *po
 // one map, and priority.Admit reads a shared free capacity once. x.mu is held.
 func (x *viewIndex) newNodeRecord(n *corev1.Node) *nodeRecord {
 	r := newNodeRecord(n)
+	if x.devices != nil {
+		r.allocatable = x.devices.NodeCapacity(n.Name, r.allocatable)
+	}
 	r.allocatable = x.intern(r.allocatable)
 	return r
 }
@@ -606,7 +614,7 @@ func trimForCache(obj any) (any, error) {
 		spec := &pod.Spec
 		pod.Spec = corev1.PodSpec{
 			NodeName: spec.NodeName, SchedulerName: spec.SchedulerName, Priority: spec.Priority, PriorityClassName: spec.PriorityClassName,
-			SchedulingGates: spec.SchedulingGates, SchedulingGroup: spec.SchedulingGroup, Overhead: spec.Overhead, Resources: spec.Resources,
+			SchedulingGates: spec.SchedulingGates, SchedulingGroup: spec.SchedulingGroup, Overhead: spec.Overhead, Resources: spec.Resources, ResourceClaims: spec.ResourceClaims,
 			NodeSelector: spec.NodeSelector, Affinity: requiredAffinity(spec.Affinity), Tolerations: spec.Tolerations,
 			TopologySpreadConstraints: spec.TopologySpreadConstraints,
 			Containers:                containerResources(spec.Containers), InitContainers: containerResources(spec.InitContainers),

@@ -241,6 +241,10 @@ type podSpec struct {
 	spread []corev1.TopologySpreadConstraint
 	// gates are the pod's scheduling gates.
 	gates []string
+	// extended adds requests of extended resources (name: quantity) to the pod; claim, when
+	// set, is a ResourceClaimTemplate the pod takes a claim of (dra_test.go).
+	extended map[string]string
+	claim    string
 }
 
 func (p podSpec) pod() *corev1.Pod {
@@ -276,6 +280,17 @@ func (p podSpec) pod() *corev1.Pod {
 		pod.Spec.Affinity.PodAntiAffinity = &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: p.apart}
 	}
 	pod.Spec.TopologySpreadConstraints = p.spread
+	for name, q := range p.extended {
+		pod.Spec.Containers[0].Resources.Requests[corev1.ResourceName(name)] = resource.MustParse(q)
+		if pod.Spec.Containers[0].Resources.Limits == nil {
+			pod.Spec.Containers[0].Resources.Limits = corev1.ResourceList{}
+		}
+		pod.Spec.Containers[0].Resources.Limits[corev1.ResourceName(name)] = resource.MustParse(q)
+	}
+	if p.claim != "" {
+		pod.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "devices", ResourceClaimTemplateName: &p.claim}}
+		pod.Spec.Containers[0].Resources.Claims = []corev1.ResourceClaim{{Name: "devices"}}
+	}
 	for _, g := range p.gates {
 		pod.Spec.SchedulingGates = append(pod.Spec.SchedulingGates, corev1.PodSchedulingGate{Name: g})
 	}
@@ -307,6 +322,9 @@ type jobSpec struct {
 	sidecarCPU  string
 	// gates are every pod's scheduling gates.
 	gates []string
+	// extended and claim are every pod's (see podSpec).
+	extended map[string]string
+	claim    string
 	// labels are added to every pod's; apart and spread are every pod's (see podSpec).
 	labels map[string]string
 	apart  []corev1.PodAffinityTerm
@@ -337,7 +355,8 @@ func (j jobSpec) pods() []podSpec {
 			cpu = j.psCPU
 		}
 		out = append(out, podSpec{name: fmt.Sprintf("%s-%s-%d", j.name, role, i), namespace: j.namespace, cpu: cpu, labels: labels, priority: j.priority,
-			selector: j.selector, tolerations: j.tolerations, sidecarCPU: j.sidecarCPU, gates: j.gates, apart: j.apart, spread: j.spread})
+			selector: j.selector, tolerations: j.tolerations, sidecarCPU: j.sidecarCPU, gates: j.gates, apart: j.apart, spread: j.spread,
+			extended: j.extended, claim: j.claim})
 	}
 	for i := 0; i < j.ps; i++ {
 		add("ps", i)
