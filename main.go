@@ -192,7 +192,7 @@ func run(args []string, stderr io.Writer) error {
 	}
 	// The webhook has a listener of its own when webhook.listen is set, and it serves the
 	// webhook alone; else the main listener serves it too.
-	webhookRoute := admission.New(cfg.Gang.ExemptNamespaces, func() bool {
+	webhookRoute := admission.New(cfg.Gang.Exempt, func() bool {
 		// Until the first snapshot, a backlog may wait: gate (the lift follows it).
 		contended, known := queueContended()
 		return contended || !known

@@ -109,7 +109,7 @@ func (d *Decisions) NodeName(b []byte) (string, bool) {
 // yet waits too: its job's turn is not known.
 func (ds *Decisions) Admit(pod *corev1.Pod) Admission {
 	cfg := ds.cfg
-	if ds.c.exempt(pod.Namespace) {
+	if cfg.gang.Exempt(pod.Namespace) {
 		return Admission{OK: true}
 	}
 	m, inJob := membershipOf(cfg.gang, pod, ds.c.podGroup)
@@ -135,15 +135,6 @@ func (ds *Decisions) Admit(pod *corev1.Pod) Admission {
 			Changes:   snap.changes, Latest: ds.c.index.changes.Load(), Warnings: warnings}
 	}
 	return Admission{OK: true, Job: m.jobKey, Warnings: warnings}
-}
-
-func (c *Cluster) exempt(namespace string) bool {
-	for _, ns := range c.config().gang.ExemptNamespaces {
-		if ns == namespace {
-			return true
-		}
-	}
-	return false
 }
 
 // jobMember finds the pod's job in the snapshot and the pod as the model sees it.
@@ -254,10 +245,11 @@ func (c *Cluster) JobOfPod(ctx context.Context, ref gang.PodRef) (string, bool, 
 	if err != nil {
 		return "", false, fmt.Errorf("looking up pod %s: %w", ref, err)
 	}
-	if c.exempt(pod.Namespace) {
+	gangCfg := c.config().gang
+	if gangCfg.Exempt(pod.Namespace) {
 		return "", false, nil
 	}
-	m, inJob := membershipOf(c.config().gang, pod, c.podGroup)
+	m, inJob := membershipOf(gangCfg, pod, c.podGroup)
 	return m.jobKey, inJob, nil
 }
 

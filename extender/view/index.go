@@ -140,7 +140,7 @@ func newPodRecord(pod *corev1.Pod, gangCfg config.GangConfig) *podRecord {
 	}
 	r.labels, r.rules = pod.Labels, newPodRules(pod)
 	r.m, r.inJob = podMembership(gangCfg, pod)
-	r.counted = r.inJob && !r.terminated && !r.deleting && !slices.Contains(gangCfg.ExemptNamespaces, pod.Namespace)
+	r.counted = r.inJob && !r.terminated && !r.deleting && !gangCfg.Exempt(pod.Namespace)
 	return r
 }
 
