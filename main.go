@@ -251,7 +251,7 @@ func run(args []string, stderr io.Writer) error {
 		if hook.Configuration != "" { // with offAfter 0 it keeps the calls on
 			toggle, err = admission.NewSwitch(admission.SwitchOptions{Log: log, Webhooks: client.AdmissionregistrationV1(),
 				Configuration: hook.Configuration, OffAfter: hook.OffAfter.Duration, Metrics: meters,
-				Contended: queueContended, Leading: leading})
+				Contended: queueContended, Leading: leading, JobPods: admission.JobPodsExpression(cfg.Gang.JobLabel)})
 			if err != nil {
 				return err
 			}

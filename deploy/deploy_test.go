@@ -394,6 +394,47 @@ func TestWebhookNamespaceSelector(t *testing.T) {
 	}
 }
 
+// TestStandaloneJobPodsCondition: the standalone overlay sends the webhook the default
+// scheduler's job pods alone, by a condition the extender keeps (admission.JobPodsCondition):
+// as shipped, it is the expression the extender would write for the shipped config's job
+// label, so the extender need not write it.
+func TestStandaloneJobPodsCondition(t *testing.T) {
+	var kustomization struct {
+		Patches []struct {
+			Target struct{ Kind, Name string }
+			Patch  string
+		}
+	}
+	if err := yaml.Unmarshal(mustRead(t, "overlays/standalone/kustomization.yaml"), &kustomization); err != nil {
+		t.Fatal(err)
+	}
+	conditions := map[string]string{}
+	for _, p := range kustomization.Patches {
+		if p.Target.Kind != "MutatingWebhookConfiguration" {
+			continue
+		}
+		var ops []struct {
+			Value admissionregistrationv1.MatchCondition
+		}
+		if err := yaml.Unmarshal([]byte(p.Patch), &ops); err != nil {
+			t.Fatal(err)
+		}
+		for _, op := range ops {
+			conditions[op.Value.Name] = op.Value.Expression
+		}
+	}
+	standalone, errs := config.LoadConfig(standaloneConfig)
+	for _, err := range errs {
+		t.Fatalf("%s: %v", standaloneConfig, err)
+	}
+	if got, want := conditions[admission.JobPodsCondition], admission.JobPodsExpression(standalone.Gang.JobLabel); got != want {
+		t.Errorf("condition %s:\n%s\nwant, for %s's gang.jobLabel:\n%s", admission.JobPodsCondition, got, standaloneConfig, want)
+	}
+	if got, want := conditions["default-scheduler"], "object.spec.schedulerName == 'default-scheduler'"; got != want {
+		t.Errorf("condition default-scheduler %q, want %q", got, want)
+	}
+}
+
 // labelsMatch reports whether every selector label is among labels.
 func labelsMatch(selector, labels map[string]string) bool {
 	for k, v := range selector {
