@@ -74,11 +74,28 @@ const GatherWindow = 2 * time.Second
 
 // Decisions are the per-pod answers of one snapshot and configuration: a request asks all
 // its questions of one Decisions, so that its answer never mixes two snapshots. The node
-// lookups fall back to the informer cache for nodes newer than the snapshot.
+// lookups fall back to the informer cache for nodes newer than the snapshot. One goroutine
+// at a time asks a Decisions (it keeps the pod it last read).
 type Decisions struct {
 	c    *Cluster
 	snap *Snapshot
 	cfg  *viewConfig
+	// read is the pod whose labels were read last, and what they say (membership), so that
+	// the filter's Admit and NodeCheck read a pod once.
+	read struct {
+		pod   *corev1.Pod
+		m     membership
+		inJob bool
+	}
+}
+
+// membership is which job pod belongs to (membershipOf), read once per pod.
+func (d *Decisions) membership(pod *corev1.Pod) (membership, bool) {
+	if d.read.pod != pod {
+		d.read.m, d.read.inJob = membershipOf(d.cfg.gang, pod, d.c.podGroup)
+		d.read.pod = pod
+	}
+	return d.read.m, d.read.inJob
 }
 
 // Decisions returns the answers of the current snapshot.
@@ -112,7 +129,7 @@ func (ds *Decisions) Admit(pod *corev1.Pod) Admission {
 	if cfg.gang.Exempt(pod.Namespace) {
 		return Admission{OK: true}
 	}
-	m, inJob := membershipOf(cfg.gang, pod, ds.c.podGroup)
+	m, inJob := ds.membership(pod)
 	if !inJob {
 		var warnings []Warning
 		if label := gang.WorkloadLabel(pod); label != "" {
@@ -137,11 +154,13 @@ func (ds *Decisions) Admit(pod *corev1.Pod) Admission {
 	return Admission{OK: true, Job: m.jobKey, Warnings: warnings}
 }
 
-// jobMember finds the pod's job in the snapshot and the pod as the model sees it.
-func (c *Cluster) jobMember(snap *Snapshot, pod *corev1.Pod) (*priority.Job, priority.Pod, bool) {
+// jobMember finds the pod's job in the snapshot and the pod as the model sees it; it reads
+// the pod's labels only for a pod the snapshot does not hold.
+func (d *Decisions) jobMember(pod *corev1.Pod) (*priority.Job, priority.Pod, bool) {
+	snap := d.snap
 	key, ok := snap.JobOf(pod.UID, pod.Namespace, pod.Name)
 	if !ok {
-		m, inJob := membershipOf(c.config().gang, pod, c.podGroup)
+		m, inJob := d.membership(pod)
 		if !inJob {
 			return nil, priority.Pod{}, false
 		}
@@ -153,7 +172,7 @@ func (c *Cluster) jobMember(snap *Snapshot, pod *corev1.Pod) (*priority.Job, pri
 	}
 	member := gang.MemberOf(job, gang.PodRef{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID})
 	if member.UID == "" {
-		m, _ := membershipOf(c.config().gang, pod, c.podGroup)
+		m, _ := d.membership(pod)
 		member = priority.Pod{UID: string(pod.UID), Name: pod.Namespace + "/" + pod.Name, Role: m.role, Index: m.index, Request: gang.PodRequest(pod)}
 	}
 	return job, member, true
@@ -166,7 +185,7 @@ func (c *Cluster) jobMember(snap *Snapshot, pod *corev1.Pod) (*priority.Job, pri
 func (d *Decisions) NodeCheck(pod *corev1.Pod) func(node string) (bool, string) {
 	aff := d.cfg.affinity
 	snap := d.snap
-	job, member, ok := d.c.jobMember(snap, pod)
+	job, member, ok := d.jobMember(pod)
 	if !ok || member.Role != priority.RolePS {
 		return nil
 	}
@@ -186,7 +205,7 @@ func (d *Decisions) Score(pod *corev1.Pod, names []string, out extenderv1.HostPr
 		out[i] = extenderv1.HostPriority{Host: n, Score: extenderv1.MinExtenderPriority}
 	}
 	snap := d.snap
-	job, member, ok := d.c.jobMember(snap, pod)
+	job, member, ok := d.jobMember(pod)
 	if !ok {
 		return out
 	}

@@ -91,35 +91,35 @@ func podMembership(g config.GangConfig, pod *corev1.Pod) (membership, bool) {
 	switch {
 	case g.Volcano && annotations[gang.VolcanoGroupAnnotation] != "":
 		m.source, group = gang.SourceVolcano, annotations[gang.VolcanoGroupAnnotation]
-		m.role = priority.ParseRole(gang.FirstNonEmpty(annotations[gang.VolcanoTaskSpec], labels[gang.VolcanoTaskSpec], labels[g.RoleLabel]))
+		m.role = gang.ParseRole(gang.FirstNonEmpty(annotations[gang.VolcanoTaskSpec], labels[gang.VolcanoTaskSpec], labels[g.RoleLabel]))
 		m.index = gang.ParseIndex(gang.FirstNonEmpty(annotations[gang.VolcanoTaskIndex], labels[gang.VolcanoTaskIndex], labels[g.IndexLabel]))
 		m.lookup, m.owner = m.source, group
 	case g.Coscheduling && labels[gang.CoschedulingLabel] != "":
 		m.source, group = gang.SourceCoscheduling, labels[gang.CoschedulingLabel]
-		m.role = priority.ParseRole(gang.FirstNonEmpty(labels[gang.KubeflowReplicaType], labels[g.RoleLabel]))
+		m.role = gang.ParseRole(gang.FirstNonEmpty(labels[gang.KubeflowReplicaType], labels[g.RoleLabel]))
 		m.index = gang.ParseIndex(gang.FirstNonEmpty(labels[gang.KubeflowReplicaIndex], labels[g.IndexLabel]))
 		m.lookup, m.owner = m.source, group
 	case g.Workload && workloadGroup(pod) != "":
 		m.source, group = gang.SourceWorkload, workloadGroup(pod)
-		m.role = priority.ParseRole(gang.FirstNonEmpty(labels[g.RoleLabel], labels[gang.KubeflowReplicaType]))
+		m.role = gang.ParseRole(gang.FirstNonEmpty(labels[g.RoleLabel], labels[gang.KubeflowReplicaType]))
 		m.index = gang.ParseIndex(gang.FirstNonEmpty(labels[g.IndexLabel], labels[gang.KubeflowReplicaIndex]))
 		m.lookup, m.owner = m.source, group
 	case labels[g.JobLabel] != "":
 		m.source, group = gang.SourceLabels, labels[g.JobLabel]
-		m.role = priority.ParseRole(labels[g.RoleLabel])
+		m.role = gang.ParseRole(labels[g.RoleLabel])
 		m.index = gang.ParseIndex(labels[g.IndexLabel])
 	case isWorkload && workloadOn(g, workload.Source):
 		m.source, group = workload.Source, workload.Group
 		m.role, m.index = workload.Role, workload.Index
 		if r := labels[g.RoleLabel]; r != "" {
-			m.role = priority.ParseRole(r)
+			m.role = gang.ParseRole(r)
 		}
 		m.lookup, m.owner, m.part = workload.Kind, workload.Name, workload.Part
 		m.labelMinMember, m.sizeUnknown = workload.MinMember, workload.Unknown
 	case g.Kubeflow && labels[gang.KubeflowJobLabel] != "":
 		// Kubeflow's labels on a pod no Kubeflow job owns: its gang size is not known.
 		m.source, group = gang.SourceKubeflow, labels[gang.KubeflowJobLabel]
-		m.role = priority.ParseRole(labels[gang.KubeflowReplicaType])
+		m.role = gang.ParseRole(labels[gang.KubeflowReplicaType])
 		m.index = gang.ParseIndex(labels[gang.KubeflowReplicaIndex])
 		m.sizeUnknown = "its pods carry " + gang.KubeflowJobLabel + " but no Kubeflow job owns them; set " + g.MinMemberLabel
 	default:
