@@ -84,15 +84,15 @@ type Decisions struct {
 	// the filter's Admit and NodeCheck read a pod once.
 	read struct {
 		pod   *corev1.Pod
-		m     membership
+		m     Membership
 		inJob bool
 	}
 }
 
-// membership is which job pod belongs to (membershipOf), read once per pod.
-func (d *Decisions) membership(pod *corev1.Pod) (membership, bool) {
+// membership is which job pod belongs to (gang.MembershipOf), read once per pod.
+func (d *Decisions) membership(pod *corev1.Pod) (Membership, bool) {
 	if d.read.pod != pod {
-		d.read.m, d.read.inJob = membershipOf(d.cfg.gang, pod, d.c.podGroup)
+		d.read.m, d.read.inJob = MembershipOf(d.cfg.gang, pod, d.c.podGroup)
 		d.read.pod = pod
 	}
 	return d.read.m, d.read.inJob
@@ -140,18 +140,18 @@ func (ds *Decisions) Admit(pod *corev1.Pod) Admission {
 	}
 	warnings := ds.c.ignoredLabels(cfg, pod, m)
 	snap := ds.snap
-	job, d, ok := snap.Job(m.jobKey)
+	job, d, ok := snap.Job(m.JobKey)
 	if !ok {
-		return Admission{Reason: fmt.Sprintf("job %s is not in the extender's view yet; it is retried shortly", m.jobKey), Job: m.jobKey, Retry: true, Warnings: warnings}
+		return Admission{Reason: fmt.Sprintf("job %s is not in the extender's view yet; it is retried shortly", m.JobKey), Job: m.JobKey, Retry: true, Warnings: warnings}
 	}
 	if d.Phase != priority.PhaseAdmitted && d.Phase != priority.PhaseRunning { // waiting, preempting, unschedulable
 		_, seen := snap.JobOf(pod.UID, pod.Namespace, pod.Name)
-		return Admission{Reason: d.Wait, Explain: d.Reason, Job: m.jobKey, Queued: true,
+		return Admission{Reason: d.Wait, Explain: d.Reason, Job: m.JobKey, Queued: true,
 			Unschedulable: d.Phase == priority.PhaseUnschedulable, Retry: !seen,
 			Gathering: d.Pods < d.MinMember && snap.Computed.Sub(job.Created) < GatherWindow,
 			Changes:   snap.changes, Latest: ds.c.index.changes.Load(), Warnings: warnings}
 	}
-	return Admission{OK: true, Job: m.jobKey, Warnings: warnings}
+	return Admission{OK: true, Job: m.JobKey, Warnings: warnings}
 }
 
 // jobMember finds the pod's job in the snapshot and the pod as the model sees it; it reads
@@ -164,7 +164,7 @@ func (d *Decisions) jobMember(pod *corev1.Pod) (*priority.Job, priority.Pod, boo
 		if !inJob {
 			return nil, priority.Pod{}, false
 		}
-		key = m.jobKey
+		key = m.JobKey
 	}
 	job, _, ok := snap.Job(key)
 	if !ok {
@@ -173,7 +173,7 @@ func (d *Decisions) jobMember(pod *corev1.Pod) (*priority.Job, priority.Pod, boo
 	member := gang.MemberOf(job, gang.PodRef{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID})
 	if member.UID == "" {
 		m, _ := d.membership(pod)
-		member = priority.Pod{UID: string(pod.UID), Name: pod.Namespace + "/" + pod.Name, Role: m.role, Index: m.index, Request: gang.PodRequest(pod)}
+		member = priority.Pod{UID: string(pod.UID), Name: pod.Namespace + "/" + pod.Name, Role: m.Role, Index: m.Index, Request: gang.PodRequest(pod)}
 	}
 	return job, member, true
 }
@@ -268,8 +268,8 @@ func (c *Cluster) JobOfPod(ctx context.Context, ref gang.PodRef) (string, bool, 
 	if gangCfg.Exempt(pod.Namespace) {
 		return "", false, nil
 	}
-	m, inJob := membershipOf(gangCfg, pod, c.podGroup)
-	return m.jobKey, inJob, nil
+	m, inJob := MembershipOf(gangCfg, pod, c.podGroup)
+	return m.JobKey, inJob, nil
 }
 
 // BindCheck says whether the extender may bind a pod to node, defense in depth against a

@@ -50,7 +50,7 @@ type podRecord struct {
 	priorityClass string
 	created       time.Time
 	inJob         bool
-	m             membership // the pod-only part (podMembership); valid when inJob
+	m             Membership // the pod-only part (gang.PodMembership); valid when inJob
 	// constraints limit the nodes the pod may use; nil when it has none.
 	constraints *podConstraints
 	// labels are the pod's labels, which other pods' rules select; rules are its own
@@ -139,7 +139,7 @@ func newPodRecord(pod *corev1.Pod, gangCfg config.GangConfig) *podRecord {
 		r.constraints = newPodConstraints(key, pod)
 	}
 	r.labels, r.rules = pod.Labels, newPodRules(pod)
-	r.m, r.inJob = podMembership(gangCfg, pod)
+	r.m, r.inJob = PodMembership(gangCfg, pod)
 	r.counted = r.inJob && !r.terminated && !r.deleting && !gangCfg.Exempt(pod.Namespace)
 	return r
 }
@@ -149,9 +149,9 @@ func (x *viewIndex) group(r *podRecord) {
 	if !r.counted {
 		return
 	}
-	g := x.jobs[r.m.jobKey]
+	g := x.jobs[r.m.JobKey]
 	if g == nil {
-		g = &jobPods{key: r.m.jobKey}
+		g = &jobPods{key: r.m.JobKey}
 		x.jobs[g.key] = g
 	}
 	r.group, r.slot = g, len(g.pods)
@@ -180,7 +180,7 @@ func (x *viewIndex) ungroup(r *podRecord) {
 // replace puts r where old was: in the same slot when both count in the same job, so that
 // a bind or a status change does not reorder the job's pods. x.mu is held.
 func (x *viewIndex) replace(old, r *podRecord) {
-	if old != nil && old.group != nil && r.counted && old.m.jobKey == r.m.jobKey {
+	if old != nil && old.group != nil && r.counted && old.m.JobKey == r.m.JobKey {
 		g := old.group
 		g.pods[old.slot] = r
 		r.group, r.slot = g, old.slot
@@ -310,12 +310,12 @@ func samePodRecord(a, b *podRecord) bool {
 
 // sameJobPart compares memberships by value: each record gets its own topology pointer, so
 // == would see every update of a pod with a topology request as a change.
-func sameJobPart(a, b *membership) bool {
-	if !a.created.Equal(b.created) || !sameTopology(a.topology, b.topology) {
+func sameJobPart(a, b *Membership) bool {
+	if !a.Created.Equal(b.Created) || !sameTopology(a.Topology, b.Topology) {
 		return false
 	}
 	x, y := *a, *b
-	x.created, y.created, x.topology, y.topology = time.Time{}, time.Time{}, nil, nil
+	x.Created, y.Created, x.Topology, y.Topology = time.Time{}, time.Time{}, nil, nil
 	return x == y
 }
 
@@ -331,7 +331,7 @@ func samePriority(a, b *int32) bool { return a == b || (a != nil && b != nil && 
 
 // sameMembership reports whether two records of a pod put it in the same job (or none).
 func sameMembership(a, b *podRecord) bool {
-	return a.nsName == b.nsName && a.inJob == b.inJob && a.m.jobKey == b.m.jobKey &&
+	return a.nsName == b.nsName && a.inJob == b.inJob && a.m.JobKey == b.m.JobKey &&
 		a.terminated == b.terminated && a.deleting == b.deleting
 }
 

@@ -47,77 +47,77 @@ func TestMembershipOf(t *testing.T) {
 		group  string // spec.schedulingGroup.podGroupName
 		owner  *metav1.OwnerReference
 		gang   func(*config.GangConfig)
-		want   membership
+		want   Membership
 		inJob  bool
 	}{
 		{
 			name:   "volcano PodGroup: minimum, creation and hard PS anti-affinity from it",
 			annots: map[string]string{gang.VolcanoGroupAnnotation: "vj", gang.VolcanoTaskSpec: "ps", gang.VolcanoTaskIndex: "1"},
-			want: membership{jobKey: "ns/vj", source: gang.SourceVolcano, role: priority.RolePS, index: 1, minMember: 4, created: created, hardPSAntiAffinity: true,
-				lookup: gang.SourceVolcano, owner: "vj"},
+			want: Membership{JobKey: "ns/vj", Source: gang.SourceVolcano, Role: priority.RolePS, Index: 1, MinMember: 4, Created: created, HardPSAntiAffinity: true,
+				Lookup: gang.SourceVolcano, Owner: "vj"},
 			inJob: true,
 		},
 		{
 			name:   "coscheduling PodGroup with a Kubeflow replica type",
 			labels: map[string]string{gang.CoschedulingLabel: "cj", gang.KubeflowReplicaType: "Worker", gang.KubeflowReplicaIndex: "3"},
-			want:   membership{jobKey: "ns/cj", source: gang.SourceCoscheduling, role: priority.RoleWorker, index: 3, minMember: 2, created: created, lookup: gang.SourceCoscheduling, owner: "cj"},
+			want:   Membership{JobKey: "ns/cj", Source: gang.SourceCoscheduling, Role: priority.RoleWorker, Index: 3, MinMember: 2, Created: created, Lookup: gang.SourceCoscheduling, Owner: "cj"},
 			inJob:  true,
 		},
 		{
 			name:   "a PodGroup that does not exist falls back to the min-member label",
 			labels: map[string]string{gang.CoschedulingLabel: "missing", g.MinMemberLabel: "5"},
-			want:   membership{jobKey: "ns/missing", source: gang.SourceCoscheduling, role: priority.RoleOther, index: -1, minMember: 5, lookup: gang.SourceCoscheduling, owner: "missing"},
+			want:   Membership{JobKey: "ns/missing", Source: gang.SourceCoscheduling, Role: priority.RoleOther, Index: -1, MinMember: 5, Lookup: gang.SourceCoscheduling, Owner: "missing"},
 			inJob:  true,
 		},
 		{
 			name:   "kubeflow labels on a pod no Kubeflow job owns: the size is not known",
 			labels: map[string]string{gang.KubeflowJobLabel: "tf", gang.KubeflowReplicaType: "PS", gang.KubeflowReplicaIndex: "0", g.UserLabel: "alice"},
-			want: membership{jobKey: "ns/tf", source: gang.SourceKubeflow, role: priority.RolePS, index: 0, user: "alice",
-				sizeUnknown: "its pods carry training.kubeflow.org/job-name but no Kubeflow job owns them; set cps-extender.io/min-member"},
+			want: Membership{JobKey: "ns/tf", Source: gang.SourceKubeflow, Role: priority.RolePS, Index: 0, User: "alice",
+				SizeUnknown: "its pods carry training.kubeflow.org/job-name but no Kubeflow job owns them; set cps-extender.io/min-member"},
 			inJob: true,
 		},
 		{
 			name:   "kubeflow labels and a min-member label",
 			labels: map[string]string{gang.KubeflowJobLabel: "tf", gang.KubeflowReplicaType: "worker", g.MinMemberLabel: "3"},
-			want:   membership{jobKey: "ns/tf", source: gang.SourceKubeflow, role: priority.RoleWorker, index: -1, minMember: 3},
+			want:   Membership{JobKey: "ns/tf", Source: gang.SourceKubeflow, Role: priority.RoleWorker, Index: -1, MinMember: 3},
 			inJob:  true,
 		},
 		{
 			name:   "kubeflow labels, sizeUnknown podsSeen: every pod of the job, as before",
 			labels: map[string]string{gang.KubeflowJobLabel: "tf", gang.KubeflowReplicaType: "worker"},
 			gang:   func(g *config.GangConfig) { g.SizeUnknown = config.SizeUnknownPodsSeen },
-			want:   membership{jobKey: "ns/tf", source: gang.SourceKubeflow, role: priority.RoleWorker, index: -1, guessSize: true},
+			want:   Membership{JobKey: "ns/tf", Source: gang.SourceKubeflow, Role: priority.RoleWorker, Index: -1, GuessSize: true},
 			inJob:  true,
 		},
 		{
 			name:   "a TFJob's pod: the job's gang from the TFJob",
 			owner:  &metav1.OwnerReference{APIVersion: "kubeflow.org/v1", Kind: "TFJob", Name: "mnist", Controller: ptr(true)},
 			labels: map[string]string{gang.KubeflowJobLabel: "mnist", gang.KubeflowReplicaType: "ps", gang.KubeflowReplicaIndex: "0"},
-			want: membership{jobKey: "ns/mnist", source: gang.SourceKubeflow, role: priority.RolePS, index: 0, minMember: 6, created: created,
-				lookup: "TFJob", owner: "mnist"},
+			want: Membership{JobKey: "ns/mnist", Source: gang.SourceKubeflow, Role: priority.RolePS, Index: 0, MinMember: 6, Created: created,
+				Lookup: "TFJob", Owner: "mnist"},
 			inJob: true,
 		},
 		{
 			name:   "a finished TFJob",
 			owner:  &metav1.OwnerReference{APIVersion: "kubeflow.org/v1", Kind: "TFJob", Name: "done", Controller: ptr(true)},
 			labels: map[string]string{gang.KubeflowReplicaType: "ps"},
-			want: membership{jobKey: "ns/done", source: gang.SourceKubeflow, role: priority.RolePS, index: -1, minMember: 3, created: created,
-				lookup: "TFJob", owner: "done", finished: "its TFJob ns/done succeeded"},
+			want: Membership{JobKey: "ns/done", Source: gang.SourceKubeflow, Role: priority.RolePS, Index: -1, MinMember: 3, Created: created,
+				Lookup: "TFJob", Owner: "done", Finished: "its TFJob ns/done succeeded"},
 			inJob: true,
 		},
 		{
 			name:   "a TFJob not read: the pod waits, saying why",
 			owner:  &metav1.OwnerReference{APIVersion: "kubeflow.org/v1", Kind: "TFJob", Name: "unseen", Controller: ptr(true)},
 			labels: map[string]string{gang.KubeflowReplicaType: "worker", gang.KubeflowReplicaIndex: "2"},
-			want: membership{jobKey: "ns/unseen", source: gang.SourceKubeflow, role: priority.RoleWorker, index: 2,
-				lookup: "TFJob", owner: "unseen", sizeUnknown: "its TFJob ns/unseen is not in the extender's view"},
+			want: Membership{JobKey: "ns/unseen", Source: gang.SourceKubeflow, Role: priority.RoleWorker, Index: 2,
+				Lookup: "TFJob", Owner: "unseen", SizeUnknown: "its TFJob ns/unseen is not in the extender's view"},
 			inJob: true,
 		},
 		{
 			name:   "a TFJob not read, but the pod's min-member label gives the size",
 			owner:  &metav1.OwnerReference{APIVersion: "kubeflow.org/v1", Kind: "TFJob", Name: "unseen", Controller: ptr(true)},
 			labels: map[string]string{g.MinMemberLabel: "4"},
-			want:   membership{jobKey: "ns/unseen", source: gang.SourceKubeflow, role: priority.RoleOther, index: -1, minMember: 4, lookup: "TFJob", owner: "unseen"},
+			want:   Membership{JobKey: "ns/unseen", Source: gang.SourceKubeflow, Role: priority.RoleOther, Index: -1, MinMember: 4, Lookup: "TFJob", Owner: "unseen"},
 			inJob:  true,
 		},
 		{
@@ -125,94 +125,94 @@ func TestMembershipOf(t *testing.T) {
 			owner:  &metav1.OwnerReference{APIVersion: "kubeflow.org/v1", Kind: "TFJob", Name: "mnist", Controller: ptr(true)},
 			labels: map[string]string{gang.KubeflowJobLabel: "mnist"},
 			gang:   func(g *config.GangConfig) { g.Kubeflow = false },
-			want:   membership{index: -1},
+			want:   Membership{Index: -1},
 		},
 		{
 			name:   "a JobSet's first stage: the JobSet's key and main minimum",
 			owner:  &metav1.OwnerReference{APIVersion: "batch/v1", Kind: "Job", Name: "js-init-0", Controller: ptr(true)},
 			labels: map[string]string{gang.JobSetNameLabel: "js", gang.JobSetReplicatedJobLabel: "init", gang.JobSetJobIndexLabel: "0", gang.JobCompletionIndex: "0"},
-			want: membership{jobKey: "ns/js", source: gang.SourceJobSet, role: priority.RoleOther, index: 0, minMember: 1, created: created,
-				lookup: "JobSet", owner: "js", part: "init"},
+			want: Membership{JobKey: "ns/js", Source: gang.SourceJobSet, Role: priority.RoleOther, Index: 0, MinMember: 1, Created: created,
+				Lookup: "JobSet", Owner: "js", Part: "init"},
 			inJob: true,
 		},
 		{
 			name:   "a JobSet's later stage is a job of its own",
 			owner:  &metav1.OwnerReference{APIVersion: "batch/v1", Kind: "Job", Name: "js-node-0", Controller: ptr(true)},
 			labels: map[string]string{gang.JobSetNameLabel: "js", gang.JobSetReplicatedJobLabel: "node", gang.JobSetJobIndexLabel: "1"},
-			want: membership{jobKey: "ns/js.node", source: gang.SourceJobSet, role: priority.RoleWorker, index: 1, minMember: 8, created: created,
-				lookup: "JobSet", owner: "js", part: "node"},
+			want: Membership{JobKey: "ns/js.node", Source: gang.SourceJobSet, Role: priority.RoleWorker, Index: 1, MinMember: 8, Created: created,
+				Lookup: "JobSet", Owner: "js", Part: "node"},
 			inJob: true,
 		},
 		{
 			name:   "a LeaderWorkerSet group's leader",
 			labels: map[string]string{gang.LWSNameLabel: "lws", gang.LWSGroupIndexLabel: "2", gang.LWSWorkerIndexLabel: "0"},
-			want: membership{jobKey: "ns/lws-2", source: gang.SourceLeaderWorkerSet, role: priority.RoleChief, index: 0, minMember: 4, created: created,
-				lookup: "LeaderWorkerSet", owner: "lws"},
+			want: Membership{JobKey: "ns/lws-2", Source: gang.SourceLeaderWorkerSet, Role: priority.RoleChief, Index: 0, MinMember: 4, Created: created,
+				Lookup: "LeaderWorkerSet", Owner: "lws"},
 			inJob: true,
 		},
 		{
 			name:   "a LeaderWorkerSet group's worker: the same job",
 			labels: map[string]string{gang.LWSNameLabel: "lws", gang.LWSGroupIndexLabel: "2", gang.LWSWorkerIndexLabel: "3"},
-			want: membership{jobKey: "ns/lws-2", source: gang.SourceLeaderWorkerSet, role: priority.RoleWorker, index: 3, minMember: 4, created: created,
-				lookup: "LeaderWorkerSet", owner: "lws", part: "workers"},
+			want: Membership{JobKey: "ns/lws-2", Source: gang.SourceLeaderWorkerSet, Role: priority.RoleWorker, Index: 3, MinMember: 4, Created: created,
+				Lookup: "LeaderWorkerSet", Owner: "lws", Part: "workers"},
 			inJob: true,
 		},
 		{
 			name:   "a LeaderReady LeaderWorkerSet group's leader: a job of one",
 			labels: map[string]string{gang.LWSNameLabel: "ready", gang.LWSGroupIndexLabel: "0", gang.LWSWorkerIndexLabel: "0"},
-			want: membership{jobKey: "ns/ready-0", source: gang.SourceLeaderWorkerSet, role: priority.RoleChief, index: 0, minMember: 1, created: created,
-				lookup: "LeaderWorkerSet", owner: "ready"},
+			want: Membership{JobKey: "ns/ready-0", Source: gang.SourceLeaderWorkerSet, Role: priority.RoleChief, Index: 0, MinMember: 1, Created: created,
+				Lookup: "LeaderWorkerSet", Owner: "ready"},
 			inJob: true,
 		},
 		{
 			name:   "a LeaderReady LeaderWorkerSet group's workers: a job of their own",
 			labels: map[string]string{gang.LWSNameLabel: "ready", gang.LWSGroupIndexLabel: "0", gang.LWSWorkerIndexLabel: "1"},
-			want: membership{jobKey: "ns/ready-0.workers", source: gang.SourceLeaderWorkerSet, role: priority.RoleWorker, index: 1, minMember: 3, created: created,
-				lookup: "LeaderWorkerSet", owner: "ready", part: "workers"},
+			want: Membership{JobKey: "ns/ready-0.workers", Source: gang.SourceLeaderWorkerSet, Role: priority.RoleWorker, Index: 1, MinMember: 3, Created: created,
+				Lookup: "LeaderWorkerSet", Owner: "ready", Part: "workers"},
 			inJob: true,
 		},
 		{
 			name:   "a Kueue pod group: the size from the pod",
 			labels: map[string]string{gang.KueuePodGroupLabel: "kg"},
 			annots: map[string]string{gang.KueuePodGroupTotalCount: "5"},
-			want:   membership{jobKey: "ns/kg", source: gang.SourceKueue, role: priority.RoleOther, index: -1, minMember: 5, owner: "kg"},
+			want:   Membership{JobKey: "ns/kg", Source: gang.SourceKueue, Role: priority.RoleOther, Index: -1, MinMember: 5, Owner: "kg"},
 			inJob:  true,
 		},
 		{
 			name:   "a Kueue pod group without its count",
 			labels: map[string]string{gang.KueuePodGroupLabel: "kg"},
-			want: membership{jobKey: "ns/kg", source: gang.SourceKueue, role: priority.RoleOther, index: -1, owner: "kg",
-				sizeUnknown: `its Kueue pod group has no valid kueue.x-k8s.io/pod-group-total-count annotation ("")`},
+			want: Membership{JobKey: "ns/kg", Source: gang.SourceKueue, Role: priority.RoleOther, Index: -1, Owner: "kg",
+				SizeUnknown: `its Kueue pod group has no valid kueue.x-k8s.io/pod-group-total-count annotation ("")`},
 			inJob: true,
 		},
 		{
 			name:   "the project's job label wins over the owner",
 			owner:  &metav1.OwnerReference{APIVersion: "kubeflow.org/v1", Kind: "TFJob", Name: "mnist", Controller: ptr(true)},
 			labels: map[string]string{g.JobLabel: "mine", g.MinMemberLabel: "2"},
-			want:   membership{jobKey: "ns/mine", source: gang.SourceLabels, role: priority.RoleOther, index: -1, minMember: 2},
+			want:   Membership{JobKey: "ns/mine", Source: gang.SourceLabels, Role: priority.RoleOther, Index: -1, MinMember: 2},
 			inJob:  true,
 		},
 		{
 			name:   "own labels, urgent as an annotation",
 			labels: map[string]string{g.JobLabel: "j", g.RoleLabel: "chief", g.IndexLabel: "x", g.MinMemberLabel: "3"},
 			annots: map[string]string{g.UrgentLabel: "true"},
-			want:   membership{jobKey: "ns/j", source: gang.SourceLabels, role: priority.RoleChief, index: -1, minMember: 3, urgent: true},
+			want:   Membership{JobKey: "ns/j", Source: gang.SourceLabels, Role: priority.RoleChief, Index: -1, MinMember: 3, Urgent: true},
 			inJob:  true,
 		},
 		{
 			name:   "Workload API PodGroup: its minCount, its topology key as required, the role from the labels",
 			group:  "wg",
 			labels: map[string]string{g.RoleLabel: "worker", g.IndexLabel: "2"},
-			want: membership{jobKey: "ns/wg", source: gang.SourceWorkload, role: priority.RoleWorker, index: 2, minMember: 6, created: created,
-				lookup: gang.SourceWorkload, owner: "wg", topology: &priority.TopologyRequest{Required: "example.com/rack"}},
+			want: Membership{JobKey: "ns/wg", Source: gang.SourceWorkload, Role: priority.RoleWorker, Index: 2, MinMember: 6, Created: created,
+				Lookup: gang.SourceWorkload, Owner: "wg", Topology: &priority.TopologyRequest{Required: "example.com/rack"}},
 			inJob: true,
 		},
 		{
 			name:   "topology annotations: the pod's required level wins over its PodGroup's",
 			group:  "wg",
 			annots: map[string]string{g.RequiredTopologyAnnotation: "topology.kubernetes.io/zone", g.PreferredTopologyAnnotation: "example.com/rack"},
-			want: membership{jobKey: "ns/wg", source: gang.SourceWorkload, role: priority.RoleOther, index: -1, minMember: 6, created: created,
-				lookup: gang.SourceWorkload, owner: "wg", topology: &priority.TopologyRequest{Required: "topology.kubernetes.io/zone", Preferred: "example.com/rack"}},
+			want: Membership{JobKey: "ns/wg", Source: gang.SourceWorkload, Role: priority.RoleOther, Index: -1, MinMember: 6, Created: created,
+				Lookup: gang.SourceWorkload, Owner: "wg", Topology: &priority.TopologyRequest{Required: "topology.kubernetes.io/zone", Preferred: "example.com/rack"}},
 			inJob: true,
 		},
 		{
@@ -220,18 +220,18 @@ func TestMembershipOf(t *testing.T) {
 			group:  "wg",
 			labels: map[string]string{g.JobLabel: "j"},
 			gang:   func(g *config.GangConfig) { g.Workload = false },
-			want:   membership{jobKey: "ns/j", source: gang.SourceLabels, role: priority.RoleOther, index: -1},
+			want:   Membership{JobKey: "ns/j", Source: gang.SourceLabels, Role: priority.RoleOther, Index: -1},
 			inJob:  true,
 		},
 		{
 			name:   "a switched-off source is not consulted",
 			annots: map[string]string{gang.VolcanoGroupAnnotation: "vj"},
 			gang:   func(g *config.GangConfig) { g.Volcano = false },
-			want:   membership{index: -1},
+			want:   Membership{Index: -1},
 		},
 		{
 			name: "a plain pod is in no job",
-			want: membership{index: -1},
+			want: Membership{Index: -1},
 		},
 	}
 	for _, tt := range tests {
@@ -247,11 +247,11 @@ func TestMembershipOf(t *testing.T) {
 			if tt.group != "" {
 				pod.Spec.SchedulingGroup = &corev1.PodSchedulingGroup{PodGroupName: &tt.group}
 			}
-			got, inJob := membershipOf(cfg, pod, groups)
+			got, inJob := MembershipOf(cfg, pod, groups)
 			if inJob != tt.inJob {
 				t.Fatalf("inJob = %v, want %v", inJob, tt.inJob)
 			}
-			if diff := cmp.Diff(tt.want, got, cmp.AllowUnexported(membership{}), cmpopts.IgnoreFields(membership{}, "group", "labelMinMember")); diff != "" {
+			if diff := cmp.Diff(tt.want, got, cmpopts.IgnoreFields(Membership{}, "Group", "LabelMinMember")); diff != "" {
 				t.Errorf("membership (-want +got):\n%s", diff)
 			}
 		})
