@@ -1,6 +1,7 @@
 // Package gang holds the vocabulary of the gang sources the extender reads (Volcano and
 // coscheduling PodGroups, Kubeflow labels, the project's own labels) and the small parsers
-// and resource helpers every part shares. It imports the priority model only.
+// and resource helpers every part shares, and reads which job a pod is in (Membership).
+// It imports the priority model and the config.
 package gang
 
 import (

@@ -84,15 +84,15 @@ type Decisions struct {
 	// the filter's Admit and NodeCheck read a pod once.
 	read struct {
 		pod   *corev1.Pod
-		m     Membership
+		m     gang.Membership
 		inJob bool
 	}
 }
 
 // membership is which job pod belongs to (gang.MembershipOf), read once per pod.
-func (d *Decisions) membership(pod *corev1.Pod) (Membership, bool) {
+func (d *Decisions) membership(pod *corev1.Pod) (gang.Membership, bool) {
 	if d.read.pod != pod {
-		d.read.m, d.read.inJob = MembershipOf(d.cfg.gang, pod, d.c.podGroup)
+		d.read.m, d.read.inJob = gang.MembershipOf(d.cfg.gang, pod, d.c.podGroup)
 		d.read.pod = pod
 	}
 	return d.read.m, d.read.inJob
@@ -268,7 +268,7 @@ func (c *Cluster) JobOfPod(ctx context.Context, ref gang.PodRef) (string, bool, 
 	if gangCfg.Exempt(pod.Namespace) {
 		return "", false, nil
 	}
-	m, inJob := MembershipOf(gangCfg, pod, c.podGroup)
+	m, inJob := gang.MembershipOf(gangCfg, pod, c.podGroup)
 	return m.JobKey, inJob, nil
 }
 

@@ -50,7 +50,7 @@ type podRecord struct {
 	priorityClass string
 	created       time.Time
 	inJob         bool
-	m             Membership // the pod-only part (gang.PodMembership); valid when inJob
+	m             gang.Membership // the pod-only part (gang.PodMembership); valid when inJob
 	// constraints limit the nodes the pod may use; nil when it has none.
 	constraints *podConstraints
 	// labels are the pod's labels, which other pods' rules select; rules are its own
@@ -139,7 +139,7 @@ func newPodRecord(pod *corev1.Pod, gangCfg config.GangConfig) *podRecord {
 		r.constraints = newPodConstraints(key, pod)
 	}
 	r.labels, r.rules = pod.Labels, newPodRules(pod)
-	r.m, r.inJob = PodMembership(gangCfg, pod)
+	r.m, r.inJob = gang.PodMembership(gangCfg, pod)
 	r.counted = r.inJob && !r.terminated && !r.deleting && !gangCfg.Exempt(pod.Namespace)
 	return r
 }
@@ -310,7 +310,7 @@ func samePodRecord(a, b *podRecord) bool {
 
 // sameJobPart compares memberships by value: each record gets its own topology pointer, so
 // == would see every update of a pod with a topology request as a change.
-func sameJobPart(a, b *Membership) bool {
+func sameJobPart(a, b *gang.Membership) bool {
 	if !a.Created.Equal(b.Created) || !sameTopology(a.Topology, b.Topology) {
 		return false
 	}

@@ -98,7 +98,7 @@ func newGroupSources(log *zap.Logger, disc discovery.DiscoveryInterface, dyn dyn
 		s.wanted = append(s.wanted, podGroup(gang.SourceWorkload, workloadPodGroups))
 	}
 	for _, k := range gang.WorkloadKinds {
-		if workloadOn(g, k.Source) {
+		if gang.WorkloadOn(g, k.Source) {
 			kind := k.Kind
 			s.wanted = append(s.wanted, groupSource{name: kind, gvr: k.GVR, workload: true,
 				derive: func(u *unstructured.Unstructured) gang.GroupInfo { return gang.DeriveWorkload(kind, u) }})

@@ -251,7 +251,7 @@ func (c *Cluster) recompute(now time.Time) {
 	} else {
 		snap.podJob, snap.nameJob = make(map[types.UID]string, len(idx.pods)), make(map[string]string, len(idx.pods))
 	}
-	groups := groupMemo{lookup: c.podGroup, seen: map[string]GroupPart{}}
+	groups := groupMemo{lookup: c.podGroup, seen: map[string]gang.GroupPart{}}
 	warned := map[string]uint8{} // the label warnings given, by job (labelWarnings)
 	// A group of the index whose object splits it (a JobSet's later start-up stages) makes
 	// more than one job: count them first, so that the one array the jobs live in, which
@@ -394,14 +394,14 @@ func (c *Cluster) admit(snap *Snapshot, cfg *viewConfig, now, start time.Time, h
 // per object and recompute.
 type groupMemo struct {
 	lookup gang.GroupLookup
-	seen   map[string]GroupPart // lookup + namespace/name -> what its object adds
+	seen   map[string]gang.GroupPart // lookup + namespace/name -> what its object adds
 }
 
 // part is what the object of the pod's gang adds (nothing for a pod without one).
-func (g *groupMemo) part(pod *podRecord) GroupPart {
+func (g *groupMemo) part(pod *podRecord) gang.GroupPart {
 	m := &pod.m
 	if m.Lookup == "" {
-		return GroupPart{}
+		return gang.GroupPart{}
 	}
 	key := m.Lookup + "\x00" + pod.namespace + "/" + m.Owner
 	part, ok := g.seen[key]
@@ -413,7 +413,7 @@ func (g *groupMemo) part(pod *podRecord) GroupPart {
 }
 
 // complete is the pod's whole membership.
-func (g *groupMemo) complete(pod *podRecord) Membership {
+func (g *groupMemo) complete(pod *podRecord) gang.Membership {
 	return pod.m.WithGroupPart(g.part(pod))
 }
 
@@ -427,7 +427,7 @@ func stageKeys(g jobPods, groups *groupMemo) map[string]bool {
 }
 
 // addMember adds one pod to its job's view; sets gives a pending pod the nodes it may use.
-func addMember(job *priority.Job, pod *podRecord, m Membership, held map[types.UID]string, sets map[*podConstraints]*priority.NodeSet) {
+func addMember(job *priority.Job, pod *podRecord, m gang.Membership, held map[types.UID]string, sets map[*podConstraints]*priority.NodeSet) {
 	p := priority.Pod{
 		UID: string(pod.uid), Name: pod.nsName, Role: m.Role, Index: m.Index,
 		Request: pod.request, Gated: pod.gated,
@@ -497,7 +497,7 @@ func (c *Cluster) turnedAway() []TurnedAway {
 		return nil
 	}
 	var out []TurnedAway
-	groups := groupMemo{lookup: c.podGroup, seen: map[string]GroupPart{}}
+	groups := groupMemo{lookup: c.podGroup, seen: map[string]gang.GroupPart{}}
 	for _, pod := range idx.pods {
 		if pod.counted && pod.turnedAway && pod.node == "" {
 			ns, name, _ := strings.Cut(pod.nsName, "/")
@@ -572,7 +572,7 @@ func (s *Snapshot) addWarnings(pod *podRecord, warnings []Warning) {
 }
 
 // ignoredLabels is labelWarnings for a pod the filter decides.
-func (c *Cluster) ignoredLabels(cfg *viewConfig, pod *corev1.Pod, m Membership) []Warning {
+func (c *Cluster) ignoredLabels(cfg *viewConfig, pod *corev1.Pod, m gang.Membership) []Warning {
 	return c.labelWarnings(cfg, pod.Namespace, pod.Spec.PriorityClassName, m, nil)
 }
 
@@ -581,7 +581,7 @@ func (c *Cluster) ignoredLabels(cfg *viewConfig, pod *corev1.Pod, m Membership) 
 // claimed by a pod whose namespace may not. With seen (the warnings given, by job, a bit
 // per label), one given is left out and one new is noted: the recompute writes one sentence
 // per job and label, not per pod.
-func (c *Cluster) labelWarnings(cfg *viewConfig, namespace, priorityClass string, m Membership, seen map[string]uint8) []Warning {
+func (c *Cluster) labelWarnings(cfg *viewConfig, namespace, priorityClass string, m gang.Membership, seen map[string]uint8) []Warning {
 	const userBit, urgentBit = 1, 2
 	fresh := func(bit uint8) bool {
 		if seen == nil {

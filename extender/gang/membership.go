@@ -1,11 +1,9 @@
-package view
+package gang
 
 import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/cps-extender/cps-extender/extender/gang"
 
 	"github.com/cps-extender/cps-extender/extender/config"
 
@@ -31,7 +29,7 @@ type Membership struct {
 	// Part is a JobSet pod's replicated job: a later start-up stage is a job of its own.
 	Part string
 	// GuessSize: a gang whose size cannot be known is taken to be the pods that exist
-	// (gang.sizeUnknown: podsSeen).
+	// (sizeUnknown: podsSeen).
 	GuessSize bool
 	// SizeUnknown says why the gang size cannot be known yet; Finished how the workload
 	// ended (priority.Job's SizeUnknown and Finished).
@@ -50,7 +48,7 @@ type Membership struct {
 
 // MembershipOf tells which job a pod belongs to (PodMembership) and completes it from the
 // object its gang comes from.
-func MembershipOf(g config.GangConfig, pod *corev1.Pod, groups gang.GroupLookup) (Membership, bool) {
+func MembershipOf(g config.GangConfig, pod *corev1.Pod, groups GroupLookup) (Membership, bool) {
 	m, ok := PodMembership(g, pod)
 	if !ok {
 		return m, false
@@ -58,20 +56,20 @@ func MembershipOf(g config.GangConfig, pod *corev1.Pod, groups gang.GroupLookup)
 	return m.WithGroup(groups, pod.Namespace), true
 }
 
-// workloadOn reports whether the config reads the gangs of a workload source.
-func workloadOn(g config.GangConfig, source string) bool {
+// WorkloadOn reports whether the config reads the gangs of a workload source.
+func WorkloadOn(g config.GangConfig, source string) bool {
 	switch source {
-	case gang.SourceKubeflow:
+	case SourceKubeflow:
 		return g.Kubeflow
-	case gang.SourceJobSet:
+	case SourceJobSet:
 		return g.JobSet
-	case gang.SourceLeaderWorkerSet:
+	case SourceLeaderWorkerSet:
 		return g.LeaderWorkerSet
-	case gang.SourceRay:
+	case SourceRay:
 		return g.Ray
-	case gang.SourceIndexedJob:
+	case SourceIndexedJob:
 		return g.IndexedJob
-	case gang.SourceKueue:
+	case SourceKueue:
 		return g.Kueue
 	}
 	return false
@@ -81,47 +79,47 @@ func workloadOn(g config.GangConfig, source string) bool {
 // its gang comes from adds (WithGroup). It depends only on the pod and the config, so the
 // cluster view computes it once per pod event. The sources, in order: the PodGroups
 // (Volcano, coscheduling, the Workload API), the project's own job label, the workload that
-// made the pod (gang.WorkloadOf: its controller owner), and the Kubeflow labels of a pod
+// made the pod (WorkloadOf: its controller owner), and the Kubeflow labels of a pod
 // no Kubeflow job owns.
 func PodMembership(g config.GangConfig, pod *corev1.Pod) (Membership, bool) {
 	m := Membership{Index: -1, GuessSize: g.SizeUnknown == config.SizeUnknownPodsSeen}
 	labels, annotations := pod.Labels, pod.Annotations
 	var group string
-	workload, isWorkload := gang.WorkloadOf(pod)
+	workload, isWorkload := WorkloadOf(pod)
 	switch {
-	case g.Volcano && annotations[gang.VolcanoGroupAnnotation] != "":
-		m.Source, group = gang.SourceVolcano, annotations[gang.VolcanoGroupAnnotation]
-		m.Role = gang.ParseRole(gang.FirstNonEmpty(annotations[gang.VolcanoTaskSpec], labels[gang.VolcanoTaskSpec], labels[g.RoleLabel]))
-		m.Index = gang.ParseIndex(gang.FirstNonEmpty(annotations[gang.VolcanoTaskIndex], labels[gang.VolcanoTaskIndex], labels[g.IndexLabel]))
+	case g.Volcano && annotations[VolcanoGroupAnnotation] != "":
+		m.Source, group = SourceVolcano, annotations[VolcanoGroupAnnotation]
+		m.Role = ParseRole(FirstNonEmpty(annotations[VolcanoTaskSpec], labels[VolcanoTaskSpec], labels[g.RoleLabel]))
+		m.Index = ParseIndex(FirstNonEmpty(annotations[VolcanoTaskIndex], labels[VolcanoTaskIndex], labels[g.IndexLabel]))
 		m.Lookup, m.Owner = m.Source, group
-	case g.Coscheduling && labels[gang.CoschedulingLabel] != "":
-		m.Source, group = gang.SourceCoscheduling, labels[gang.CoschedulingLabel]
-		m.Role = gang.ParseRole(gang.FirstNonEmpty(labels[gang.KubeflowReplicaType], labels[g.RoleLabel]))
-		m.Index = gang.ParseIndex(gang.FirstNonEmpty(labels[gang.KubeflowReplicaIndex], labels[g.IndexLabel]))
+	case g.Coscheduling && labels[CoschedulingLabel] != "":
+		m.Source, group = SourceCoscheduling, labels[CoschedulingLabel]
+		m.Role = ParseRole(FirstNonEmpty(labels[KubeflowReplicaType], labels[g.RoleLabel]))
+		m.Index = ParseIndex(FirstNonEmpty(labels[KubeflowReplicaIndex], labels[g.IndexLabel]))
 		m.Lookup, m.Owner = m.Source, group
 	case g.Workload && workloadGroup(pod) != "":
-		m.Source, group = gang.SourceWorkload, workloadGroup(pod)
-		m.Role = gang.ParseRole(gang.FirstNonEmpty(labels[g.RoleLabel], labels[gang.KubeflowReplicaType]))
-		m.Index = gang.ParseIndex(gang.FirstNonEmpty(labels[g.IndexLabel], labels[gang.KubeflowReplicaIndex]))
+		m.Source, group = SourceWorkload, workloadGroup(pod)
+		m.Role = ParseRole(FirstNonEmpty(labels[g.RoleLabel], labels[KubeflowReplicaType]))
+		m.Index = ParseIndex(FirstNonEmpty(labels[g.IndexLabel], labels[KubeflowReplicaIndex]))
 		m.Lookup, m.Owner = m.Source, group
 	case labels[g.JobLabel] != "":
-		m.Source, group = gang.SourceLabels, labels[g.JobLabel]
-		m.Role = gang.ParseRole(labels[g.RoleLabel])
-		m.Index = gang.ParseIndex(labels[g.IndexLabel])
-	case isWorkload && workloadOn(g, workload.Source):
+		m.Source, group = SourceLabels, labels[g.JobLabel]
+		m.Role = ParseRole(labels[g.RoleLabel])
+		m.Index = ParseIndex(labels[g.IndexLabel])
+	case isWorkload && WorkloadOn(g, workload.Source):
 		m.Source, group = workload.Source, workload.Group
 		m.Role, m.Index = workload.Role, workload.Index
 		if r := labels[g.RoleLabel]; r != "" {
-			m.Role = gang.ParseRole(r)
+			m.Role = ParseRole(r)
 		}
 		m.Lookup, m.Owner, m.Part = workload.Kind, workload.Name, workload.Part
 		m.LabelMinMember, m.SizeUnknown = workload.MinMember, workload.Unknown
-	case g.Kubeflow && labels[gang.KubeflowJobLabel] != "":
+	case g.Kubeflow && labels[KubeflowJobLabel] != "":
 		// Kubeflow's labels on a pod no Kubeflow job owns: its gang size is not known.
-		m.Source, group = gang.SourceKubeflow, labels[gang.KubeflowJobLabel]
-		m.Role = gang.ParseRole(labels[gang.KubeflowReplicaType])
-		m.Index = gang.ParseIndex(labels[gang.KubeflowReplicaIndex])
-		m.SizeUnknown = "its pods carry " + gang.KubeflowJobLabel + " but no Kubeflow job owns them; set " + g.MinMemberLabel
+		m.Source, group = SourceKubeflow, labels[KubeflowJobLabel]
+		m.Role = ParseRole(labels[KubeflowReplicaType])
+		m.Index = ParseIndex(labels[KubeflowReplicaIndex])
+		m.SizeUnknown = "its pods carry " + KubeflowJobLabel + " but no Kubeflow job owns them; set " + g.MinMemberLabel
 	default:
 		return m, false
 	}
@@ -131,7 +129,7 @@ func PodMembership(g config.GangConfig, pod *corev1.Pod) (Membership, bool) {
 		m.LabelMinMember = n
 	}
 	m.User = labels[g.UserLabel]
-	m.Urgent = gang.IsTrue(labels[g.UrgentLabel]) || gang.IsTrue(annotations[g.UrgentLabel])
+	m.Urgent = IsTrue(labels[g.UrgentLabel]) || IsTrue(annotations[g.UrgentLabel])
 	if req, pref := annotations[g.RequiredTopologyAnnotation], annotations[g.PreferredTopologyAnnotation]; req != "" || pref != "" {
 		m.Topology = &priority.TopologyRequest{Required: req, Preferred: pref}
 	}
@@ -147,7 +145,7 @@ func workloadGroup(pod *corev1.Pod) string {
 }
 
 // WithGroup completes a pod's membership from the object its gang comes from.
-func (m Membership) WithGroup(groups gang.GroupLookup, namespace string) Membership {
+func (m Membership) WithGroup(groups GroupLookup, namespace string) Membership {
 	return m.WithGroupPart(m.LookupGroup(groups, namespace))
 }
 
@@ -161,11 +159,11 @@ type GroupPart struct {
 	found bool
 	// unknown and finished are GroupInfo's; stages its Stages.
 	unknown, finished string
-	Stages            map[string]gang.Stage
+	Stages            map[string]Stage
 }
 
 // LookupGroup reads the object the pod's gang comes from, if it has one.
-func (m Membership) LookupGroup(groups gang.GroupLookup, namespace string) GroupPart {
+func (m Membership) LookupGroup(groups GroupLookup, namespace string) GroupPart {
 	if m.Lookup == "" {
 		return GroupPart{}
 	}
@@ -173,7 +171,7 @@ func (m Membership) LookupGroup(groups gang.GroupLookup, namespace string) Group
 	if !ok {
 		return GroupPart{}
 	}
-	return GroupPart{minMember: info.MinMember, created: info.Created, hardPSAntiAffinity: gang.NamesPSTask(info.Annotations[gang.VolcanoTopologyAntiAffinity]),
+	return GroupPart{minMember: info.MinMember, created: info.Created, hardPSAntiAffinity: NamesPSTask(info.Annotations[VolcanoTopologyAntiAffinity]),
 		requiredTopology: info.RequiredTopology, found: true, unknown: info.Unknown, finished: info.Finished, Stages: info.Stages}
 }
 
@@ -196,7 +194,7 @@ func (m Membership) WithGroupPart(g GroupPart) Membership {
 		m.JobKey += "." + stage.Suffix
 		m.MinMember = stage.MinMember
 	}
-	if !gang.HasPodGroup(m.Source) && m.Lookup != "" {
+	if !HasPodGroup(m.Source) && m.Lookup != "" {
 		// A workload: its pods wait until it is read.
 		switch {
 		case !g.found:
@@ -206,7 +204,7 @@ func (m Membership) WithGroupPart(g GroupPart) Membership {
 			m.SizeUnknown = g.unknown
 		}
 	}
-	if m.LabelMinMember > 0 && (m.MinMember == 0 || !gang.HasPodGroup(m.Source)) {
+	if m.LabelMinMember > 0 && (m.MinMember == 0 || !HasPodGroup(m.Source)) {
 		m.MinMember, m.SizeUnknown = m.LabelMinMember, ""
 	}
 	if m.SizeUnknown != "" && m.GuessSize {
