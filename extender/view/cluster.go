@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/cps-extender/cps-extender/extender/gang"
+	"github.com/cps-extender/cps-extender/extender/sources"
 
 	"github.com/cps-extender/cps-extender/extender/config"
 
@@ -43,7 +44,7 @@ type Cluster struct {
 	nodes      corelisters.NodeLister
 	pods       corelisters.PodLister
 	namespaces corelisters.NamespaceLister
-	groups     *Groups
+	groups     *sources.Groups
 	synced     []cache.InformerSynced
 	holds      HoldSource
 	turns      Publisher
@@ -68,7 +69,7 @@ type Cluster struct {
 	admitSpace sync.Pool
 	waits      jobWaits   // for the job metrics (waits.go)
 	levels     levelNotes // what was logged of the topology levels (levels.go)
-	health     *Health
+	health     *sources.Health
 }
 
 // viewConfig is the part of the configuration the view computes with; it can be swapped
@@ -127,7 +128,7 @@ func NewCluster(o ClusterOptions) *Cluster {
 	if c.now == nil {
 		c.now = time.Now
 	}
-	c.health = NewHealth(o.Log, c.now)
+	c.health = sources.NewHealth(o.Log, c.now)
 	for name, inf := range map[string]cache.SharedIndexInformer{"nodes": nodeInf.Informer(), "pods": podInf.Informer(), "namespaces": nsInf.Informer()} {
 		c.health.Follow(name, inf)
 	}
@@ -161,7 +162,7 @@ func NewCluster(o ClusterOptions) *Cluster {
 	if o.Client != nil {
 		disc = o.Client.Discovery()
 	}
-	c.groups = NewGroups(o.Log, disc, o.Dynamic, o.Config.Gang, sourceChanged, c.health)
+	c.groups = sources.NewGroups(o.Log, disc, o.Dynamic, o.Config.Gang, sourceChanged, c.health)
 	return c
 }
 
@@ -287,7 +288,7 @@ func (c *Cluster) staleAfter() time.Duration { return max(10*time.Second, 10*c.i
 
 // Ready reports whether the view can be trusted to decide: the caches have synced and the
 // first queue is computed, the current queue is fresh (younger than staleAfter), and no
-// informer's list and watch has been failing for longer than WatchFailingAfter. Otherwise
+// informer's list and watch has been failing for longer than sources.WatchFailingAfter. Otherwise
 // the verbs answer 503 and /readyz fails, so that a stale view decides nothing.
 func (c *Cluster) Ready() bool {
 	if !c.ready.Load() {
@@ -317,7 +318,7 @@ func (c *Cluster) NotReadyReason() string {
 		return "the queue is stale: last computed " + age.Round(time.Second).String() + " ago"
 	}
 	if name := c.health.Stale(); name != "" {
-		return "the " + name + " informer's list and watch have failed for more than " + WatchFailingAfter.String()
+		return "the " + name + " informer's list and watch have failed for more than " + sources.WatchFailingAfter.String()
 	}
 	return ""
 }
@@ -359,7 +360,7 @@ func (c *Cluster) NodeLabels(name string) map[string]string {
 }
 
 // podGroup looks the object a gang comes from up in its source's informer: a PodGroup or
-// a workload (see Groups.Lookup).
+// a workload (see sources.Groups.Lookup).
 func (c *Cluster) podGroup(lookup, namespace, name string) (gang.GroupInfo, bool) {
 	return c.groups.Lookup(lookup, namespace, name)
 }
