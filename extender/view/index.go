@@ -581,13 +581,13 @@ func (c *Cluster) onNode(obj any, deleted bool) {
 	}
 }
 
-// trimForCache drops what the view never reads from objects before the informers cache
+// TrimForCache drops what the view never reads from objects before the informers cache
 // them: managed fields everywhere; of a pod, its status but the phase and the status of its
 // PodScheduled condition, and of its spec all
 // but what the view reads (the node, priority, scheduling gates, overhead, and each
 // container's name and resources). At 5000 nodes and 20000 pods they are most of the
 // cache's memory; real training pods carry long env lists, volumes and commands.
-func trimForCache(obj any) (any, error) {
+func TrimForCache(obj any) (any, error) {
 	if m, ok := obj.(interface {
 		SetManagedFields([]metav1.ManagedFieldsEntry)
 	}); ok {

@@ -107,7 +107,7 @@ func TestTrimForCacheKeepsWhatTheViewReads(t *testing.T) {
 		AllocatedResources: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("5")}}}
 	full.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Message: "long"}, {Type: corev1.PodReady}}
 	want := newPodRecord(full, cfg)
-	obj, err := trimForCache(full.DeepCopy())
+	obj, err := TrimForCache(full.DeepCopy())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +132,7 @@ func TestTrimForCacheKeepsWhatTheViewReads(t *testing.T) {
 	delete(member.Labels, cfg.JobLabel)
 	group := "pg"
 	member.Spec.SchedulingGroup = &corev1.PodSchedulingGroup{PodGroupName: &group}
-	obj, err = trimForCache(member.DeepCopy())
+	obj, err = TrimForCache(member.DeepCopy())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -94,7 +94,7 @@ func TestNewPodRules(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", Labels: map[string]string{"app": "train", "run": "r7"}}, Spec: tt.spec}
 			// What the informer keeps of the pod must be enough to read them.
-			trimmed, err := trimForCache(pod.DeepCopy())
+			trimmed, err := TrimForCache(pod.DeepCopy())
 			if err != nil {
 				t.Fatal(err)
 			}
