@@ -1,6 +1,7 @@
 // Package sources keeps the informers the cluster view reads beside pods and nodes: those of
 // the objects gangs come from, PodGroups and workloads (Groups), and follows the health of
-// every informer's list and watch (Health). It imports config and gang.
+// every informer's list and watch (Health), and trims what the informers cache of a pod
+// (TrimForCache). It imports config and gang.
 package sources
 
 import (

@@ -146,7 +146,7 @@ func NewCluster(o ClusterOptions) *Cluster {
 		DeleteFunc: func(any) { sourceChanged() },
 	}
 	for _, inf := range []cache.SharedIndexInformer{nodeInf.Informer(), podInf.Informer()} {
-		if err := inf.SetTransform(TrimForCache); err != nil {
+		if err := inf.SetTransform(sources.TrimForCache); err != nil {
 			o.Log.Error("setting an informer transform", zap.Error(err))
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/cps-extender/cps-extender/extender/sources"
 	"github.com/cps-extender/cps-extender/priority"
 	loadfixture "github.com/cps-extender/cps-extender/test/load/fixture"
 )
@@ -107,7 +108,7 @@ func TestTrimForCacheKeepsWhatTheViewReads(t *testing.T) {
 		AllocatedResources: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("5")}}}
 	full.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Message: "long"}, {Type: corev1.PodReady}}
 	want := newPodRecord(full, cfg)
-	obj, err := TrimForCache(full.DeepCopy())
+	obj, err := sources.TrimForCache(full.DeepCopy())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +133,7 @@ func TestTrimForCacheKeepsWhatTheViewReads(t *testing.T) {
 	delete(member.Labels, cfg.JobLabel)
 	group := "pg"
 	member.Spec.SchedulingGroup = &corev1.PodSchedulingGroup{PodGroupName: &group}
-	obj, err = TrimForCache(member.DeepCopy())
+	obj, err = sources.TrimForCache(member.DeepCopy())
 	if err != nil {
 		t.Fatal(err)
 	}

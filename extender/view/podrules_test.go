@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/cps-extender/cps-extender/extender/config"
+	"github.com/cps-extender/cps-extender/extender/sources"
 	"github.com/cps-extender/cps-extender/priority"
 	loadfixture "github.com/cps-extender/cps-extender/test/load/fixture"
 )
@@ -94,7 +95,7 @@ func TestNewPodRules(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", Labels: map[string]string{"app": "train", "run": "r7"}}, Spec: tt.spec}
 			// What the informer keeps of the pod must be enough to read them.
-			trimmed, err := TrimForCache(pod.DeepCopy())
+			trimmed, err := sources.TrimForCache(pod.DeepCopy())
 			if err != nil {
 				t.Fatal(err)
 			}
