@@ -100,9 +100,9 @@ func TestNewPodRules(t *testing.T) {
 				t.Fatal(err)
 			}
 			var got []rule
-			if r := newPodRules(trimmed.(*corev1.Pod)); r != nil {
-				for _, term := range r.terms {
-					got = append(got, rule{term.kind, term.topology, term.maxSkew, term.why})
+			if r := NewPodRules(trimmed.(*corev1.Pod)); r != nil {
+				for _, term := range r.Terms {
+					got = append(got, rule{term.Kind, term.Topology, term.MaxSkew, term.Why})
 				}
 			}
 			if diff := cmp.Diff(tt.want, got); diff != "" {
