@@ -56,7 +56,7 @@ type podRecord struct {
 	// labels are the pod's labels, which other pods' rules select; rules are its own
 	// required pod (anti-)affinity and hard spread constraints (nil: none).
 	labels map[string]string
-	rules  *PodRules
+	rules  *gang.PodRules
 	// counted: in a job, not terminated, not being deleted, not in an exempt namespace;
 	// such a pod is in the queue's view of its job.
 	counted bool
@@ -138,7 +138,7 @@ func newPodRecord(pod *corev1.Pod, gangCfg config.GangConfig) *podRecord {
 	if key := constraintsKey(pod); key != "" {
 		r.constraints = newPodConstraints(key, pod)
 	}
-	r.labels, r.rules = pod.Labels, NewPodRules(pod)
+	r.labels, r.rules = pod.Labels, gang.NewPodRules(pod)
 	r.m, r.inJob = gang.PodMembership(gangCfg, pod)
 	r.counted = r.inJob && !r.terminated && !r.deleting && !gangCfg.Exempt(pod.Namespace)
 	return r
@@ -305,7 +305,7 @@ func samePodRecord(a, b *podRecord) bool {
 		a.deleting == b.deleting && a.deleteBy.Equal(b.deleteBy) && a.gated == b.gated && a.turnGated == b.turnGated && samePriority(a.priority, b.priority) && a.created.Equal(b.created) &&
 		a.scheduledAt.Equal(b.scheduledAt) && a.inJob == b.inJob && sameJobPart(&a.m, &b.m) &&
 		maps.Equal(a.request, b.request) && sameConstraints(a.constraints, b.constraints) &&
-		maps.Equal(a.labels, b.labels) && SameRules(a.rules, b.rules))
+		maps.Equal(a.labels, b.labels) && gang.SameRules(a.rules, b.rules))
 }
 
 // sameJobPart compares memberships by value: each record gets its own topology pointer, so

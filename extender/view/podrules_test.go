@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/cps-extender/cps-extender/extender/config"
+	"github.com/cps-extender/cps-extender/extender/gang"
 	"github.com/cps-extender/cps-extender/extender/sources"
 	"github.com/cps-extender/cps-extender/priority"
 	loadfixture "github.com/cps-extender/cps-extender/test/load/fixture"
@@ -100,7 +101,7 @@ func TestNewPodRules(t *testing.T) {
 				t.Fatal(err)
 			}
 			var got []rule
-			if r := NewPodRules(trimmed.(*corev1.Pod)); r != nil {
+			if r := gang.NewPodRules(trimmed.(*corev1.Pod)); r != nil {
 				for _, term := range r.Terms {
 					got = append(got, rule{term.Kind, term.Topology, term.MaxSkew, term.Why})
 				}
