@@ -201,7 +201,7 @@ func run(args []string, stderr io.Writer) error {
 	}
 	// The webhook has a listener of its own when webhook.listen is set, and it serves the
 	// webhook alone; else the main listener serves it too.
-	webhookRoute := admission.New(cfg.Gang.ExemptNamespaces, func() bool {
+	webhookRoute := admission.New(cfg.Gang.Exempt, func() bool {
 		// Until the first snapshot, a backlog may wait: gate (the lift follows it).
 		contended, known := queueContended()
 		return contended || !known
@@ -260,7 +260,7 @@ func run(args []string, stderr io.Writer) error {
 		if hook.Configuration != "" { // with offAfter 0 it keeps the calls on
 			toggle, err = admission.NewSwitch(admission.SwitchOptions{Log: log, Webhooks: client.AdmissionregistrationV1(),
 				Configuration: hook.Configuration, OffAfter: hook.OffAfter.Duration, Metrics: meters,
-				Contended: queueContended, Leading: leading})
+				Contended: queueContended, Leading: leading, JobPods: admission.JobPodsExpression(cfg.Gang.JobLabel)})
 			if err != nil {
 				return err
 			}

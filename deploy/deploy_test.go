@@ -23,6 +23,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/yaml"
 )
 
@@ -355,6 +357,81 @@ func TestTurnGateWebhook(t *testing.T) {
 	ns, name, _ := strings.Cut(ext.Secret, "/")
 	if role.Namespace != ns || !grants(role.Rules, "", "secrets", name, "get", "update") || !grants(role.Rules, "", "secrets", "", "create") {
 		t.Errorf("base/role.yaml: want create, and get and update of %s, of secrets in %s", name, ns)
+	}
+}
+
+// TestWebhookNamespaceSelector: the webhook configuration's namespaceSelector sends the
+// API server's calls for a namespace's pods exactly when the shipped configs'
+// exemption rule (config.GangConfig.Exempt) does not exempt it: one rule, kept in two
+// files. A namespace the selector sends that the rule exempts costs a call for nothing; one
+// it leaves out that the rule does not exempt has its pods go ungated.
+func TestWebhookNamespaceSelector(t *testing.T) {
+	var cfg admissionregistrationv1.MutatingWebhookConfiguration
+	if err := yaml.UnmarshalStrict(mustRead(t, "webhook/turn-gate.yaml"), &cfg); err != nil {
+		t.Fatal(err)
+	}
+	for _, file := range []string{extenderConfig, standaloneConfig} {
+		ext, errs := config.LoadConfig(file)
+		for _, err := range errs {
+			t.Fatalf("%s: %v", file, err)
+		}
+		for _, w := range cfg.Webhooks {
+			selector, err := metav1.LabelSelectorAsSelector(w.NamespaceSelector)
+			if err != nil {
+				t.Fatalf("webhook %s: namespaceSelector: %v", w.Name, err)
+			}
+			namespaces := slices.Concat([]string{"default", namespace, "kube-system", "kube-public"}, ext.Gang.ExemptNamespaces)
+			for _, e := range w.NamespaceSelector.MatchExpressions {
+				namespaces = append(namespaces, e.Values...)
+			}
+			for _, ns := range namespaces {
+				called := selector.Matches(labels.Set{corev1.LabelMetadataName: ns})
+				if exempt := ext.Gang.Exempt(ns); called == exempt {
+					t.Errorf("webhook %s: namespace %s is called %v, but %s exempts it: %v", w.Name, ns, called, file, exempt)
+				}
+			}
+		}
+	}
+}
+
+// TestStandaloneJobPodsCondition: the standalone overlay sends the webhook the default
+// scheduler's job pods alone, by a condition the extender keeps (admission.JobPodsCondition):
+// as shipped, it is the expression the extender would write for the shipped config's job
+// label, so the extender need not write it.
+func TestStandaloneJobPodsCondition(t *testing.T) {
+	var kustomization struct {
+		Patches []struct {
+			Target struct{ Kind, Name string }
+			Patch  string
+		}
+	}
+	if err := yaml.Unmarshal(mustRead(t, "overlays/standalone/kustomization.yaml"), &kustomization); err != nil {
+		t.Fatal(err)
+	}
+	conditions := map[string]string{}
+	for _, p := range kustomization.Patches {
+		if p.Target.Kind != "MutatingWebhookConfiguration" {
+			continue
+		}
+		var ops []struct {
+			Value admissionregistrationv1.MatchCondition
+		}
+		if err := yaml.Unmarshal([]byte(p.Patch), &ops); err != nil {
+			t.Fatal(err)
+		}
+		for _, op := range ops {
+			conditions[op.Value.Name] = op.Value.Expression
+		}
+	}
+	standalone, errs := config.LoadConfig(standaloneConfig)
+	for _, err := range errs {
+		t.Fatalf("%s: %v", standaloneConfig, err)
+	}
+	if got, want := conditions[admission.JobPodsCondition], admission.JobPodsExpression(standalone.Gang.JobLabel); got != want {
+		t.Errorf("condition %s:\n%s\nwant, for %s's gang.jobLabel:\n%s", admission.JobPodsCondition, got, standaloneConfig, want)
+	}
+	if got, want := conditions["default-scheduler"], "object.spec.schedulerName == 'default-scheduler'"; got != want {
+		t.Errorf("condition default-scheduler %q, want %q", got, want)
 	}
 }
 

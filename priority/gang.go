@@ -7,25 +7,6 @@ import (
 	"strings"
 )
 
-// ParseRole reads a role name as written in labels, replica types (Kubeflow), replicated
-// jobs (JobSet) and node types (Ray), ignoring case and surrounding space: a leader, head,
-// driver or coordinator counts as a chief, nodes as workers. Names it does not know give RoleOther, which ranks with workers, so an
-// unexpected replica type is still scheduled, just not ahead of anything.
-func ParseRole(s string) Role {
-	switch strings.ToLower(strings.TrimSpace(s)) {
-	case "ps", "parameter-server", "parameterserver", "server":
-		return RolePS
-	case "chief", "master", "launcher", "head", "leader", "driver", "coordinator":
-		return RoleChief
-	case "worker", "workers", "node", "nodes":
-		return RoleWorker
-	case "evaluator", "eval":
-		return RoleEvaluator
-	default:
-		return RoleOther
-	}
-}
-
 // String returns the role's short name: "ps", "chief", "worker", "other" or "evaluator".
 func (r Role) String() string {
 	switch r {

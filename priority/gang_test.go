@@ -9,41 +9,6 @@ import (
 	"github.com/cps-extender/cps-extender/priority"
 )
 
-func TestParseRole(t *testing.T) {
-	tests := []struct {
-		name string
-		in   string
-		want priority.Role
-	}{
-		{"ps", "ps", priority.RolePS},
-		{"upper PS", "PS", priority.RolePS},
-		{"parameter-server", "parameter-server", priority.RolePS},
-		{"ParameterServer", "ParameterServer", priority.RolePS},
-		{"server", "Server", priority.RolePS},
-		{"chief", "chief", priority.RoleChief},
-		{"master", "Master", priority.RoleChief},
-		{"launcher", "LAUNCHER", priority.RoleChief},
-		{"worker", "Worker", priority.RoleWorker},
-		{"worker with spaces", "  worker ", priority.RoleWorker},
-		{"evaluator", "Evaluator", priority.RoleEvaluator},
-		{"eval", "eval", priority.RoleEvaluator},
-		{"empty", "", priority.RoleOther},
-		{"Ray head", "head", priority.RoleChief},
-		{"JobSet leader", "leader", priority.RoleChief},
-		{"driver", "Driver", priority.RoleChief},
-		{"JobSet workers", "workers", priority.RoleWorker},
-		{"Trainer v2 node", "node", priority.RoleWorker},
-		{"unknown", "dataset-initializer", priority.RoleOther},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := priority.ParseRole(tt.in); got != tt.want {
-				t.Errorf("ParseRole(%q) = %v, want %v", tt.in, got, tt.want)
-			}
-		})
-	}
-}
-
 func TestRoleString(t *testing.T) {
 	tests := []struct {
 		name string
@@ -61,9 +26,6 @@ func TestRoleString(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			if got := tt.role.String(); got != tt.want {
 				t.Errorf("String() = %q, want %q", got, tt.want)
-			}
-			if tt.role <= priority.RoleEvaluator && priority.ParseRole(tt.want) != tt.role {
-				t.Errorf("ParseRole(String()) does not round-trip for %v", tt.role)
 			}
 		})
 	}

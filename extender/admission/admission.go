@@ -6,7 +6,6 @@ package admission
 import (
 	"encoding/json"
 	"net/http"
-	"slices"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -25,17 +24,18 @@ const (
 
 // Webhook answers the API server's AdmissionReview requests for pod creations.
 type Webhook struct {
-	exempt    []string
+	exempt    func(namespace string) bool
 	contended func() bool
 }
 
-// New returns the webhook; pods in the exempt namespaces are never gated. contended (nil:
+// New returns the webhook; pods of the namespaces exempt reports (config.GangConfig.Exempt;
+// nil: none) are never gated. contended (nil:
 // always) says whether a job waits for room or its turn now: only then is a pod gated. On
 // an idle cluster the gate would only add its lift (an API write, and a watch event for
 // every watcher) to each pod's way: a backlog that all fits was bound 0.69x as fast gated
 // (test/load TestThroughput).
-func New(exemptNamespaces []string, contended func() bool) *Webhook {
-	return &Webhook{exempt: slices.Clone(exemptNamespaces), contended: contended}
+func New(exempt func(namespace string) bool, contended func() bool) *Webhook {
+	return &Webhook{exempt: exempt, contended: contended}
 }
 
 // Route is the webhook's endpoint, POST path. What it decides it reads from the pod and
@@ -56,7 +56,7 @@ type patchOp struct {
 // exempt namespace, or carries the gate. Which pods reach the webhook at all (the ones of
 // cps-extender's scheduler) is the webhook configuration's matchConditions.
 func (h *Webhook) Gate(pod *corev1.Pod) []byte {
-	if pod.Spec.NodeName != "" || slices.Contains(h.exempt, pod.Namespace) {
+	if pod.Spec.NodeName != "" || (h.exempt != nil && h.exempt(pod.Namespace)) {
 		return nil
 	}
 	if turn, _ := gang.SchedulingGates(pod); turn {

@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/cps-extender/cps-extender/extender/config"
 	"github.com/cps-extender/cps-extender/extender/gang"
 	"github.com/cps-extender/cps-extender/extender/wire"
 )
@@ -75,7 +76,7 @@ func TestWebhook(t *testing.T) {
 		{name: "not a pod", op: admissionv1.Create, resource: "services", pod: gatedPod()},
 	}
 	var contended bool
-	h := New([]string{"kube-system"}, func() bool { return contended })
+	h := New(config.GangConfig{ExemptNamespaces: []string{"kube-system"}}.Exempt, func() bool { return contended })
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			contended = !tt.idle

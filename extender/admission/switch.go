@@ -3,6 +3,7 @@ package admission
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -10,6 +11,8 @@ import (
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	admissionregistrationv1 "k8s.io/client-go/kubernetes/typed/admissionregistration/v1"
 	"k8s.io/utils/clock"
+
+	"github.com/cps-extender/cps-extender/extender/gang"
 )
 
 // SwitchCondition is the matchCondition the extender keeps in every webhook of the turn-gate
@@ -21,6 +24,33 @@ import (
 // every pod creation bound a backlog that all fits at 0.81x native gang's rate instead of
 // 0.93x on the load test's 2-core machine (docs/performance.md).
 const SwitchCondition = "cps-extender-job-waits"
+
+// JobPodsCondition is the matchCondition that sends the API server's calls for a job's pods
+// alone (the standalone overlay's, for the default scheduler, whose pods are mostly in no
+// job): JobPodsExpression of the configured job label. Where a webhook of the configuration
+// has it, the extender keeps its expression (Switch), so that a changed gang.jobLabel needs
+// no change of the manifest; it never adds it (the sidecar's webhook gates every pod of its
+// own scheduler).
+const JobPodsCondition = "cps-extender-job-pods"
+
+// JobPodsExpression is JobPodsCondition's CEL expression: the pod carries jobLabel, the
+// label a workload controller or a PodGroup source sets on its pods, or Volcano's group
+// annotation.
+func JobPodsExpression(jobLabel string) string {
+	keys := []string{jobLabel, gang.KubeflowJobLabel, gang.JobSetNameLabel, gang.LWSNameLabel, gang.RayClusterLabel,
+		gang.JobCompletionIndex, gang.KueuePodGroupLabel, gang.CoschedulingLabel}
+	quoted := make([]string, len(keys))
+	for i, k := range keys {
+		quoted[i] = celString(k)
+	}
+	return "(has(object.metadata.labels) && [" + strings.Join(quoted, ", ") + "].exists(k, k in object.metadata.labels)) || " +
+		"(has(object.metadata.annotations) && " + celString(gang.VolcanoGroupAnnotation) + " in object.metadata.annotations)"
+}
+
+// celString is s as a CEL string literal.
+func celString(s string) string {
+	return "'" + strings.NewReplacer(`\`, `\\`, "'", `\'`).Replace(s) + "'"
+}
 
 // The switch condition's expressions.
 const (
@@ -58,6 +88,9 @@ type SwitchOptions struct {
 	Clock    clock.WithTicker
 	// Leading says whether this replica leads: only the leader writes (nil: always).
 	Leading func() bool
+	// JobPods is the expression JobPodsCondition is kept at where a webhook has it
+	// (JobPodsExpression of gang.jobLabel); "" leaves it as it is.
+	JobPods string
 }
 
 // Switch turns the API server's calls of the turn-gate webhook on while a job waits and off
@@ -187,7 +220,11 @@ func (s *Switch) write(ctx context.Context, on bool) (found bool, err error) {
 		expression = switchOn
 	}
 	found, updated, err := updateWebhooks(ctx, s.opts.Webhooks, s.opts.Configuration, func(hook *admissionv1.MutatingWebhook) bool {
-		return setCondition(hook, expression)
+		changed := setCondition(hook, SwitchCondition, expression, true)
+		if s.opts.JobPods != "" {
+			changed = setCondition(hook, JobPodsCondition, s.opts.JobPods, false) || changed
+		}
+		return changed
 	})
 	if err != nil {
 		return found, err
@@ -203,10 +240,11 @@ func (s *Switch) write(ctx context.Context, on bool) (found bool, err error) {
 	return found, nil
 }
 
-// setCondition makes hook's SwitchCondition expression, reporting whether it changed it.
-func setCondition(hook *admissionv1.MutatingWebhook, expression string) bool {
+// setCondition makes the expression of hook's condition name expression, adding the
+// condition when it is missing and add is set; it reports whether it changed hook.
+func setCondition(hook *admissionv1.MutatingWebhook, name, expression string, add bool) bool {
 	for i, c := range hook.MatchConditions {
-		if c.Name == SwitchCondition {
+		if c.Name == name {
 			if c.Expression == expression {
 				return false
 			}
@@ -214,6 +252,9 @@ func setCondition(hook *admissionv1.MutatingWebhook, expression string) bool {
 			return true
 		}
 	}
-	hook.MatchConditions = append(hook.MatchConditions, admissionv1.MatchCondition{Name: SwitchCondition, Expression: expression})
+	if !add {
+		return false
+	}
+	hook.MatchConditions = append(hook.MatchConditions, admissionv1.MatchCondition{Name: name, Expression: expression})
 	return true
 }

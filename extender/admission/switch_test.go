@@ -7,7 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/cel-go/cel"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -15,6 +17,8 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/cps-extender/cps-extender/extender/gang"
 )
 
 // switchStep is one look at the queue: after advancing the clock, the queue reports
@@ -89,7 +93,7 @@ func TestSwitch(t *testing.T) {
 			edit: map[int]func(*admissionregistrationv1.MutatingWebhookConfiguration){
 				0: func(c *admissionregistrationv1.MutatingWebhookConfiguration) {
 					for i := range c.Webhooks {
-						setCondition(&c.Webhooks[i], switchOff)
+						setCondition(&c.Webhooks[i], SwitchCondition, switchOff, true)
 					}
 				},
 			},
@@ -101,7 +105,7 @@ func TestSwitch(t *testing.T) {
 			edit: map[int]func(*admissionregistrationv1.MutatingWebhookConfiguration){
 				1: func(c *admissionregistrationv1.MutatingWebhookConfiguration) {
 					for i := range c.Webhooks {
-						setCondition(&c.Webhooks[i], switchOff)
+						setCondition(&c.Webhooks[i], SwitchCondition, switchOff, true)
 					}
 				},
 			},
@@ -259,4 +263,112 @@ func countVerb(client *fake.Clientset, verb string) int {
 		}
 	}
 	return n
+}
+
+// TestJobPodsExpression: the condition's CEL, evaluated on pods as the API server hands them
+// to matchConditions, sends the pods that name a job by the configured label or by a
+// workload's or PodGroup source's key, and no other pod.
+func TestJobPodsExpression(t *testing.T) {
+	env, err := cel.NewEnv(cel.Variable("object", cel.DynType))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name        string
+		jobLabel    string
+		labels      map[string]string
+		annotations map[string]string
+		want        bool
+	}{
+		{name: "the default job label", jobLabel: "cps-extender.io/job", labels: map[string]string{"cps-extender.io/job": "a"}, want: true},
+		{name: "a configured job label", jobLabel: "example.com/job", labels: map[string]string{"example.com/job": "a"}, want: true},
+		{name: "the default label once another is configured", jobLabel: "example.com/job", labels: map[string]string{"cps-extender.io/job": "a"}},
+		{name: "a label with a quote", jobLabel: `it's`, labels: map[string]string{`it's`: "a"}, want: true},
+		{name: "Kubeflow's label", jobLabel: "example.com/job", labels: map[string]string{gang.KubeflowJobLabel: "a"}, want: true},
+		{name: "an Indexed Job's index", jobLabel: "example.com/job", labels: map[string]string{gang.JobCompletionIndex: "0"}, want: true},
+		{name: "Volcano's annotation", jobLabel: "example.com/job", annotations: map[string]string{gang.VolcanoGroupAnnotation: "pg"}, want: true},
+		{name: "other labels", jobLabel: "example.com/job", labels: map[string]string{"app": "web"}, annotations: map[string]string{"a": "b"}},
+		{name: "no labels, no annotations", jobLabel: "example.com/job"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ast, issues := env.Compile(JobPodsExpression(tt.jobLabel))
+			if issues.Err() != nil {
+				t.Fatalf("%s: %v", JobPodsExpression(tt.jobLabel), issues.Err())
+			}
+			prg, err := env.Program(ast)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ml", Labels: tt.labels, Annotations: tt.annotations}}
+			object, err := runtime.DefaultUnstructuredConverter.ToUnstructured(pod)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, _, err := prg.Eval(map[string]any{"object": object})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, ok := out.Value().(bool); !ok || got != tt.want {
+				t.Errorf("%s = %v, want %v", JobPodsExpression(tt.jobLabel), out.Value(), tt.want)
+			}
+		})
+	}
+}
+
+// TestSwitchJobPods: where a webhook has JobPodsCondition, the switch keeps it at the
+// configured expression; it adds it nowhere, and leaves it with no expression configured.
+func TestSwitchJobPods(t *testing.T) {
+	configured := JobPodsExpression("example.com/job")
+	tests := []struct {
+		name    string
+		has     string // the condition's expression in the first webhook ("": no such condition)
+		jobPods string
+		want    string // the first webhook's afterwards ("": none)
+		updates int
+	}{
+		{name: "the default label's, for a configured one", has: JobPodsExpression("cps-extender.io/job"), jobPods: configured, want: configured, updates: 1},
+		{name: "as configured: only the switch is written", has: configured, jobPods: configured, want: configured, updates: 1},
+		{name: "no such condition: none added", jobPods: configured, updates: 1},
+		{name: "nothing configured: left as it is", has: "true", want: "true", updates: 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := webhookConfiguration(nil)
+			if tt.has != "" {
+				cfg.Webhooks[0].MatchConditions = []admissionregistrationv1.MatchCondition{{Name: JobPodsCondition, Expression: tt.has}}
+			}
+			client := fake.NewSimpleClientset(cfg)
+			s, err := NewSwitch(SwitchOptions{Webhooks: client.AdmissionregistrationV1(), Configuration: cfg.Name,
+				OffAfter: time.Second, Clock: clocktesting.NewFakeClock(testStart), JobPods: tt.jobPods,
+				Contended: func() (bool, bool) { return true, true }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Step(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			live, err := client.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(context.Background(), cfg.Name, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, hook := range live.Webhooks {
+				got, want := "", ""
+				for _, c := range hook.MatchConditions {
+					if c.Name == JobPodsCondition {
+						got = c.Expression
+					}
+				}
+				if i == 0 {
+					want = tt.want
+				}
+				if got != want {
+					t.Errorf("webhook %s: %s %q, want %q", hook.Name, JobPodsCondition, got, want)
+				}
+			}
+			if got := countVerb(client, "update"); got != tt.updates {
+				t.Errorf("%d updates, want %d", got, tt.updates)
+			}
+		})
+	}
 }

@@ -286,8 +286,17 @@ type GangConfig struct {
 	// DiscoveryInterval is how often the extender asks the API server which PodGroup and
 	// workload kinds it serves, so that a CRD installed later is read.
 	DiscoveryInterval metav1.Duration `json:"discoveryInterval"`
-	// ExemptNamespaces are never gated (system pods must not wait for ML jobs).
+	// ExemptNamespaces are never gated (system pods must not wait for ML jobs): read them
+	// through Exempt.
 	ExemptNamespaces []string `json:"exemptNamespaces"`
+}
+
+// Exempt reports whether the pods of namespace are exempt: never gated, never counted in a
+// job, never a victim. It is the one place the rule is decided; the webhook configuration's
+// namespaceSelector (deploy/webhook/turn-gate.yaml) leaves out the shipped config's
+// exemptNamespaces, which deploy's tests check.
+func (g GangConfig) Exempt(namespace string) bool {
+	return slices.Contains(g.ExemptNamespaces, namespace)
 }
 
 // The values of GangConfig.SizeUnknown.

@@ -1,6 +1,7 @@
 // Package gang holds the vocabulary of the gang sources the extender reads (Volcano and
 // coscheduling PodGroups, Kubeflow labels, the project's own labels) and the small parsers
-// and resource helpers every part shares. It imports the priority model only.
+// and resource helpers every part shares, and reads which job a pod is in (Membership).
+// It imports the priority model and the config.
 package gang
 
 import (
@@ -48,11 +49,30 @@ func SchedulingGates(pod *corev1.Pod) (turn, other bool) {
 	return turn, other
 }
 
+// ParseRole reads a role name as written in labels, replica types (Kubeflow), replicated
+// jobs (JobSet) and node types (Ray), ignoring case and surrounding space: a leader, head,
+// driver or coordinator counts as a chief, nodes as workers. Names it does not know give priority.RoleOther, which ranks with workers, so an
+// unexpected replica type is still scheduled, just not ahead of anything.
+func ParseRole(s string) priority.Role {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "ps", "parameter-server", "parameterserver", "server":
+		return priority.RolePS
+	case "chief", "master", "launcher", "head", "leader", "driver", "coordinator":
+		return priority.RoleChief
+	case "worker", "workers", "node", "nodes":
+		return priority.RoleWorker
+	case "evaluator", "eval":
+		return priority.RoleEvaluator
+	default:
+		return priority.RoleOther
+	}
+}
+
 // NamesPSTask reports whether a Volcano task-topology list names a parameter-server task.
 func NamesPSTask(list string) bool {
 	for _, group := range strings.Split(list, ";") {
 		for _, task := range strings.Split(group, ",") {
-			if t := strings.TrimSpace(task); t != "" && priority.ParseRole(t) == priority.RolePS {
+			if t := strings.TrimSpace(task); t != "" && ParseRole(t) == priority.RolePS {
 				return true
 			}
 		}

@@ -10,6 +10,45 @@ import (
 	"github.com/cps-extender/cps-extender/priority"
 )
 
+// TestParseRole: role names in their spellings, and every role's String read back.
+func TestParseRole(t *testing.T) {
+	tests := []struct {
+		name string
+		in   string
+		want priority.Role
+	}{
+		{"ps", "ps", priority.RolePS},
+		{"upper PS", "PS", priority.RolePS},
+		{"parameter-server", "parameter-server", priority.RolePS},
+		{"ParameterServer", "ParameterServer", priority.RolePS},
+		{"server", "Server", priority.RolePS},
+		{"chief", "chief", priority.RoleChief},
+		{"master", "Master", priority.RoleChief},
+		{"launcher", "LAUNCHER", priority.RoleChief},
+		{"worker", "Worker", priority.RoleWorker},
+		{"worker with spaces", "  worker ", priority.RoleWorker},
+		{"evaluator", "Evaluator", priority.RoleEvaluator},
+		{"eval", "eval", priority.RoleEvaluator},
+		{"empty", "", priority.RoleOther},
+		{"Ray head", "head", priority.RoleChief},
+		{"JobSet leader", "leader", priority.RoleChief},
+		{"driver", "Driver", priority.RoleChief},
+		{"JobSet workers", "workers", priority.RoleWorker},
+		{"Trainer v2 node", "node", priority.RoleWorker},
+		{"unknown", "dataset-initializer", priority.RoleOther},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := ParseRole(tt.in); got != tt.want {
+				t.Errorf("ParseRole(%q) = %v, want %v", tt.in, got, tt.want)
+			}
+			if got := ParseRole(tt.want.String()); got != tt.want {
+				t.Errorf("ParseRole(%q) = %v: String does not round-trip", tt.want.String(), got)
+			}
+		})
+	}
+}
+
 func TestParsers(t *testing.T) {
 	tests := []struct {
 		in       string

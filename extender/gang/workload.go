@@ -134,11 +134,11 @@ func WorkloadOf(pod *corev1.Pod) (WorkloadRef, bool) {
 	switch {
 	case owner != nil && ownerGroup == kubeflowGroup && isKubeflowKind(owner.Kind):
 		return WorkloadRef{Source: SourceKubeflow, Kind: owner.Kind, Name: owner.Name, Group: owner.Name,
-			Role: priority.ParseRole(labels[KubeflowReplicaType]), Index: ParseIndex(labels[KubeflowReplicaIndex])}, true
+			Role: ParseRole(labels[KubeflowReplicaType]), Index: ParseIndex(labels[KubeflowReplicaIndex])}, true
 	case labels[JobSetNameLabel] != "":
 		name, part := labels[JobSetNameLabel], labels[JobSetReplicatedJobLabel]
 		return WorkloadRef{Source: SourceJobSet, Kind: "JobSet", Name: name, Group: name, Part: part,
-			Role: priority.ParseRole(part), Index: ParseIndex(FirstNonEmpty(labels[JobSetJobIndexLabel], labels[JobCompletionIndex]))}, true
+			Role: ParseRole(part), Index: ParseIndex(FirstNonEmpty(labels[JobSetJobIndexLabel], labels[JobCompletionIndex]))}, true
 	case labels[LWSNameLabel] != "" && labels[LWSGroupIndexLabel] != "":
 		name, group := labels[LWSNameLabel], labels[LWSGroupIndexLabel]
 		ref := WorkloadRef{Source: SourceLeaderWorkerSet, Kind: "LeaderWorkerSet", Name: name, Group: name + "-" + group,
@@ -149,7 +149,7 @@ func WorkloadOf(pod *corev1.Pod) (WorkloadRef, bool) {
 		return ref, true
 	case owner != nil && ownerGroup == "ray.io" && owner.Kind == "RayCluster":
 		return WorkloadRef{Source: SourceRay, Kind: "RayCluster", Name: owner.Name, Group: owner.Name,
-			Role: priority.ParseRole(labels[RayNodeTypeLabel]), Index: -1}, true
+			Role: ParseRole(labels[RayNodeTypeLabel]), Index: -1}, true
 	case owner != nil && owner.APIVersion == "batch/v1" && owner.Kind == "Job" && FirstNonEmpty(labels[JobCompletionIndex], pod.Annotations[JobCompletionIndex]) != "":
 		return WorkloadRef{Source: SourceIndexedJob, Kind: "Job", Name: owner.Name, Group: owner.Name,
 			Role: priority.RoleWorker, Index: ParseIndex(FirstNonEmpty(labels[JobCompletionIndex], pod.Annotations[JobCompletionIndex]))}, true

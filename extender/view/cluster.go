@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/cps-extender/cps-extender/extender/gang"
+	"github.com/cps-extender/cps-extender/extender/sources"
 
 	"github.com/cps-extender/cps-extender/extender/config"
 
@@ -43,7 +44,7 @@ type Cluster struct {
 	nodes      corelisters.NodeLister
 	pods       corelisters.PodLister
 	namespaces corelisters.NamespaceLister
-	groups     *groupSources
+	groups     *sources.Groups
 	synced     []cache.InformerSynced
 	holds      HoldSource
 	turns      Publisher
@@ -68,7 +69,7 @@ type Cluster struct {
 	admitSpace sync.Pool
 	waits      jobWaits   // for the job metrics (waits.go)
 	levels     levelNotes // what was logged of the topology levels (levels.go)
-	health     *watchHealth
+	health     *sources.Health
 }
 
 // viewConfig is the part of the configuration the view computes with; it can be swapped
@@ -130,9 +131,9 @@ func NewCluster(o ClusterOptions) *Cluster {
 		c.now = time.Now
 	}
 	c.index.devices = o.Devices
-	c.health = newWatchHealth(o.Log, c.now)
+	c.health = sources.NewHealth(o.Log, c.now)
 	for name, inf := range map[string]cache.SharedIndexInformer{"nodes": nodeInf.Informer(), "pods": podInf.Informer(), "namespaces": nsInf.Informer()} {
-		c.health.follow(name, inf)
+		c.health.Follow(name, inf)
 	}
 	c.informers.Store(&map[string]cache.InformerSynced{
 		"nodes": nodeInf.Informer().HasSynced, "pods": podInf.Informer().HasSynced, "namespaces": nsInf.Informer().HasSynced,
@@ -148,7 +149,7 @@ func NewCluster(o ClusterOptions) *Cluster {
 		DeleteFunc: func(any) { sourceChanged() },
 	}
 	for _, inf := range []cache.SharedIndexInformer{nodeInf.Informer(), podInf.Informer()} {
-		if err := inf.SetTransform(trimForCache); err != nil {
+		if err := inf.SetTransform(sources.TrimForCache); err != nil {
 			o.Log.Error("setting an informer transform", zap.Error(err))
 		}
 	}
@@ -164,7 +165,7 @@ func NewCluster(o ClusterOptions) *Cluster {
 	if o.Client != nil {
 		disc = o.Client.Discovery()
 	}
-	c.groups = newGroupSources(o.Log, disc, o.Dynamic, o.Config.Gang, sourceChanged, c.health)
+	c.groups = sources.NewGroups(o.Log, disc, o.Dynamic, o.Config.Gang, sourceChanged, c.health)
 	return c
 }
 
@@ -174,7 +175,7 @@ func NewCluster(o ClusterOptions) *Cluster {
 func (c *Cluster) Start(ctx context.Context) error {
 	named := maps.Clone(*c.informers.Load())
 	var groupSynced []cache.InformerSynced
-	for source, hasSynced := range c.groups.start(ctx) {
+	for source, hasSynced := range c.groups.Start(ctx) {
 		groupSynced = append(groupSynced, hasSynced)
 		named["gangs-"+source] = hasSynced
 	}
@@ -204,7 +205,7 @@ func (c *Cluster) Start(ctx context.Context) error {
 	cancel()
 	if c.client != nil {
 		if rc := c.client.Discovery().RESTClient(); rc != nil { // a fake clientset has none
-			go c.health.probe(ctx, func(ctx context.Context) (string, error) {
+			go c.health.Probe(ctx, func(ctx context.Context) (string, error) {
 				b, err := rc.Get().AbsPath("/readyz").DoRaw(ctx)
 				return string(b), err
 			})
@@ -278,7 +279,7 @@ func (c *Cluster) config() *viewConfig { return c.cfg.Load() }
 // Shutdown stops the informers and waits for their goroutines.
 func (c *Cluster) Shutdown() {
 	c.factory.Shutdown()
-	c.groups.shutdown()
+	c.groups.Shutdown()
 }
 
 // InformersSynced reports, by informer, whether its cache has synced.
@@ -296,7 +297,7 @@ func (c *Cluster) staleAfter() time.Duration { return max(10*time.Second, 10*c.i
 
 // Ready reports whether the view can be trusted to decide: the caches have synced and the
 // first queue is computed, the current queue is fresh (younger than staleAfter), and no
-// informer's list and watch has been failing for longer than watchFailingAfter. Otherwise
+// informer's list and watch has been failing for longer than sources.WatchFailingAfter. Otherwise
 // the verbs answer 503 and /readyz fails, so that a stale view decides nothing.
 func (c *Cluster) Ready() bool {
 	if !c.ready.Load() {
@@ -305,7 +306,7 @@ func (c *Cluster) Ready() bool {
 	if age, ok := c.SnapshotAge(); !ok || age > c.staleAfter() {
 		return false
 	}
-	return c.health.stale() == ""
+	return c.health.Stale() == ""
 }
 
 // SnapshotAge is how old the current queue is (false before the first).
@@ -325,8 +326,8 @@ func (c *Cluster) NotReadyReason() string {
 	case age > c.staleAfter():
 		return "the queue is stale: last computed " + age.Round(time.Second).String() + " ago"
 	}
-	if name := c.health.stale(); name != "" {
-		return "the " + name + " informer's list and watch have failed for more than " + watchFailingAfter.String()
+	if name := c.health.Stale(); name != "" {
+		return "the " + name + " informer's list and watch have failed for more than " + sources.WatchFailingAfter.String()
 	}
 	return ""
 }
@@ -368,9 +369,9 @@ func (c *Cluster) NodeLabels(name string) map[string]string {
 }
 
 // podGroup looks the object a gang comes from up in its source's informer: a PodGroup or
-// a workload (see groupSources.lookup).
+// a workload (see sources.Groups.Lookup).
 func (c *Cluster) podGroup(lookup, namespace, name string) (gang.GroupInfo, bool) {
-	return c.groups.lookup(lookup, namespace, name)
+	return c.groups.Lookup(lookup, namespace, name)
 }
 
 // SetModel swaps the model and affinity the view computes with, and recomputes the queue.

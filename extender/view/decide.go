@@ -74,11 +74,28 @@ const GatherWindow = 2 * time.Second
 
 // Decisions are the per-pod answers of one snapshot and configuration: a request asks all
 // its questions of one Decisions, so that its answer never mixes two snapshots. The node
-// lookups fall back to the informer cache for nodes newer than the snapshot.
+// lookups fall back to the informer cache for nodes newer than the snapshot. One goroutine
+// at a time asks a Decisions (it keeps the pod it last read).
 type Decisions struct {
 	c    *Cluster
 	snap *Snapshot
 	cfg  *viewConfig
+	// read is the pod whose labels were read last, and what they say (membership), so that
+	// the filter's Admit and NodeCheck read a pod once.
+	read struct {
+		pod   *corev1.Pod
+		m     gang.Membership
+		inJob bool
+	}
+}
+
+// membership is which job pod belongs to (gang.MembershipOf), read once per pod.
+func (d *Decisions) membership(pod *corev1.Pod) (gang.Membership, bool) {
+	if d.read.pod != pod {
+		d.read.m, d.read.inJob = gang.MembershipOf(d.cfg.gang, pod, d.c.podGroup)
+		d.read.pod = pod
+	}
+	return d.read.m, d.read.inJob
 }
 
 // Decisions returns the answers of the current snapshot.
@@ -109,10 +126,10 @@ func (d *Decisions) NodeName(b []byte) (string, bool) {
 // yet waits too: its job's turn is not known.
 func (ds *Decisions) Admit(pod *corev1.Pod) Admission {
 	cfg := ds.cfg
-	if ds.c.exempt(pod.Namespace) {
+	if cfg.gang.Exempt(pod.Namespace) {
 		return Admission{OK: true}
 	}
-	m, inJob := membershipOf(cfg.gang, pod, ds.c.podGroup)
+	m, inJob := ds.membership(pod)
 	if !inJob {
 		var warnings []Warning
 		if label := gang.WorkloadLabel(pod); label != "" {
@@ -123,38 +140,31 @@ func (ds *Decisions) Admit(pod *corev1.Pod) Admission {
 	}
 	warnings := ds.c.ignoredLabels(cfg, pod, m)
 	snap := ds.snap
-	job, d, ok := snap.Job(m.jobKey)
+	job, d, ok := snap.Job(m.JobKey)
 	if !ok {
-		return Admission{Reason: fmt.Sprintf("job %s is not in the extender's view yet; it is retried shortly", m.jobKey), Job: m.jobKey, Retry: true, Warnings: warnings}
+		return Admission{Reason: fmt.Sprintf("job %s is not in the extender's view yet; it is retried shortly", m.JobKey), Job: m.JobKey, Retry: true, Warnings: warnings}
 	}
 	if d.Phase != priority.PhaseAdmitted && d.Phase != priority.PhaseRunning { // waiting, preempting, unschedulable
 		_, seen := snap.JobOf(pod.UID, pod.Namespace, pod.Name)
-		return Admission{Reason: d.Wait, Explain: d.Reason, Job: m.jobKey, Queued: true,
+		return Admission{Reason: d.Wait, Explain: d.Reason, Job: m.JobKey, Queued: true,
 			Unschedulable: d.Phase == priority.PhaseUnschedulable, Retry: !seen,
 			Gathering: d.Pods < d.MinMember && snap.Computed.Sub(job.Created) < GatherWindow,
 			Changes:   snap.changes, Latest: ds.c.index.changes.Load(), Warnings: warnings}
 	}
-	return Admission{OK: true, Job: m.jobKey, Warnings: warnings}
+	return Admission{OK: true, Job: m.JobKey, Warnings: warnings}
 }
 
-func (c *Cluster) exempt(namespace string) bool {
-	for _, ns := range c.config().gang.ExemptNamespaces {
-		if ns == namespace {
-			return true
-		}
-	}
-	return false
-}
-
-// jobMember finds the pod's job in the snapshot and the pod as the model sees it.
-func (c *Cluster) jobMember(snap *Snapshot, pod *corev1.Pod) (*priority.Job, priority.Pod, bool) {
+// jobMember finds the pod's job in the snapshot and the pod as the model sees it; it reads
+// the pod's labels only for a pod the snapshot does not hold.
+func (d *Decisions) jobMember(pod *corev1.Pod) (*priority.Job, priority.Pod, bool) {
+	snap := d.snap
 	key, ok := snap.JobOf(pod.UID, pod.Namespace, pod.Name)
 	if !ok {
-		m, inJob := membershipOf(c.config().gang, pod, c.podGroup)
+		m, inJob := d.membership(pod)
 		if !inJob {
 			return nil, priority.Pod{}, false
 		}
-		key = m.jobKey
+		key = m.JobKey
 	}
 	job, _, ok := snap.Job(key)
 	if !ok {
@@ -162,8 +172,8 @@ func (c *Cluster) jobMember(snap *Snapshot, pod *corev1.Pod) (*priority.Job, pri
 	}
 	member := gang.MemberOf(job, gang.PodRef{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID})
 	if member.UID == "" {
-		m, _ := membershipOf(c.config().gang, pod, c.podGroup)
-		member = priority.Pod{UID: string(pod.UID), Name: pod.Namespace + "/" + pod.Name, Role: m.role, Index: m.index, Request: gang.PodRequest(pod)}
+		m, _ := d.membership(pod)
+		member = priority.Pod{UID: string(pod.UID), Name: pod.Namespace + "/" + pod.Name, Role: m.Role, Index: m.Index, Request: gang.PodRequest(pod)}
 	}
 	return job, member, true
 }
@@ -175,7 +185,7 @@ func (c *Cluster) jobMember(snap *Snapshot, pod *corev1.Pod) (*priority.Job, pri
 func (d *Decisions) NodeCheck(pod *corev1.Pod) func(node string) (bool, string) {
 	aff := d.cfg.affinity
 	snap := d.snap
-	job, member, ok := d.c.jobMember(snap, pod)
+	job, member, ok := d.jobMember(pod)
 	if !ok || member.Role != priority.RolePS {
 		return nil
 	}
@@ -195,7 +205,7 @@ func (d *Decisions) Score(pod *corev1.Pod, names []string, out extenderv1.HostPr
 		out[i] = extenderv1.HostPriority{Host: n, Score: extenderv1.MinExtenderPriority}
 	}
 	snap := d.snap
-	job, member, ok := d.c.jobMember(snap, pod)
+	job, member, ok := d.jobMember(pod)
 	if !ok {
 		return out
 	}
@@ -254,11 +264,12 @@ func (c *Cluster) JobOfPod(ctx context.Context, ref gang.PodRef) (string, bool, 
 	if err != nil {
 		return "", false, fmt.Errorf("looking up pod %s: %w", ref, err)
 	}
-	if c.exempt(pod.Namespace) {
+	gangCfg := c.config().gang
+	if gangCfg.Exempt(pod.Namespace) {
 		return "", false, nil
 	}
-	m, inJob := membershipOf(c.config().gang, pod, c.podGroup)
-	return m.jobKey, inJob, nil
+	m, inJob := gang.MembershipOf(gangCfg, pod, c.podGroup)
+	return m.JobKey, inJob, nil
 }
 
 // BindCheck says whether the extender may bind a pod to node, defense in depth against a

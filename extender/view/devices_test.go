@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/cps-extender/cps-extender/extender/config"
+	"github.com/cps-extender/cps-extender/extender/sources"
 	"github.com/cps-extender/cps-extender/priority"
 )
 
@@ -72,7 +73,7 @@ func TestDevicesInTheRecords(t *testing.T) {
 		if claims {
 			p.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimTemplateName: &template}}
 		}
-		trimmed, err := trimForCache(p)
+		trimmed, err := sources.TrimForCache(p)
 		if err != nil {
 			t.Fatal(err)
 		}

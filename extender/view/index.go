@@ -50,13 +50,13 @@ type podRecord struct {
 	priorityClass string
 	created       time.Time
 	inJob         bool
-	m             membership // the pod-only part (podMembership); valid when inJob
+	m             gang.Membership // the pod-only part (gang.PodMembership); valid when inJob
 	// constraints limit the nodes the pod may use; nil when it has none.
 	constraints *podConstraints
 	// labels are the pod's labels, which other pods' rules select; rules are its own
 	// required pod (anti-)affinity and hard spread constraints (nil: none).
 	labels map[string]string
-	rules  *podRules
+	rules  *gang.PodRules
 	// counted: in a job, not terminated, not being deleted, not in an exempt namespace;
 	// such a pod is in the queue's view of its job.
 	counted bool
@@ -140,9 +140,9 @@ func newPodRecord(pod *corev1.Pod, gangCfg config.GangConfig) *podRecord {
 	if key := constraintsKey(pod); key != "" {
 		r.constraints = newPodConstraints(key, pod)
 	}
-	r.labels, r.rules = pod.Labels, newPodRules(pod)
-	r.m, r.inJob = podMembership(gangCfg, pod)
-	r.counted = r.inJob && !r.terminated && !r.deleting && !slices.Contains(gangCfg.ExemptNamespaces, pod.Namespace)
+	r.labels, r.rules = pod.Labels, gang.NewPodRules(pod)
+	r.m, r.inJob = gang.PodMembership(gangCfg, pod)
+	r.counted = r.inJob && !r.terminated && !r.deleting && !gangCfg.Exempt(pod.Namespace)
 	return r
 }
 
@@ -151,9 +151,9 @@ func (x *viewIndex) group(r *podRecord) {
 	if !r.counted {
 		return
 	}
-	g := x.jobs[r.m.jobKey]
+	g := x.jobs[r.m.JobKey]
 	if g == nil {
-		g = &jobPods{key: r.m.jobKey}
+		g = &jobPods{key: r.m.JobKey}
 		x.jobs[g.key] = g
 	}
 	r.group, r.slot = g, len(g.pods)
@@ -182,7 +182,7 @@ func (x *viewIndex) ungroup(r *podRecord) {
 // replace puts r where old was: in the same slot when both count in the same job, so that
 // a bind or a status change does not reorder the job's pods. x.mu is held.
 func (x *viewIndex) replace(old, r *podRecord) {
-	if old != nil && old.group != nil && r.counted && old.m.jobKey == r.m.jobKey {
+	if old != nil && old.group != nil && r.counted && old.m.JobKey == r.m.JobKey {
 		g := old.group
 		g.pods[old.slot] = r
 		r.group, r.slot = g, old.slot
@@ -313,17 +313,17 @@ func samePodRecord(a, b *podRecord) bool {
 		a.deleting == b.deleting && a.deleteBy.Equal(b.deleteBy) && a.gated == b.gated && a.turnGated == b.turnGated && samePriority(a.priority, b.priority) && a.created.Equal(b.created) &&
 		a.scheduledAt.Equal(b.scheduledAt) && a.inJob == b.inJob && sameJobPart(&a.m, &b.m) &&
 		maps.Equal(a.request, b.request) && sameConstraints(a.constraints, b.constraints) &&
-		maps.Equal(a.labels, b.labels) && sameRules(a.rules, b.rules))
+		maps.Equal(a.labels, b.labels) && gang.SameRules(a.rules, b.rules))
 }
 
 // sameJobPart compares memberships by value: each record gets its own topology pointer, so
 // == would see every update of a pod with a topology request as a change.
-func sameJobPart(a, b *membership) bool {
-	if !a.created.Equal(b.created) || !sameTopology(a.topology, b.topology) {
+func sameJobPart(a, b *gang.Membership) bool {
+	if !a.Created.Equal(b.Created) || !sameTopology(a.Topology, b.Topology) {
 		return false
 	}
 	x, y := *a, *b
-	x.created, y.created, x.topology, y.topology = time.Time{}, time.Time{}, nil, nil
+	x.Created, y.Created, x.Topology, y.Topology = time.Time{}, time.Time{}, nil, nil
 	return x == y
 }
 
@@ -339,7 +339,7 @@ func samePriority(a, b *int32) bool { return a == b || (a != nil && b != nil && 
 
 // sameMembership reports whether two records of a pod put it in the same job (or none).
 func sameMembership(a, b *podRecord) bool {
-	return a.nsName == b.nsName && a.inJob == b.inJob && a.m.jobKey == b.m.jobKey &&
+	return a.nsName == b.nsName && a.inJob == b.inJob && a.m.JobKey == b.m.JobKey &&
 		a.terminated == b.terminated && a.deleting == b.deleting
 }
 
@@ -587,86 +587,6 @@ func (c *Cluster) onNode(obj any, deleted bool) {
 	if changed {
 		c.Trigger()
 	}
-}
-
-// trimForCache drops what the view never reads from objects before the informers cache
-// them: managed fields everywhere; of a pod, its status but the phase and the status of its
-// PodScheduled condition, and of its spec all
-// but what the view reads (the node, priority, scheduling gates, overhead, and each
-// container's name and resources). At 5000 nodes and 20000 pods they are most of the
-// cache's memory; real training pods carry long env lists, volumes and commands.
-func trimForCache(obj any) (any, error) {
-	if m, ok := obj.(interface {
-		SetManagedFields([]metav1.ManagedFieldsEntry)
-	}); ok {
-		m.SetManagedFields(nil)
-	}
-	if pod, ok := obj.(*corev1.Pod); ok {
-		// What podRequest reads of a resize in progress stays, and PodScheduled.
-		status := corev1.PodStatus{Phase: pod.Status.Phase, Resources: pod.Status.Resources, AllocatedResources: pod.Status.AllocatedResources,
-			ContainerStatuses: containerStatusResources(pod.Status.ContainerStatuses), InitContainerStatuses: containerStatusResources(pod.Status.InitContainerStatuses)}
-		for _, c := range pod.Status.Conditions {
-			if c.Type == corev1.PodScheduled || c.Type == corev1.PodResizePending {
-				status.Conditions = append(status.Conditions, corev1.PodCondition{Type: c.Type, Status: c.Status, Reason: c.Reason, LastTransitionTime: c.LastTransitionTime})
-			}
-		}
-		pod.Status = status
-		spec := &pod.Spec
-		pod.Spec = corev1.PodSpec{
-			NodeName: spec.NodeName, SchedulerName: spec.SchedulerName, Priority: spec.Priority, PriorityClassName: spec.PriorityClassName,
-			SchedulingGates: spec.SchedulingGates, SchedulingGroup: spec.SchedulingGroup, Overhead: spec.Overhead, Resources: spec.Resources, ResourceClaims: spec.ResourceClaims,
-			NodeSelector: spec.NodeSelector, Affinity: requiredAffinity(spec.Affinity), Tolerations: spec.Tolerations,
-			TopologySpreadConstraints: spec.TopologySpreadConstraints,
-			Containers:                containerResources(spec.Containers), InitContainers: containerResources(spec.InitContainers),
-		}
-	}
-	return obj, nil
-}
-
-// requiredAffinity keeps the required terms of an affinity, which the view reads (nil when
-// there are none).
-func requiredAffinity(a *corev1.Affinity) *corev1.Affinity {
-	if a == nil {
-		return nil
-	}
-	var out corev1.Affinity
-	if na := a.NodeAffinity; na != nil && na.RequiredDuringSchedulingIgnoredDuringExecution != nil {
-		out.NodeAffinity = &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: na.RequiredDuringSchedulingIgnoredDuringExecution}
-	}
-	if pa := a.PodAffinity; pa != nil && len(pa.RequiredDuringSchedulingIgnoredDuringExecution) > 0 {
-		out.PodAffinity = &corev1.PodAffinity{RequiredDuringSchedulingIgnoredDuringExecution: pa.RequiredDuringSchedulingIgnoredDuringExecution}
-	}
-	if pa := a.PodAntiAffinity; pa != nil && len(pa.RequiredDuringSchedulingIgnoredDuringExecution) > 0 {
-		out.PodAntiAffinity = &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: pa.RequiredDuringSchedulingIgnoredDuringExecution}
-	}
-	if out == (corev1.Affinity{}) {
-		return nil
-	}
-	return &out
-}
-
-// containerStatusResources keeps each container status's name and resources.
-func containerStatusResources(cs []corev1.ContainerStatus) []corev1.ContainerStatus {
-	if cs == nil {
-		return nil
-	}
-	out := make([]corev1.ContainerStatus, len(cs))
-	for i := range cs {
-		out[i] = corev1.ContainerStatus{Name: cs[i].Name, Resources: cs[i].Resources, AllocatedResources: cs[i].AllocatedResources}
-	}
-	return out
-}
-
-// containerResources keeps each container's name, resources and restart policy.
-func containerResources(cs []corev1.Container) []corev1.Container {
-	if cs == nil {
-		return nil
-	}
-	out := make([]corev1.Container, len(cs))
-	for i := range cs {
-		out[i] = corev1.Container{Name: cs[i].Name, Resources: cs[i].Resources, RestartPolicy: cs[i].RestartPolicy}
-	}
-	return out
 }
 
 // turnedAwayOf lists the pending pods of the job of index key job that kube-scheduler has

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/cps-extender/cps-extender/extender/sources"
 	"github.com/cps-extender/cps-extender/priority"
 	loadfixture "github.com/cps-extender/cps-extender/test/load/fixture"
 )
@@ -107,7 +108,7 @@ func TestTrimForCacheKeepsWhatTheViewReads(t *testing.T) {
 		AllocatedResources: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("5")}}}
 	full.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Message: "long"}, {Type: corev1.PodReady}}
 	want := newPodRecord(full, cfg)
-	obj, err := trimForCache(full.DeepCopy())
+	obj, err := sources.TrimForCache(full.DeepCopy())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,11 +133,11 @@ func TestTrimForCacheKeepsWhatTheViewReads(t *testing.T) {
 	delete(member.Labels, cfg.JobLabel)
 	group := "pg"
 	member.Spec.SchedulingGroup = &corev1.PodSchedulingGroup{PodGroupName: &group}
-	obj, err = trimForCache(member.DeepCopy())
+	obj, err = sources.TrimForCache(member.DeepCopy())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r := newPodRecord(obj.(*corev1.Pod), cfg); !r.inJob || r.m.jobKey != member.Namespace+"/pg" {
-		t.Errorf("trimmed PodGroup member: in a job %v, key %q; want %s/pg", r.inJob, r.m.jobKey, member.Namespace)
+	if r := newPodRecord(obj.(*corev1.Pod), cfg); !r.inJob || r.m.JobKey != member.Namespace+"/pg" {
+		t.Errorf("trimmed PodGroup member: in a job %v, key %q; want %s/pg", r.inJob, r.m.JobKey, member.Namespace)
 	}
 }

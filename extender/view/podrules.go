@@ -2,177 +2,12 @@ package view
 
 import (
 	"slices"
-	"strconv"
-	"strings"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/cps-extender/cps-extender/extender/gang"
 	"github.com/cps-extender/cps-extender/priority"
 )
-
-// podRules are a pod's placement rules as kube-scheduler enforces them against other pods:
-// its required pod affinity and anti-affinity terms (InterPodAffinity) and its topology
-// spread constraints with whenUnsatisfiable DoNotSchedule (PodTopologySpread). Preferred
-// terms and ScheduleAnyway constraints only score nodes and are not kept here.
-type podRules struct {
-	// key is the canonical text of every term: records with equal keys have equal rules.
-	key   string
-	terms []podTerm
-}
-
-// podTerm is one rule of a pod: which pods it counts (selector, namespaces) and what it
-// asks of the domains of its topology key.
-type podTerm struct {
-	kind     priority.RuleKind
-	topology string
-	maxSkew  int
-	selector labels.Selector
-	// every: the term counts pods of every namespace; else those of namespaces.
-	every      bool
-	namespaces []string
-	// id is the term's canonical text: equal terms of a job's pods are one rule.
-	id  string
-	why string
-}
-
-// newPodRules reads a pod's rules; nil when it has none.
-func newPodRules(pod *corev1.Pod) *podRules {
-	var terms []podTerm
-	if a := pod.Spec.Affinity; a != nil {
-		if pa := a.PodAffinity; pa != nil {
-			for i := range pa.RequiredDuringSchedulingIgnoredDuringExecution {
-				if t, ok := affinityTerm(pod, &pa.RequiredDuringSchedulingIgnoredDuringExecution[i], priority.RuleTogether); ok {
-					terms = append(terms, t)
-				}
-			}
-		}
-		if pa := a.PodAntiAffinity; pa != nil {
-			for i := range pa.RequiredDuringSchedulingIgnoredDuringExecution {
-				if t, ok := affinityTerm(pod, &pa.RequiredDuringSchedulingIgnoredDuringExecution[i], priority.RuleApart); ok {
-					terms = append(terms, t)
-				}
-			}
-		}
-	}
-	for i := range pod.Spec.TopologySpreadConstraints {
-		c := &pod.Spec.TopologySpreadConstraints[i]
-		if c.WhenUnsatisfiable != corev1.DoNotSchedule {
-			continue
-		}
-		t := podTerm{kind: priority.RuleSpread, topology: c.TopologyKey, maxSkew: int(c.MaxSkew),
-			selector:   withLabelKeys(selectorOf(c.LabelSelector), pod.Labels, c.MatchLabelKeys, selection.In),
-			namespaces: []string{pod.Namespace}}
-		terms = append(terms, t.named())
-	}
-	if len(terms) == 0 {
-		return nil
-	}
-	ids := make([]string, len(terms))
-	for i := range terms {
-		ids[i] = terms[i].id
-	}
-	return &podRules{key: strings.Join(ids, "\n"), terms: terms}
-}
-
-// affinityTerm reads one required pod (anti-)affinity term. A term whose namespaces are
-// chosen by a non-empty namespace selector is not modelled (false): kube-scheduler still
-// enforces it.
-func affinityTerm(pod *corev1.Pod, at *corev1.PodAffinityTerm, kind priority.RuleKind) (podTerm, bool) {
-	t := podTerm{kind: kind, topology: at.TopologyKey, namespaces: slices.Clone(at.Namespaces)}
-	sel := withLabelKeys(selectorOf(at.LabelSelector), pod.Labels, at.MatchLabelKeys, selection.In)
-	t.selector = withLabelKeys(sel, pod.Labels, at.MismatchLabelKeys, selection.NotIn)
-	switch ns := at.NamespaceSelector; {
-	case ns != nil && len(ns.MatchLabels) == 0 && len(ns.MatchExpressions) == 0:
-		t.every = true // the empty selector: every namespace
-	case ns != nil:
-		return podTerm{}, false
-	case len(t.namespaces) == 0:
-		t.namespaces = []string{pod.Namespace}
-	}
-	slices.Sort(t.namespaces)
-	return t.named(), true
-}
-
-// selectorOf is a label selector as a labels.Selector; a nil selector, or one the API
-// server would not have accepted, selects nothing, as kube-scheduler reads it.
-func selectorOf(ls *metav1.LabelSelector) labels.Selector {
-	if ls == nil {
-		return labels.Nothing()
-	}
-	sel, err := metav1.LabelSelectorAsSelector(ls)
-	if err != nil {
-		return labels.Nothing()
-	}
-	return sel
-}
-
-// withLabelKeys adds to sel, for each key the pod has a label of, key op (its value):
-// matchLabelKeys (In) and mismatchLabelKeys (NotIn). The API server has mostly merged them
-// into the selector already; adding one twice changes nothing.
-func withLabelKeys(sel labels.Selector, podLabels map[string]string, keys []string, op selection.Operator) labels.Selector {
-	if _, selectable := sel.Requirements(); !selectable {
-		return sel // labels.Nothing() stays nothing
-	}
-	for _, k := range keys {
-		v, ok := podLabels[k]
-		if !ok {
-			continue
-		}
-		r, err := labels.NewRequirement(k, op, []string{v})
-		if err != nil {
-			continue
-		}
-		have, _ := sel.Requirements()
-		if !slices.ContainsFunc(have, r.Equal) {
-			sel = sel.Add(*r)
-		}
-	}
-	return sel
-}
-
-// named fills the term's id and its words.
-func (t podTerm) named() podTerm {
-	pods := "pods " + t.selector.String()
-	if _, selectable := t.selector.Requirements(); !selectable {
-		pods = "no pod"
-	} else if t.selector.Empty() {
-		pods = "every pod"
-	}
-	switch {
-	case t.every:
-		pods += " in every namespace"
-	case len(t.namespaces) > 1:
-		pods += " in namespaces " + strings.Join(t.namespaces, ",")
-	}
-	switch t.kind {
-	case priority.RuleApart:
-		t.why = "its required pod anti-affinity by " + t.topology + " (" + pods + ")"
-	case priority.RuleTogether:
-		t.why = "its required pod affinity by " + t.topology + " (" + pods + ")"
-	default:
-		t.why = "its topology spread constraint by " + t.topology + " (maxSkew " + strconv.Itoa(t.maxSkew) + ", " + pods + ")"
-	}
-	t.id = strconv.Itoa(int(t.kind)) + "|" + t.topology + "|" + strconv.Itoa(t.maxSkew) + "|" + strconv.FormatBool(t.every) + "|" +
-		strings.Join(t.namespaces, ",") + "|" + t.selector.String()
-	return t
-}
-
-// counts reports whether the term counts pod r: in one of its namespaces, its labels
-// matching its selector.
-func (t *podTerm) counts(r *podRecord) bool {
-	if !t.every && !slices.Contains(t.namespaces, r.namespace) {
-		return false
-	}
-	return t.selector.Matches(labels.Set(r.labels))
-}
-
-func sameRules(a, b *podRules) bool {
-	return a == b || (a != nil && b != nil && a.key == b.key)
-}
 
 // ruleInput is what addRules reads of one recompute: every pod record, the schedulable
 // nodes, the held binds and each counted pod's job.
@@ -218,17 +53,17 @@ func (in *ruleInput) placedIn(ns string) []placedRecord {
 // other jobs and of none that it counts, by domain.
 func addRules(job *priority.Job, recs []*podRecord, in *ruleInput) {
 	ids := map[string]int{}
-	var terms []*podTerm
+	var terms []*gang.PodTerm
 	for k, r := range recs {
 		if r == nil || r.rules == nil {
 			continue
 		}
-		for i := range r.rules.terms {
-			t := &r.rules.terms[i]
-			at, ok := ids[t.id]
+		for i := range r.rules.Terms {
+			t := &r.rules.Terms[i]
+			at, ok := ids[t.ID]
 			if !ok {
 				at = len(terms)
-				ids[t.id] = at
+				ids[t.ID] = at
 				terms = append(terms, t)
 			}
 			if !slices.Contains(job.Pods[k].Keeps, at) { // a term given twice is one rule
@@ -241,24 +76,24 @@ func addRules(job *priority.Job, recs []*podRecord, in *ruleInput) {
 	}
 	job.Rules = make([]priority.Rule, len(terms))
 	for at, t := range terms {
-		rule := priority.Rule{Kind: t.kind, Key: t.topology, MaxSkew: t.maxSkew, Why: t.why,
+		rule := priority.Rule{Kind: t.Kind, Key: t.Topology, MaxSkew: t.MaxSkew, Why: t.Why,
 			Elsewhere: map[string]int{}, Staying: map[string]int{}}
 		for k, r := range recs {
-			if r != nil && t.counts(r) {
+			if r != nil && t.Counts(r.namespace, r.labels) {
 				job.Pods[k].Counts = append(job.Pods[k].Counts, at)
 			}
 		}
-		namespaces := t.namespaces
-		if t.every {
+		namespaces := t.Namespaces
+		if t.Every {
 			namespaces = namespacesOf(in)
 		}
 		for _, ns := range namespaces {
 			for _, p := range in.placedIn(ns) {
-				if in.jobOf[p.r.uid] == job.Key || !t.counts(p.r) {
+				if in.jobOf[p.r.uid] == job.Key || !t.Counts(p.r.namespace, p.r.labels) {
 					continue
 				}
-				value, ok := in.nodes[p.node].labels[t.topology]
-				if !ok && t.topology == priority.HostnameLevel {
+				value, ok := in.nodes[p.node].labels[t.Topology]
+				if !ok && t.Topology == priority.HostnameLevel {
 					value, ok = in.names[p.node], true
 				}
 				if !ok {

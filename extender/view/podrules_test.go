@@ -11,6 +11,8 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/cps-extender/cps-extender/extender/config"
+	"github.com/cps-extender/cps-extender/extender/gang"
+	"github.com/cps-extender/cps-extender/extender/sources"
 	"github.com/cps-extender/cps-extender/priority"
 	loadfixture "github.com/cps-extender/cps-extender/test/load/fixture"
 )
@@ -94,14 +96,14 @@ func TestNewPodRules(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", Labels: map[string]string{"app": "train", "run": "r7"}}, Spec: tt.spec}
 			// What the informer keeps of the pod must be enough to read them.
-			trimmed, err := trimForCache(pod.DeepCopy())
+			trimmed, err := sources.TrimForCache(pod.DeepCopy())
 			if err != nil {
 				t.Fatal(err)
 			}
 			var got []rule
-			if r := newPodRules(trimmed.(*corev1.Pod)); r != nil {
-				for _, term := range r.terms {
-					got = append(got, rule{term.kind, term.topology, term.maxSkew, term.why})
+			if r := gang.NewPodRules(trimmed.(*corev1.Pod)); r != nil {
+				for _, term := range r.Terms {
+					got = append(got, rule{term.Kind, term.Topology, term.MaxSkew, term.Why})
 				}
 			}
 			if diff := cmp.Diff(tt.want, got); diff != "" {

@@ -38,13 +38,14 @@ func TestScoreThroughTheNodeIndexMatchesLabels(t *testing.T) {
 		names = append(names, n.Name)
 	}
 	check := func(t *testing.T) {
-		snap := c.Snapshot()
+		d := c.Decisions()
+		snap := d.snap
 		for _, pod := range pods {
 			if pod.Spec.NodeName != "" {
 				continue
 			}
-			got := c.Decisions().Score(pod, names, nil)
-			job, member, ok := c.jobMember(snap, pod)
+			got := d.Score(pod, names, nil)
+			job, member, ok := d.jobMember(pod)
 			if !ok {
 				t.Fatalf("%s: not in a job", pod.Name)
 			}

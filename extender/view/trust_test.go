@@ -54,7 +54,7 @@ func TestUserOf(t *testing.T) {
 			if tt.podUser != "" {
 				pod.Labels["cps-extender.io/user"] = tt.podUser
 			}
-			m, _ := podMembership(cfg.Gang, pod)
+			m, _ := gang.PodMembership(cfg.Gang, pod)
 			warnings := c.ignoredLabels(vc, pod, m)
 			switch {
 			case tt.warningHas == "" && len(warnings) > 0:
@@ -125,7 +125,7 @@ func TestUrgency(t *testing.T) {
 			if ws := c.Snapshot().Warnings(); (tt.warningHas == "") != (len(ws) == 0) || len(ws) > 0 && (ws[0].Message != tt.warningHas || ws[0].Pod.Name != "j-0") {
 				t.Errorf("snapshot warnings %+v, want %q", ws, tt.warningHas)
 			}
-			m, _ := podMembership(cfg.Gang, pod)
+			m, _ := gang.PodMembership(cfg.Gang, pod)
 			warnings := c.ignoredLabels(&viewConfig{gang: cfg.Gang}, pod, m)
 			switch {
 			case tt.warningHas == "" && len(warnings) > 0:

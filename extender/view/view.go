@@ -251,14 +251,14 @@ func (c *Cluster) recompute(now time.Time) {
 	} else {
 		snap.podJob, snap.nameJob = make(map[types.UID]string, len(idx.pods)), make(map[string]string, len(idx.pods))
 	}
-	groups := groupMemo{lookup: c.podGroup, seen: map[string]groupPart{}}
+	groups := groupMemo{lookup: c.podGroup, seen: map[string]gang.GroupPart{}}
 	warned := map[string]uint8{} // the label warnings given, by job (labelWarnings)
 	// A group of the index whose object splits it (a JobSet's later start-up stages) makes
 	// more than one job: count them first, so that the one array the jobs live in, which
 	// the snapshot's map points into and Admit reads, is never grown.
 	n := len(idx.jobs)
 	for _, g := range idx.jobs {
-		if stages := groups.part(g.pods[0]).stages; stages != nil {
+		if stages := groups.part(g.pods[0]).Stages; stages != nil {
 			n += len(stageKeys(g, &groups)) - 1
 		}
 	}
@@ -277,10 +277,10 @@ func (c *Cluster) recompute(now time.Time) {
 	for _, g := range idx.jobs {
 		for _, pod := range g.pods {
 			m := groups.complete(pod)
-			job := jobOf(m.jobKey)
+			job := jobOf(m.JobKey)
 			if job.Pods == nil {
 				job.Pods = make([]priority.Pod, 0, len(g.pods))
-				job.Created, job.Finished = m.created, m.finished
+				job.Created, job.Finished = m.Created, m.Finished
 			}
 			addMember(job, pod, m, held, idx.sets)
 			if pod.rules != nil && pod.node == "" && !ruledSet[job] {
@@ -290,21 +290,21 @@ func (c *Cluster) recompute(now time.Time) {
 				ruledSet[job] = true
 				ruled = append(ruled, job)
 			}
-			if m.hardPSAntiAffinity {
+			if m.HardPSAntiAffinity {
 				snap.hardPS[job.Key] = true
 			}
 			job.PSApart = hardPS || snap.hardPS[job.Key]
 			if job.User == "" {
-				job.User, job.UserFrom = c.userOf(pod.namespace, m.user, cfg.gang)
+				job.User, job.UserFrom = c.userOf(pod.namespace, m.User, cfg.gang)
 			}
 			if !job.Urgent {
-				if from, _ := c.urgencyOf(pod.namespace, pod.priorityClass, m.urgent, cfg.gang); from != "" {
+				if from, _ := c.urgencyOf(pod.namespace, pod.priorityClass, m.Urgent, cfg.gang); from != "" {
 					job.Urgent, job.UrgentFrom = true, from
 				}
 			}
 			// Labels and namespaces change only with the membership or the sources: the
 			// previous snapshot's warnings serve otherwise (below).
-			if fillPodMaps && (m.user != "" || m.urgent) {
+			if fillPodMaps && (m.User != "" || m.Urgent) {
 				snap.addWarnings(pod, c.labelWarnings(cfg, pod.namespace, pod.priorityClass, m, warned))
 			}
 			if fillPodMaps {
@@ -336,7 +336,7 @@ func (c *Cluster) recompute(now time.Time) {
 			snap.turnGatedJob[pod.uid] = job
 		}
 		if pod.leaving(now) && pod.inJob && pod.node != "" && !pod.terminated {
-			if job := snap.jobs[groups.complete(pod).jobKey]; job != nil {
+			if job := snap.jobs[groups.complete(pod).JobKey]; job != nil {
 				job.Leaving++
 				if until := pod.deleteBy.Add(stuckAfter); snap.leavingUntil.IsZero() || until.Before(snap.leavingUntil) {
 					snap.leavingUntil = until // also for a pod on a node the queue does not use
@@ -394,42 +394,42 @@ func (c *Cluster) admit(snap *Snapshot, cfg *viewConfig, now, start time.Time, h
 // per object and recompute.
 type groupMemo struct {
 	lookup gang.GroupLookup
-	seen   map[string]groupPart // lookup + namespace/name -> what its object adds
+	seen   map[string]gang.GroupPart // lookup + namespace/name -> what its object adds
 }
 
 // part is what the object of the pod's gang adds (nothing for a pod without one).
-func (g *groupMemo) part(pod *podRecord) groupPart {
+func (g *groupMemo) part(pod *podRecord) gang.GroupPart {
 	m := &pod.m
-	if m.lookup == "" {
-		return groupPart{}
+	if m.Lookup == "" {
+		return gang.GroupPart{}
 	}
-	key := m.lookup + "\x00" + pod.namespace + "/" + m.owner
+	key := m.Lookup + "\x00" + pod.namespace + "/" + m.Owner
 	part, ok := g.seen[key]
 	if !ok {
-		part = m.lookupGroup(g.lookup, pod.namespace)
+		part = m.LookupGroup(g.lookup, pod.namespace)
 		g.seen[key] = part
 	}
 	return part
 }
 
 // complete is the pod's whole membership.
-func (g *groupMemo) complete(pod *podRecord) membership {
-	return pod.m.withGroupPart(g.part(pod))
+func (g *groupMemo) complete(pod *podRecord) gang.Membership {
+	return pod.m.WithGroupPart(g.part(pod))
 }
 
 // stageKeys is the job keys a group of the index splits into by its object's stages.
 func stageKeys(g jobPods, groups *groupMemo) map[string]bool {
 	keys := map[string]bool{}
 	for _, pod := range g.pods {
-		keys[groups.complete(pod).jobKey] = true
+		keys[groups.complete(pod).JobKey] = true
 	}
 	return keys
 }
 
 // addMember adds one pod to its job's view; sets gives a pending pod the nodes it may use.
-func addMember(job *priority.Job, pod *podRecord, m membership, held map[types.UID]string, sets map[*podConstraints]*priority.NodeSet) {
+func addMember(job *priority.Job, pod *podRecord, m gang.Membership, held map[types.UID]string, sets map[*podConstraints]*priority.NodeSet) {
 	p := priority.Pod{
-		UID: string(pod.uid), Name: pod.nsName, Role: m.role, Index: m.index,
+		UID: string(pod.uid), Name: pod.nsName, Role: m.Role, Index: m.Index,
 		Request: pod.request, Gated: pod.gated,
 	}
 	if pod.node == "" {
@@ -442,8 +442,8 @@ func addMember(job *priority.Job, pod *podRecord, m membership, held map[types.U
 		p.State, p.Node = priority.PodHeld, node
 	}
 	job.Pods = append(job.Pods, p)
-	if m.minMember > job.MinMember {
-		job.MinMember = m.minMember
+	if m.MinMember > job.MinMember {
+		job.MinMember = m.MinMember
 	}
 	if pod.node != "" && pod.scheduledAt.After(job.RunningSince) {
 		job.RunningSince = pod.scheduledAt
@@ -459,15 +459,15 @@ func addMember(job *priority.Job, pod *podRecord, m membership, held map[types.U
 	case job.MinMember > 0:
 		job.SizeUnknown = ""
 	case job.SizeUnknown == "":
-		job.SizeUnknown = m.sizeUnknown
+		job.SizeUnknown = m.SizeUnknown
 	}
-	if t := m.topology; t != nil {
+	if t := m.Topology; t != nil {
 		// Pods of a job that ask for different levels: the smallest name wins, whatever
 		// order the pods came in, so that every replica places the job alike.
 		job.Topology.Required = smallerNonEmpty(job.Topology.Required, t.Required)
 		job.Topology.Preferred = smallerNonEmpty(job.Topology.Preferred, t.Preferred)
 	}
-	if m.created.IsZero() && (job.Created.IsZero() || pod.created.Before(job.Created)) {
+	if m.Created.IsZero() && (job.Created.IsZero() || pod.created.Before(job.Created)) {
 		job.Created = pod.created
 	}
 }
@@ -497,11 +497,11 @@ func (c *Cluster) turnedAway() []TurnedAway {
 		return nil
 	}
 	var out []TurnedAway
-	groups := groupMemo{lookup: c.podGroup, seen: map[string]groupPart{}}
+	groups := groupMemo{lookup: c.podGroup, seen: map[string]gang.GroupPart{}}
 	for _, pod := range idx.pods {
 		if pod.counted && pod.turnedAway && pod.node == "" {
 			ns, name, _ := strings.Cut(pod.nsName, "/")
-			out = append(out, TurnedAway{Pod: gang.PodRef{Namespace: ns, Name: name, UID: pod.uid}, Job: groups.complete(pod).jobKey})
+			out = append(out, TurnedAway{Pod: gang.PodRef{Namespace: ns, Name: name, UID: pod.uid}, Job: groups.complete(pod).JobKey})
 		}
 	}
 	return out
@@ -572,7 +572,7 @@ func (s *Snapshot) addWarnings(pod *podRecord, warnings []Warning) {
 }
 
 // ignoredLabels is labelWarnings for a pod the filter decides.
-func (c *Cluster) ignoredLabels(cfg *viewConfig, pod *corev1.Pod, m membership) []Warning {
+func (c *Cluster) ignoredLabels(cfg *viewConfig, pod *corev1.Pod, m gang.Membership) []Warning {
 	return c.labelWarnings(cfg, pod.Namespace, pod.Spec.PriorityClassName, m, nil)
 }
 
@@ -581,29 +581,29 @@ func (c *Cluster) ignoredLabels(cfg *viewConfig, pod *corev1.Pod, m membership) 
 // claimed by a pod whose namespace may not. With seen (the warnings given, by job, a bit
 // per label), one given is left out and one new is noted: the recompute writes one sentence
 // per job and label, not per pod.
-func (c *Cluster) labelWarnings(cfg *viewConfig, namespace, priorityClass string, m membership, seen map[string]uint8) []Warning {
+func (c *Cluster) labelWarnings(cfg *viewConfig, namespace, priorityClass string, m gang.Membership, seen map[string]uint8) []Warning {
 	const userBit, urgentBit = 1, 2
 	fresh := func(bit uint8) bool {
 		if seen == nil {
 			return true
 		}
-		if seen[m.jobKey]&bit != 0 {
+		if seen[m.JobKey]&bit != 0 {
 			return false
 		}
-		seen[m.jobKey] |= bit
+		seen[m.JobKey] |= bit
 		return true
 	}
 	var out []Warning
-	if m.user != "" && !podMayNameUser(cfg.gang, namespace) && fresh(userBit) {
+	if m.User != "" && !podMayNameUser(cfg.gang, namespace) && fresh(userBit) {
 		user, from := c.userOf(namespace, "", cfg.gang)
-		out = append(out, Warning{Reason: ReasonLabelIgnored, Key: m.jobKey + "\x00user",
+		out = append(out, Warning{Reason: ReasonLabelIgnored, Key: m.JobKey + "\x00user",
 			Message: fmt.Sprintf("label %s=%s is ignored: namespace %s may not name its pods' user (gang.podUserNamespaces); job %s is ranked as user %s (from the %s)",
-				cfg.gang.UserLabel, m.user, namespace, m.jobKey, user, from)})
+				cfg.gang.UserLabel, m.User, namespace, m.JobKey, user, from)})
 	}
-	if _, ignored := c.urgencyOf(namespace, priorityClass, m.urgent, cfg.gang); ignored && fresh(urgentBit) {
-		out = append(out, Warning{Reason: ReasonLabelIgnored, Key: m.jobKey + "\x00urgent",
+	if _, ignored := c.urgencyOf(namespace, priorityClass, m.Urgent, cfg.gang); ignored && fresh(urgentBit) {
+		out = append(out, Warning{Reason: ReasonLabelIgnored, Key: m.JobKey + "\x00urgent",
 			Message: fmt.Sprintf("%s=true is ignored: namespace %s may not mark its jobs urgent (gang.urgentLabelNamespaces, or the namespace label %s=true); job %s is not urgent unless it uses one of the PriorityClasses in gang.urgentPriorityClasses",
-				cfg.gang.UrgentLabel, namespace, cfg.gang.UrgentNamespaceLabel, m.jobKey)})
+				cfg.gang.UrgentLabel, namespace, cfg.gang.UrgentNamespaceLabel, m.JobKey)})
 	}
 	return out
 }

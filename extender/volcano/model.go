@@ -102,7 +102,7 @@ func podMeta(t *TaskInfo) (labels, annotations map[string]string) {
 // project's own role label.
 func volcanoRole(g config.GangConfig, t *TaskInfo) priority.Role {
 	labels, annotations := podMeta(t)
-	return priority.ParseRole(gang.FirstNonEmpty(t.TaskRole, annotations[gang.VolcanoTaskSpec], labels[gang.VolcanoTaskSpec],
+	return gang.ParseRole(gang.FirstNonEmpty(t.TaskRole, annotations[gang.VolcanoTaskSpec], labels[gang.VolcanoTaskSpec],
 		labels[gang.KubeflowReplicaType], labels[g.RoleLabel]))
 }
 

@@ -576,7 +576,7 @@ func (v *Verbs) decideEvict(req *volcanoEvictRequest) volcanoAnswer {
 		switch { // no job first: such a task's key, namespace/task, could equal the evictor's
 		case e.task.Job == "":
 			why = "it is in no job"
-		case slices.Contains(v.gang.ExemptNamespaces, e.task.Namespace):
+		case v.gang.Exempt(e.task.Namespace):
 			why = "its namespace is exempt"
 		case job.Key == evictor.Key:
 		default:

@@ -1,4 +1,4 @@
-package view
+package sources
 
 import (
 	"context"
@@ -10,15 +10,15 @@ import (
 	"k8s.io/client-go/tools/cache"
 )
 
-// watchFailingAfter is how long an informer's list and watch may keep failing before the
+// WatchFailingAfter is how long an informer's list and watch may keep failing before the
 // view reports itself not ready: a cut connection to the API server is retried within a
 // second or two, and the view answers from its cache meanwhile.
-const watchFailingAfter = 10 * time.Second
+const WatchFailingAfter = 10 * time.Second
 
-// watchHealth follows the informers' list and watch errors. An informer fails from its
+// Health follows the informers' list and watch errors. An informer fails from its
 // first error until it has listed or watched anything since (its last synced resource
 // version moved), which its reflector does as soon as the API server answers again.
-type watchHealth struct {
+type Health struct {
 	log *zap.Logger
 	now func() time.Time
 
@@ -36,12 +36,13 @@ type watchFailure struct {
 // versioned is the part of an informer that says whether it has heard from the API server.
 type versioned interface{ LastSyncResourceVersion() string }
 
-func newWatchHealth(log *zap.Logger, now func() time.Time) *watchHealth {
-	return &watchHealth{log: log, now: now, failing: map[string]watchFailure{}, server: &probed{}}
+// NewHealth follows no informer yet; now is the clock.
+func NewHealth(log *zap.Logger, now func() time.Time) *Health {
+	return &Health{log: log, now: now, failing: map[string]watchFailure{}, server: &probed{}}
 }
 
-// follow installs the error handler on an informer that has not started.
-func (h *watchHealth) follow(name string, inf cache.SharedIndexInformer) {
+// Follow installs the error handler on an informer that has not started.
+func (h *Health) Follow(name string, inf cache.SharedIndexInformer) {
 	if err := inf.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
 		cache.DefaultWatchErrorHandler(ctx, r, err) // its log line, as without a handler
 		h.failed(name, inf, err)
@@ -51,7 +52,7 @@ func (h *watchHealth) follow(name string, inf cache.SharedIndexInformer) {
 }
 
 // failed notes a list or watch error of an informer.
-func (h *watchHealth) failed(name string, inf versioned, err error) {
+func (h *Health) failed(name string, inf versioned, err error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if _, ok := h.failing[name]; !ok {
@@ -66,11 +67,11 @@ const probeEvery = 2 * time.Second
 // apiServer is the name under which an API server that does not answer is stale.
 const apiServer = "API server"
 
-// probe asks the API server's /readyz every probeEvery until ctx ends, and counts an
+// Probe asks the API server's /readyz every probeEvery until ctx ends, and counts an
 // API server that does not answer as a failing list and watch: a reflector whose
 // connection is refused retries inside its watch, without telling its error handler, so
 // an API server gone for good would otherwise leave the view looking fresh.
-func (h *watchHealth) probe(ctx context.Context, ask func(ctx context.Context) (string, error)) {
+func (h *Health) Probe(ctx context.Context, ask func(ctx context.Context) (string, error)) {
 	var rv uint64 // a "resource version" that moves with every answer
 	t := time.NewTicker(probeEvery)
 	defer t.Stop()
@@ -93,7 +94,7 @@ func (h *watchHealth) probe(ctx context.Context, ask func(ctx context.Context) (
 }
 
 // answered notes that the API server answered its probe.
-func (h *watchHealth) answered(rv uint64) {
+func (h *Health) answered(rv uint64) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.server.rv = strconv.FormatUint(rv, 10)
@@ -104,9 +105,9 @@ type probed struct{ rv string }
 
 func (p *probed) LastSyncResourceVersion() string { return p.rv }
 
-// stale names an informer that has failed for longer than watchFailingAfter ("" for none),
+// Stale names an informer that has failed for longer than WatchFailingAfter ("" for none),
 // and forgets those that recovered.
-func (h *watchHealth) stale() string {
+func (h *Health) Stale() string {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	now := h.now()
@@ -117,7 +118,7 @@ func (h *watchHealth) stale() string {
 			h.log.Info("informer list and watch recovered", zap.String("informer", name), zap.Duration("after", now.Sub(f.since)))
 			continue
 		}
-		if now.Sub(f.since) > watchFailingAfter {
+		if now.Sub(f.since) > WatchFailingAfter {
 			worst = name
 		}
 	}

@@ -1,4 +1,8 @@
-package view
+// Package sources keeps the informers the cluster view reads beside pods and nodes: those of
+// the objects gangs come from, PodGroups and workloads (Groups), and follows the health of
+// every informer's list and watch (Health), and trims what the informers cache of a pod
+// (TrimForCache). It imports config and gang.
+package sources
 
 import (
 	"context"
@@ -62,10 +66,10 @@ type runningSource struct {
 	stop     context.CancelFunc
 }
 
-// groupSources keeps an informer for each PodGroup and workload kind that the config
+// Groups keeps an informer for each PodGroup and workload kind that the config
 // switches on and the cluster serves, and asks discovery every interval which are served:
 // a CRD installed later is read from then on, one removed is dropped.
-type groupSources struct {
+type Groups struct {
 	log       *zap.Logger
 	discovery discovery.DiscoveryInterface
 	dyn       dynamic.Interface
@@ -76,11 +80,14 @@ type groupSources struct {
 	mu        sync.RWMutex
 	running   map[string]*runningSource
 	offLogged map[string]bool // sources whose "not served" line was logged
-	health    *watchHealth    // nil: no one follows the informers' errors
+	health    *Health         // nil: no one follows the informers' errors
 }
 
-func newGroupSources(log *zap.Logger, disc discovery.DiscoveryInterface, dyn dynamic.Interface, g config.GangConfig, onChange func(), health *watchHealth) *groupSources {
-	s := &groupSources{log: log, discovery: disc, dyn: dyn, onChange: onChange, interval: g.DiscoveryInterval.Duration,
+// NewGroups wants the sources g switches on; onChange is called on every change of their
+// objects, and health (nil: none) follows their informers. With no client (dyn or disc nil)
+// it reads nothing.
+func NewGroups(log *zap.Logger, disc discovery.DiscoveryInterface, dyn dynamic.Interface, g config.GangConfig, onChange func(), health *Health) *Groups {
+	s := &Groups{log: log, discovery: disc, dyn: dyn, onChange: onChange, interval: g.DiscoveryInterval.Duration,
 		running: map[string]*runningSource{}, offLogged: map[string]bool{}, health: health}
 	if dyn == nil || disc == nil {
 		return s
@@ -98,7 +105,7 @@ func newGroupSources(log *zap.Logger, disc discovery.DiscoveryInterface, dyn dyn
 		s.wanted = append(s.wanted, podGroup(gang.SourceWorkload, workloadPodGroups))
 	}
 	for _, k := range gang.WorkloadKinds {
-		if workloadOn(g, k.Source) {
+		if gang.WorkloadOn(g, k.Source) {
 			kind := k.Kind
 			s.wanted = append(s.wanted, groupSource{name: kind, gvr: k.GVR, workload: true,
 				derive: func(u *unstructured.Unstructured) gang.GroupInfo { return gang.DeriveWorkload(kind, u) }})
@@ -107,10 +114,10 @@ func newGroupSources(log *zap.Logger, disc discovery.DiscoveryInterface, dyn dyn
 	return s
 }
 
-// start asks discovery which sources are served, starts their informers and returns their
+// Start asks discovery which sources are served, starts their informers and returns their
 // sync functions by name; then it asks again every interval until ctx ends. It must run
 // before lookups.
-func (s *groupSources) start(ctx context.Context) map[string]cache.InformerSynced {
+func (s *Groups) Start(ctx context.Context) map[string]cache.InformerSynced {
 	if len(s.wanted) == 0 {
 		return nil
 	}
@@ -138,7 +145,7 @@ func (s *groupSources) start(ctx context.Context) map[string]cache.InformerSynce
 
 // sync starts the informers of the sources served now and stops those no longer served.
 // A group version that discovery cannot answer for is left as it was.
-func (s *groupSources) sync(ctx context.Context) {
+func (s *Groups) sync(ctx context.Context) {
 	served := map[schema.GroupVersion]map[string]bool{}
 	for _, w := range s.wanted {
 		gv := w.gvr.GroupVersion()
@@ -190,7 +197,7 @@ func (s *groupSources) sync(ctx context.Context) {
 }
 
 // startInformer runs an informer for one source that keeps only what its gangs need.
-func (s *groupSources) startInformer(ctx context.Context, w groupSource) *runningSource {
+func (s *Groups) startInformer(ctx context.Context, w groupSource) *runningSource {
 	inf := dynamicinformer.NewFilteredDynamicInformer(s.dyn, w.gvr, metav1.NamespaceAll, 0, cache.Indexers{}, nil).Informer()
 	if err := inf.SetTransform(func(obj any) (any, error) {
 		u, ok := obj.(*unstructured.Unstructured)
@@ -218,7 +225,7 @@ func (s *groupSources) startInformer(ctx context.Context, w groupSource) *runnin
 		s.log.Error("adding a gang source's event handler", zap.String("source", w.name), zap.Error(err))
 	}
 	if s.health != nil {
-		s.health.follow("gangs-"+w.name, inf)
+		s.health.Follow("gangs-"+w.name, inf)
 	}
 	ictx, stop := context.WithCancel(ctx)
 	go inf.RunWithContext(ictx)
@@ -232,8 +239,8 @@ func sameGroupInfo(a, b gang.GroupInfo) bool {
 		maps.Equal(a.Stages, b.Stages) && a.Owner == b.Owner
 }
 
-// shutdown stops every informer.
-func (s *groupSources) shutdown() {
+// Shutdown stops every informer.
+func (s *Groups) Shutdown() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for name, r := range s.running {
@@ -242,10 +249,10 @@ func (s *groupSources) shutdown() {
 	}
 }
 
-// lookup reads what the object a gang comes from says of it. A PodGroup that is not there
+// Lookup reads what the object a gang comes from says of it. A PodGroup that is not there
 // (or whose kind is not served) is not found; a workload always answers, with Unknown
 // saying why its gang cannot be known when it cannot be read.
-func (s *groupSources) lookup(name, namespace, objName string) (gang.GroupInfo, bool) {
+func (s *Groups) Lookup(name, namespace, objName string) (gang.GroupInfo, bool) {
 	i := slices.IndexFunc(s.wanted, func(w groupSource) bool { return w.name == name })
 	if i < 0 {
 		return gang.GroupInfo{}, false

@@ -1,0 +1,175 @@
+package gang
+
+import (
+	"slices"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
+
+	"github.com/cps-extender/cps-extender/priority"
+)
+
+// PodRules are a pod's placement rules as kube-scheduler enforces them against other pods:
+// its required pod affinity and anti-affinity terms (InterPodAffinity) and its topology
+// spread constraints with whenUnsatisfiable DoNotSchedule (PodTopologySpread). Preferred
+// terms and ScheduleAnyway constraints only score nodes and are not kept here.
+type PodRules struct {
+	// Key is the canonical text of every term: records with equal keys have equal rules.
+	Key   string
+	Terms []PodTerm
+}
+
+// PodTerm is one rule of a pod: which pods it counts (selector, namespaces) and what it
+// asks of the domains of its topology key.
+type PodTerm struct {
+	Kind     priority.RuleKind
+	Topology string
+	MaxSkew  int
+	selector labels.Selector
+	// Every: the term counts pods of every namespace; else those of Namespaces.
+	Every      bool
+	Namespaces []string
+	// ID is the term's canonical text: equal terms of a job's pods are one rule.
+	ID  string
+	Why string
+}
+
+// NewPodRules reads a pod's rules; nil when it has none.
+func NewPodRules(pod *corev1.Pod) *PodRules {
+	var terms []PodTerm
+	if a := pod.Spec.Affinity; a != nil {
+		if pa := a.PodAffinity; pa != nil {
+			for i := range pa.RequiredDuringSchedulingIgnoredDuringExecution {
+				if t, ok := affinityTerm(pod, &pa.RequiredDuringSchedulingIgnoredDuringExecution[i], priority.RuleTogether); ok {
+					terms = append(terms, t)
+				}
+			}
+		}
+		if pa := a.PodAntiAffinity; pa != nil {
+			for i := range pa.RequiredDuringSchedulingIgnoredDuringExecution {
+				if t, ok := affinityTerm(pod, &pa.RequiredDuringSchedulingIgnoredDuringExecution[i], priority.RuleApart); ok {
+					terms = append(terms, t)
+				}
+			}
+		}
+	}
+	for i := range pod.Spec.TopologySpreadConstraints {
+		c := &pod.Spec.TopologySpreadConstraints[i]
+		if c.WhenUnsatisfiable != corev1.DoNotSchedule {
+			continue
+		}
+		t := PodTerm{Kind: priority.RuleSpread, Topology: c.TopologyKey, MaxSkew: int(c.MaxSkew),
+			selector:   withLabelKeys(selectorOf(c.LabelSelector), pod.Labels, c.MatchLabelKeys, selection.In),
+			Namespaces: []string{pod.Namespace}}
+		terms = append(terms, t.named())
+	}
+	if len(terms) == 0 {
+		return nil
+	}
+	ids := make([]string, len(terms))
+	for i := range terms {
+		ids[i] = terms[i].ID
+	}
+	return &PodRules{Key: strings.Join(ids, "\n"), Terms: terms}
+}
+
+// affinityTerm reads one required pod (anti-)affinity term. A term whose namespaces are
+// chosen by a non-empty namespace selector is not modelled (false): kube-scheduler still
+// enforces it.
+func affinityTerm(pod *corev1.Pod, at *corev1.PodAffinityTerm, kind priority.RuleKind) (PodTerm, bool) {
+	t := PodTerm{Kind: kind, Topology: at.TopologyKey, Namespaces: slices.Clone(at.Namespaces)}
+	sel := withLabelKeys(selectorOf(at.LabelSelector), pod.Labels, at.MatchLabelKeys, selection.In)
+	t.selector = withLabelKeys(sel, pod.Labels, at.MismatchLabelKeys, selection.NotIn)
+	switch ns := at.NamespaceSelector; {
+	case ns != nil && len(ns.MatchLabels) == 0 && len(ns.MatchExpressions) == 0:
+		t.Every = true // the empty selector: every namespace
+	case ns != nil:
+		return PodTerm{}, false
+	case len(t.Namespaces) == 0:
+		t.Namespaces = []string{pod.Namespace}
+	}
+	slices.Sort(t.Namespaces)
+	return t.named(), true
+}
+
+// selectorOf is a label selector as a labels.Selector; a nil selector, or one the API
+// server would not have accepted, selects nothing, as kube-scheduler reads it.
+func selectorOf(ls *metav1.LabelSelector) labels.Selector {
+	if ls == nil {
+		return labels.Nothing()
+	}
+	sel, err := metav1.LabelSelectorAsSelector(ls)
+	if err != nil {
+		return labels.Nothing()
+	}
+	return sel
+}
+
+// withLabelKeys adds to sel, for each key the pod has a label of, key op (its value):
+// matchLabelKeys (In) and mismatchLabelKeys (NotIn). The API server has mostly merged them
+// into the selector already; adding one twice changes nothing.
+func withLabelKeys(sel labels.Selector, podLabels map[string]string, keys []string, op selection.Operator) labels.Selector {
+	if _, selectable := sel.Requirements(); !selectable {
+		return sel // labels.Nothing() stays nothing
+	}
+	for _, k := range keys {
+		v, ok := podLabels[k]
+		if !ok {
+			continue
+		}
+		r, err := labels.NewRequirement(k, op, []string{v})
+		if err != nil {
+			continue
+		}
+		have, _ := sel.Requirements()
+		if !slices.ContainsFunc(have, r.Equal) {
+			sel = sel.Add(*r)
+		}
+	}
+	return sel
+}
+
+// named fills the term's id and its words.
+func (t PodTerm) named() PodTerm {
+	pods := "pods " + t.selector.String()
+	if _, selectable := t.selector.Requirements(); !selectable {
+		pods = "no pod"
+	} else if t.selector.Empty() {
+		pods = "every pod"
+	}
+	switch {
+	case t.Every:
+		pods += " in every namespace"
+	case len(t.Namespaces) > 1:
+		pods += " in namespaces " + strings.Join(t.Namespaces, ",")
+	}
+	switch t.Kind {
+	case priority.RuleApart:
+		t.Why = "its required pod anti-affinity by " + t.Topology + " (" + pods + ")"
+	case priority.RuleTogether:
+		t.Why = "its required pod affinity by " + t.Topology + " (" + pods + ")"
+	default:
+		t.Why = "its topology spread constraint by " + t.Topology + " (maxSkew " + strconv.Itoa(t.MaxSkew) + ", " + pods + ")"
+	}
+	t.ID = strconv.Itoa(int(t.Kind)) + "|" + t.Topology + "|" + strconv.Itoa(t.MaxSkew) + "|" + strconv.FormatBool(t.Every) + "|" +
+		strings.Join(t.Namespaces, ",") + "|" + t.selector.String()
+	return t
+}
+
+// Counts reports whether the term counts a pod of namespace with podLabels: in one of its
+// namespaces, its labels matching its selector.
+func (t *PodTerm) Counts(namespace string, podLabels map[string]string) bool {
+	if !t.Every && !slices.Contains(t.Namespaces, namespace) {
+		return false
+	}
+	return t.selector.Matches(labels.Set(podLabels))
+}
+
+// SameRules reports whether a and b are the same rules.
+func SameRules(a, b *PodRules) bool {
+	return a == b || (a != nil && b != nil && a.Key == b.Key)
+}

@@ -1,0 +1,86 @@
+package sources
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// TrimForCache drops what the view never reads from objects before the informers cache
+// them: managed fields everywhere; of a pod, its status but the phase and the status of its
+// PodScheduled condition, and of its spec all
+// but what the view reads (the node, priority, scheduling gates, overhead, and each
+// container's name and resources). At 5000 nodes and 20000 pods they are most of the
+// cache's memory; real training pods carry long env lists, volumes and commands.
+func TrimForCache(obj any) (any, error) {
+	if m, ok := obj.(interface {
+		SetManagedFields([]metav1.ManagedFieldsEntry)
+	}); ok {
+		m.SetManagedFields(nil)
+	}
+	if pod, ok := obj.(*corev1.Pod); ok {
+		// What podRequest reads of a resize in progress stays, and PodScheduled.
+		status := corev1.PodStatus{Phase: pod.Status.Phase, Resources: pod.Status.Resources, AllocatedResources: pod.Status.AllocatedResources,
+			ContainerStatuses: containerStatusResources(pod.Status.ContainerStatuses), InitContainerStatuses: containerStatusResources(pod.Status.InitContainerStatuses)}
+		for _, c := range pod.Status.Conditions {
+			if c.Type == corev1.PodScheduled || c.Type == corev1.PodResizePending {
+				status.Conditions = append(status.Conditions, corev1.PodCondition{Type: c.Type, Status: c.Status, Reason: c.Reason, LastTransitionTime: c.LastTransitionTime})
+			}
+		}
+		pod.Status = status
+		spec := &pod.Spec
+		pod.Spec = corev1.PodSpec{
+			NodeName: spec.NodeName, SchedulerName: spec.SchedulerName, Priority: spec.Priority, PriorityClassName: spec.PriorityClassName,
+			SchedulingGates: spec.SchedulingGates, SchedulingGroup: spec.SchedulingGroup, Overhead: spec.Overhead, Resources: spec.Resources, ResourceClaims: spec.ResourceClaims,
+			NodeSelector: spec.NodeSelector, Affinity: requiredAffinity(spec.Affinity), Tolerations: spec.Tolerations,
+			TopologySpreadConstraints: spec.TopologySpreadConstraints,
+			Containers:                containerResources(spec.Containers), InitContainers: containerResources(spec.InitContainers),
+		}
+	}
+	return obj, nil
+}
+
+// requiredAffinity keeps the required terms of an affinity, which the view reads (nil when
+// there are none).
+func requiredAffinity(a *corev1.Affinity) *corev1.Affinity {
+	if a == nil {
+		return nil
+	}
+	var out corev1.Affinity
+	if na := a.NodeAffinity; na != nil && na.RequiredDuringSchedulingIgnoredDuringExecution != nil {
+		out.NodeAffinity = &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: na.RequiredDuringSchedulingIgnoredDuringExecution}
+	}
+	if pa := a.PodAffinity; pa != nil && len(pa.RequiredDuringSchedulingIgnoredDuringExecution) > 0 {
+		out.PodAffinity = &corev1.PodAffinity{RequiredDuringSchedulingIgnoredDuringExecution: pa.RequiredDuringSchedulingIgnoredDuringExecution}
+	}
+	if pa := a.PodAntiAffinity; pa != nil && len(pa.RequiredDuringSchedulingIgnoredDuringExecution) > 0 {
+		out.PodAntiAffinity = &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: pa.RequiredDuringSchedulingIgnoredDuringExecution}
+	}
+	if out == (corev1.Affinity{}) {
+		return nil
+	}
+	return &out
+}
+
+// containerStatusResources keeps each container status's name and resources.
+func containerStatusResources(cs []corev1.ContainerStatus) []corev1.ContainerStatus {
+	if cs == nil {
+		return nil
+	}
+	out := make([]corev1.ContainerStatus, len(cs))
+	for i := range cs {
+		out[i] = corev1.ContainerStatus{Name: cs[i].Name, Resources: cs[i].Resources, AllocatedResources: cs[i].AllocatedResources}
+	}
+	return out
+}
+
+// containerResources keeps each container's name, resources and restart policy.
+func containerResources(cs []corev1.Container) []corev1.Container {
+	if cs == nil {
+		return nil
+	}
+	out := make([]corev1.Container, len(cs))
+	for i := range cs {
+		out[i] = corev1.Container{Name: cs[i].Name, Resources: cs[i].Resources, RestartPolicy: cs[i].RestartPolicy}
+	}
+	return out
+}
