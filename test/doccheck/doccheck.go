@@ -1,8 +1,8 @@
 // Package doccheck checks the project's Markdown: every relative link resolves (the file
 // exists and, for a link with an #anchor into a Markdown file, a heading with that
 // GitHub-style anchor exists there), no line of a reference page is over MaxLine characters,
-// and the reading guide names every package under extender/. Its test runs in `make unit`
-// and `make lint`.
+// the reading guide names every package under extender/, and docs/configuration.md lists
+// every configuration key with its default. Its test runs in `make unit` and `make lint`.
 package doccheck
 
 import (

@@ -1,7 +1,9 @@
 package doccheck
 
 import (
+	"encoding/json"
 	"io/fs"
+	"maps"
 	"os"
 	"os/exec"
 	"path"
@@ -10,6 +12,12 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"sigs.k8s.io/yaml"
+
+	"github.com/cps-extender/cps-extender/extender/config"
 )
 
 // root is the repository's top directory: the nearest parent holding go.mod.
@@ -342,4 +350,74 @@ func TestNames(t *testing.T) {
 			t.Errorf("names(%q) = %v, want %v", tc.pkg, got, tc.want)
 		}
 	}
+}
+
+// TestConfigurationPageIsTheDefaults: the YAML block of docs/configuration.md, which says it
+// lists every key with its default, decodes strictly (no unknown key) to exactly
+// config.DefaultConfig (an empty list and an absent one are the same).
+func TestConfigurationPageIsTheDefaults(t *testing.T) {
+	top := root(t)
+	page, err := os.ReadFile(filepath.Join(top, "docs", "configuration.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	block, ok := firstYAMLBlock(string(page))
+	if !ok {
+		t.Fatal("docs/configuration.md: no ```yaml block")
+	}
+	file := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(file, []byte(block), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	got, errs := config.LoadConfig(file)
+	for _, err := range errs {
+		t.Errorf("docs/configuration.md: the yaml block does not decode: %v", err)
+	}
+	if diff := cmp.Diff(config.DefaultConfig(), got, cmpopts.EquateEmpty()); diff != "" {
+		t.Errorf("docs/configuration.md: the yaml block differs from config.DefaultConfig (-code +page):\n%s", diff)
+	}
+	// Every key: the decode above starts from the defaults, so a key left off the page would
+	// pass it. The keys are compared as the code writes them out.
+	code, err := json.Marshal(config.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want, have map[string]any
+	if err := json.Unmarshal(code, &want); err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal([]byte(block), &have); err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range missingKeys(want, have, "") {
+		t.Errorf("docs/configuration.md: the yaml block has no key %s", key)
+	}
+}
+
+// missingKeys lists the key paths of want (a.b.c) that have does not hold, in order.
+func missingKeys(want, have map[string]any, prefix string) []string {
+	var out []string
+	for _, k := range slices.Sorted(maps.Keys(want)) {
+		h, ok := have[k]
+		if !ok {
+			out = append(out, prefix+k)
+			continue
+		}
+		wm, wIsMap := want[k].(map[string]any)
+		hm, hIsMap := h.(map[string]any)
+		if wIsMap && hIsMap {
+			out = append(out, missingKeys(wm, hm, prefix+k+".")...)
+		}
+	}
+	return out
+}
+
+// firstYAMLBlock is the body of the first ```yaml fence of a page.
+func firstYAMLBlock(page string) (string, bool) {
+	_, rest, ok := strings.Cut(page, "```yaml\n")
+	if !ok {
+		return "", false
+	}
+	body, _, ok := strings.Cut(rest, "\n```")
+	return body + "\n", ok
 }
