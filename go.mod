@@ -12,6 +12,7 @@ require (
 	github.com/patrickmn/go-cache v2.1.0+incompatible
 	github.com/prometheus/client_golang v1.25.0
 	github.com/prometheus/client_model v0.6.3
+	github.com/yuin/goldmark v1.8.7
 	go.uber.org/zap v1.28.0
 	gonum.org/v1/plot v0.17.0
 	k8s.io/api v0.37.2
