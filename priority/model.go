@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// Defaults of the model; README.md explains each choice.
+// Defaults of the model; docs/model.md explains each choice.
 const (
 	DefaultPriorityFloor   int32 = 0
 	DefaultPriorityCeiling int32 = 1000000
