@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/cps-extender/cps-extender/extender/gang"
+	"github.com/cps-extender/cps-extender/extender/nodesel"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -303,11 +304,7 @@ func (c *Cluster) BindCheck(ctx context.Context, ref gang.PodRef, node string) e
 	if !ok {
 		return fmt.Errorf("node %s is not in the extender's view", node)
 	}
-	taints := nodeTaints(n)
-	if n.Spec.Unschedulable {
-		taints = append(slices.Clone(taints), corev1.Taint{Key: corev1.TaintNodeUnschedulable, Effect: corev1.TaintEffectNoSchedule})
-	}
-	if ok, why := newPodConstraints(constraintsKey(pod), pod).allows(n, taints); !ok {
+	if ok, why := nodesel.Allows(pod, n); !ok {
 		return fmt.Errorf("pod %s may not run on node %s: %s", ref, node, why)
 	}
 	return nil

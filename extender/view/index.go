@@ -13,9 +13,9 @@ import (
 	"github.com/cps-extender/cps-extender/extender/gang"
 
 	"github.com/cps-extender/cps-extender/extender/config"
+	"github.com/cps-extender/cps-extender/extender/nodesel"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
@@ -52,7 +52,7 @@ type podRecord struct {
 	inJob         bool
 	m             gang.Membership // the pod-only part (gang.PodMembership); valid when inJob
 	// constraints limit the nodes the pod may use; nil when it has none.
-	constraints *podConstraints
+	constraints *nodesel.Constraints
 	// labels are the pod's labels, which other pods' rules select; rules are its own
 	// required pod (anti-)affinity and hard spread constraints (nil: none).
 	labels map[string]string
@@ -79,10 +79,8 @@ type nodeRecord struct {
 	labels        map[string]string
 	allocatable   priority.Resources
 	unschedulable bool
-	// taints are the node's, and the not-ready taint when it is not Ready (nodeTaints).
-	taints []corev1.Taint
-	// stub is the node as much as node affinity reads of it: name and labels.
-	stub *corev1.Node
+	// fit is what pods' node constraints read of the node: labels and taints.
+	fit *nodesel.Node
 }
 
 // viewIndex keeps the pod and node records current from informer events, so a recompute
@@ -96,10 +94,10 @@ type viewIndex struct {
 	// job mostly ask for the same and nodes come in a few kinds, and priority.Admit works
 	// a shared map out once. constraints does the same for pods' node constraints.
 	requests    map[string]priority.Resources
-	constraints map[string]*podConstraints
-	// sets caches the node set of each constraints key over schedulable; nil after a node
+	constraints nodesel.Table
+	// sets caches the node set of each constraints over schedulable; nil after a node
 	// change until the next recompute.
-	sets map[string]*priority.NodeSet
+	sets *nodesel.Sets
 	// schedulable is the schedulable nodes by name and nodeAt their positions; nil after a
 	// node change until the next recompute. Published snapshots share them: never written.
 	schedulable []*nodeRecord
@@ -137,9 +135,7 @@ func newPodRecord(pod *corev1.Pod, gangCfg config.GangConfig) *podRecord {
 	if !r.terminated {
 		r.request = gang.PodRequest(pod)
 	}
-	if key := constraintsKey(pod); key != "" {
-		r.constraints = newPodConstraints(key, pod)
-	}
+	r.constraints = nodesel.Of(pod)
 	r.labels, r.rules = pod.Labels, gang.NewPodRules(pod)
 	r.m, r.inJob = gang.PodMembership(gangCfg, pod)
 	r.counted = r.inJob && !r.terminated && !r.deleting && !gangCfg.Exempt(pod.Namespace)
@@ -204,16 +200,7 @@ func (x *viewIndex) newPodRecord(pod *corev1.Pod, gangCfg config.GangConfig) *po
 	if r.request != nil {
 		r.request = x.intern(r.request)
 	}
-	if c := r.constraints; c != nil {
-		if shared, ok := x.constraints[c.key]; ok {
-			r.constraints = shared
-		} else {
-			if x.constraints == nil || len(x.constraints) >= maxInternedRequests {
-				x.constraints = map[string]*podConstraints{}
-			}
-			x.constraints[c.key] = c
-		}
-	}
+	r.constraints = x.constraints.Intern(r.constraints)
 	return r
 }
 
@@ -268,7 +255,7 @@ func scheduledFalse(pod *corev1.Pod) bool {
 
 func newNodeRecord(n *corev1.Node) *nodeRecord {
 	return &nodeRecord{name: n.Name, labels: n.Labels, allocatable: gang.ResourcesOf(n.Status.Allocatable), unschedulable: n.Spec.Unschedulable,
-		taints: nodeTaints(n), stub: &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.Name, Labels: n.Labels}}}
+		fit: nodesel.NewNode(n)}
 }
 
 // setPod records an added or updated pod. It reports whether anything the queue depends on
@@ -312,7 +299,7 @@ func samePodRecord(a, b *podRecord) bool {
 	return (a.uid == b.uid && a.nsName == b.nsName && a.node == b.node && a.terminated == b.terminated &&
 		a.deleting == b.deleting && a.deleteBy.Equal(b.deleteBy) && a.gated == b.gated && a.turnGated == b.turnGated && samePriority(a.priority, b.priority) && a.created.Equal(b.created) &&
 		a.scheduledAt.Equal(b.scheduledAt) && a.inJob == b.inJob && sameJobPart(&a.m, &b.m) &&
-		maps.Equal(a.request, b.request) && sameConstraints(a.constraints, b.constraints) &&
+		maps.Equal(a.request, b.request) && nodesel.Same(a.constraints, b.constraints) &&
 		maps.Equal(a.labels, b.labels) && gang.SameRules(a.rules, b.rules))
 }
 
@@ -329,10 +316,6 @@ func sameJobPart(a, b *gang.Membership) bool {
 
 func sameTopology(a, b *priority.TopologyRequest) bool {
 	return a == b || (a != nil && b != nil && *a == *b)
-}
-
-func sameConstraints(a, b *podConstraints) bool {
-	return a == b || (a != nil && b != nil && a.key == b.key)
 }
 
 func samePriority(a, b *int32) bool { return a == b || (a != nil && b != nil && *a == *b) }
@@ -363,7 +346,7 @@ func (x *viewIndex) setNode(n *corev1.Node) bool {
 	defer x.mu.Unlock()
 	r := x.newNodeRecord(n)
 	if old := x.nodes[n.Name]; old != nil && old.unschedulable == r.unschedulable &&
-		maps.Equal(old.allocatable, r.allocatable) && maps.Equal(old.labels, r.labels) && sameTaints(old.taints, r.taints) {
+		maps.Equal(old.allocatable, r.allocatable) && maps.Equal(old.labels, r.labels) && nodesel.SameTaints(old.fit, r.fit) {
 		return false
 	}
 	x.nodes[n.Name] = r
@@ -420,7 +403,7 @@ type indexed struct {
 	// jobs is every job's counted pods, copied: the index goes on changing its own.
 	jobs []jobPods
 	// sets is the node set of each pending counted pod's constraints (nil: every node).
-	sets map[*podConstraints]*priority.NodeSet
+	sets map[*nodesel.Constraints]*priority.NodeSet
 }
 
 // records returns every pod record and the schedulable nodes. The first time, and when cfg
@@ -447,6 +430,11 @@ func (x *viewIndex) records(cfg *viewConfig, list objectLister) (indexed, error)
 		}
 		slices.SortFunc(x.schedulable, func(a, b *nodeRecord) int { return strings.Compare(a.name, b.name) })
 		x.schedNames = packedNames(x.schedulable)
+		fits := make([]*nodesel.Node, len(x.schedulable))
+		for i, n := range x.schedulable {
+			fits[i] = n.fit
+		}
+		x.sets = nodesel.NewSets(fits, x.schedNames)
 		x.nodeAt = make(map[string]int, len(x.schedulable))
 		for i, name := range x.schedNames {
 			x.nodeAt[name] = i
@@ -462,10 +450,7 @@ func (x *viewIndex) records(cfg *viewConfig, list objectLister) (indexed, error)
 	}
 	jobs := make([]jobPods, 0, len(x.jobs))
 	backing := make([]*podRecord, 0, x.grouped) // one array for every job's pods
-	sets := map[*podConstraints]*priority.NodeSet{}
-	if x.sets == nil {
-		x.sets = map[string]*priority.NodeSet{}
-	}
+	sets := map[*nodesel.Constraints]*priority.NodeSet{}
 	for _, g := range x.jobs {
 		start := len(backing)
 		backing = append(backing, g.pods...)
@@ -475,19 +460,9 @@ func (x *viewIndex) records(cfg *viewConfig, list objectLister) (indexed, error)
 			if c == nil || p.node != "" {
 				c = nil
 			}
-			if _, done := sets[c]; done {
-				continue
+			if _, done := sets[c]; !done {
+				sets[c] = x.sets.Of(c)
 			}
-			key := ""
-			if c != nil {
-				key = c.key
-			}
-			set, cached := x.sets[key]
-			if !cached {
-				set = nodeSetOf(orNone(c), x.schedulable, x.schedNames)
-				x.sets[key] = set
-			}
-			sets[c] = set
 		}
 	}
 	return indexed{pods: pods, schedulable: x.schedulable, names: x.schedNames, nodeAt: x.nodeAt, topology: x.topology, membership: x.membership,
@@ -519,17 +494,6 @@ func (x *viewIndex) rebuild(cfg *viewConfig, list objectLister) error {
 	x.membership++
 	x.changes.Add(1)
 	return nil
-}
-
-// noConstraints are those of a pod with no selector, affinity or tolerations: it may use
-// every node without a taint.
-var noConstraints = &podConstraints{}
-
-func orNone(c *podConstraints) *podConstraints {
-	if c == nil {
-		return noConstraints
-	}
-	return c
 }
 
 // cacheLister lists the cluster's informer caches.

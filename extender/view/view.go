@@ -9,6 +9,7 @@ import (
 
 	"github.com/cps-extender/cps-extender/extender/config"
 	"github.com/cps-extender/cps-extender/extender/gang"
+	"github.com/cps-extender/cps-extender/extender/nodesel"
 
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
@@ -427,7 +428,7 @@ func stageKeys(g jobPods, groups *groupMemo) map[string]bool {
 }
 
 // addMember adds one pod to its job's view; sets gives a pending pod the nodes it may use.
-func addMember(job *priority.Job, pod *podRecord, m gang.Membership, held map[types.UID]string, sets map[*podConstraints]*priority.NodeSet) {
+func addMember(job *priority.Job, pod *podRecord, m gang.Membership, held map[types.UID]string, sets map[*nodesel.Constraints]*priority.NodeSet) {
 	p := priority.Pod{
 		UID: string(pod.uid), Name: pod.nsName, Role: m.Role, Index: m.Index,
 		Request: pod.request, Gated: pod.gated,

@@ -1,6 +1,7 @@
-package view
+package nodesel
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -8,9 +9,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// TestNodeSetOf: the nodes a pod may use are those kube-scheduler's NodeAffinity and
+// TestSetsOf: the nodes a pod may use are those kube-scheduler's NodeAffinity and
 // TaintToleration filters let it use, and the words say what leaves the others out.
-func TestNodeSetOf(t *testing.T) {
+func TestSetsOf(t *testing.T) {
 	gpu := corev1.Taint{Key: "nvidia.com/gpu", Value: "present", Effect: corev1.TaintEffectNoSchedule}
 	evict := corev1.Taint{Key: "maintenance", Effect: corev1.TaintEffectNoExecute}
 	soft := corev1.Taint{Key: "spot", Effect: corev1.TaintEffectPreferNoSchedule}
@@ -29,10 +30,10 @@ func TestNodeSetOf(t *testing.T) {
 		node("b-1", map[string]string{"pool": "b", "zone": "z2"}, true, gpu, evict),
 		node("c-0", map[string]string{"pool": "c"}, false),
 	}
-	var records []*nodeRecord
+	var fits []*Node
 	var names []string
 	for _, n := range nodes {
-		records = append(records, newNodeRecord(n))
+		fits = append(fits, NewNode(n))
 		names = append(names, n.Name)
 	}
 	exists := func(key string, effect corev1.TaintEffect) corev1.Toleration {
@@ -102,12 +103,7 @@ func TestNodeSetOf(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			pod := &corev1.Pod{Spec: tt.spec}
-			c := noConstraints
-			if key := constraintsKey(pod); key != "" {
-				c = newPodConstraints(key, pod)
-			}
-			set := nodeSetOf(c, records, names)
+			set := NewSets(fits, names).Of(Of(&corev1.Pod{Spec: tt.spec}))
 			if tt.nodes == nil {
 				if set != nil {
 					t.Fatalf("set %q of %d nodes, want none (every node)", set.Why, set.Len())
@@ -133,19 +129,55 @@ func TestNodeSetOf(t *testing.T) {
 	}
 }
 
-// TestConstraintsKey: pods with the same constraints share a key whatever the map order;
-// different ones differ; none gives "".
-func TestConstraintsKey(t *testing.T) {
-	sel := func(m map[string]string) string {
-		return constraintsKey(&corev1.Pod{Spec: corev1.PodSpec{NodeSelector: m}})
+// TestSame: pods with the same constraints have equal ones whatever the map order;
+// different ones differ; a pod with none has nil.
+func TestSame(t *testing.T) {
+	sel := func(m map[string]string) *Constraints {
+		return Of(&corev1.Pod{Spec: corev1.PodSpec{NodeSelector: m}})
 	}
-	if constraintsKey(&corev1.Pod{}) != "" {
-		t.Error("a pod without constraints has a key")
+	if Of(&corev1.Pod{}) != nil {
+		t.Error("a pod without constraints has some")
 	}
-	if sel(map[string]string{"a": "1", "b": "2"}) != sel(map[string]string{"b": "2", "a": "1"}) {
-		t.Error("equal selectors give different keys")
+	if !Same(sel(map[string]string{"a": "1", "b": "2"}), sel(map[string]string{"b": "2", "a": "1"})) {
+		t.Error("equal selectors are not the same")
 	}
-	if sel(map[string]string{"a": "1"}) == sel(map[string]string{"a": "2"}) {
-		t.Error("different selectors give one key")
+	if Same(sel(map[string]string{"a": "1"}), sel(map[string]string{"a": "2"})) {
+		t.Error("different selectors are the same")
+	}
+}
+
+// TestTableIntern: equal constraints come back as the first of them, different ones as
+// their own, none as nil, and a full table starts afresh.
+func TestTableIntern(t *testing.T) {
+	sel := func(v string) *Constraints {
+		return Of(&corev1.Pod{Spec: corev1.PodSpec{NodeSelector: map[string]string{"pool": v}}})
+	}
+	var table Table
+	first := table.Intern(sel("a"))
+	tests := []struct {
+		name   string
+		c      *Constraints
+		shared bool
+	}{
+		{"equal", sel("a"), true},
+		{"different", sel("b"), false},
+		{"none", nil, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := table.Intern(tt.c)
+			if !Same(got, tt.c) {
+				t.Fatalf("Intern changed the constraints: %q, want %q", got.key, tt.c.key)
+			}
+			if (got == first) != tt.shared {
+				t.Errorf("shared with the first = %t, want %t", got == first, tt.shared)
+			}
+		})
+	}
+	for i := range maxInterned {
+		table.Intern(sel(fmt.Sprint(i)))
+	}
+	if len(table.byKey) > maxInterned {
+		t.Errorf("%d interned, want at most %d", len(table.byKey), maxInterned)
 	}
 }
