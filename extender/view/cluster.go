@@ -15,6 +15,7 @@ import (
 
 	"github.com/cps-extender/cps-extender/extender/gang"
 	"github.com/cps-extender/cps-extender/extender/sources"
+	"github.com/cps-extender/cps-extender/extender/tenant"
 
 	"github.com/cps-extender/cps-extender/extender/config"
 
@@ -38,21 +39,21 @@ const groupSyncTimeout = 30 * time.Second
 // the admission queue computed from it on every change. Handlers read it; they never call
 // the API server.
 type Cluster struct {
-	log        *zap.Logger
-	client     kubernetes.Interface
-	factory    informers.SharedInformerFactory
-	nodes      corelisters.NodeLister
-	pods       corelisters.PodLister
-	namespaces corelisters.NamespaceLister
-	groups     *sources.Groups
-	synced     []cache.InformerSynced
-	holds      HoldSource
-	turns      Publisher
-	preemptor  Preemptor
-	metrics    *metrics.Metrics
-	now        func() time.Time
-	interval   time.Duration
-	informers  atomic.Pointer[map[string]cache.InformerSynced] // by name, for the metrics
+	log       *zap.Logger
+	client    kubernetes.Interface
+	factory   informers.SharedInformerFactory
+	nodes     corelisters.NodeLister
+	pods      corelisters.PodLister
+	tenants   tenant.Reader // users and urgency, against the namespaces' labels
+	groups    *sources.Groups
+	synced    []cache.InformerSynced
+	holds     HoldSource
+	turns     Publisher
+	preemptor Preemptor
+	metrics   *metrics.Metrics
+	now       func() time.Time
+	interval  time.Duration
+	informers atomic.Pointer[map[string]cache.InformerSynced] // by name, for the metrics
 
 	cfg      atomic.Pointer[viewConfig]
 	snapshot atomic.Pointer[Snapshot]
@@ -111,21 +112,21 @@ func NewCluster(o ClusterOptions) *Cluster {
 	podInf := factory.Core().V1().Pods()
 	nsInf := factory.Core().V1().Namespaces()
 	c := &Cluster{
-		log:        o.Log,
-		client:     o.Client,
-		factory:    factory,
-		nodes:      nodeInf.Lister(),
-		pods:       podInf.Lister(),
-		namespaces: nsInf.Lister(),
-		metrics:    o.Metrics,
-		turns:      o.Turns,
-		holds:      o.Holds,
-		preemptor:  o.Preemptor,
-		now:        o.Now,
-		interval:   o.Config.Gate.RecomputeInterval.Duration,
-		kick:       make(chan struct{}, 1),
-		index:      newViewIndex(),
-		synced:     []cache.InformerSynced{nodeInf.Informer().HasSynced, podInf.Informer().HasSynced, nsInf.Informer().HasSynced},
+		log:       o.Log,
+		client:    o.Client,
+		factory:   factory,
+		nodes:     nodeInf.Lister(),
+		pods:      podInf.Lister(),
+		tenants:   tenant.NewReader(nsInf.Lister()),
+		metrics:   o.Metrics,
+		turns:     o.Turns,
+		holds:     o.Holds,
+		preemptor: o.Preemptor,
+		now:       o.Now,
+		interval:  o.Config.Gate.RecomputeInterval.Duration,
+		kick:      make(chan struct{}, 1),
+		index:     newViewIndex(),
+		synced:    []cache.InformerSynced{nodeInf.Informer().HasSynced, podInf.Informer().HasSynced, nsInf.Informer().HasSynced},
 	}
 	if c.now == nil {
 		c.now = time.Now

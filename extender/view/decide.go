@@ -9,6 +9,7 @@ import (
 
 	"github.com/cps-extender/cps-extender/extender/gang"
 	"github.com/cps-extender/cps-extender/extender/nodesel"
+	"github.com/cps-extender/cps-extender/extender/tenant"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -60,13 +61,11 @@ const (
 	// ReasonNotInGang: the pod carries a workload controller's label but is in no gang.
 	ReasonNotInGang = "NotInGang"
 	// ReasonLabelIgnored: the pod carries a label the extender does not honour there.
-	ReasonLabelIgnored = "LabelIgnored"
+	ReasonLabelIgnored = tenant.ReasonLabelIgnored
 )
 
 // Warning is a Warning Event for a pod, sent once per Key (a job, mostly) an hour.
-type Warning struct {
-	Reason, Key, Message string
-}
+type Warning = tenant.Warning
 
 // GatherWindow is how long after a job's first pod was created its gang counts as still
 // being created (Admission.Gathering). Creation times have whole seconds, so a job created
@@ -139,7 +138,7 @@ func (ds *Decisions) Admit(pod *corev1.Pod) Admission {
 		}
 		return Admission{OK: true, Warnings: warnings}
 	}
-	warnings := ds.c.ignoredLabels(cfg, pod, m)
+	warnings := ds.c.tenants.LabelWarnings(cfg.gang, pod.Namespace, pod.Spec.PriorityClassName, m, nil)
 	snap := ds.snap
 	job, d, ok := snap.Job(m.JobKey)
 	if !ok {

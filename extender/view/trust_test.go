@@ -14,94 +14,43 @@ import (
 
 	"github.com/cps-extender/cps-extender/extender/config"
 	"github.com/cps-extender/cps-extender/extender/gang"
+	"github.com/cps-extender/cps-extender/extender/tenant"
 )
 
-// TestUserOf: the user comes from the namespace (its label, else its name); a pod's label
-// counts only in the namespaces allowed to name their pods' user, and elsewhere earns a
-// Warning naming the user the job is ranked as.
-func TestUserOf(t *testing.T) {
+// TestJobTenant: a job's user and urgency are read when the queue is recomputed
+// (tenant.Reader, with the namespace labels from the informer), and say where they came
+// from; the snapshot carries the Warnings for the labels ignored.
+func TestJobTenant(t *testing.T) {
 	tests := []struct {
 		name       string
-		podNS      []string // gang.podUserNamespaces
-		namespace  string
-		podUser    string
-		user, from string
-		warningHas string // "" for no warning
-	}{
-		{name: "the namespace's name", namespace: "team-a", user: "team-a", from: UserFromNamespace},
-		{name: "the namespace's label", namespace: "labelled", user: "carol", from: UserFromNamespaceLabel},
-		{name: "a pod label where its namespace may not: ignored, with a warning", namespace: "labelled", podUser: "gold-user",
-			user: "carol", from: UserFromNamespaceLabel, warningHas: "label cps-extender.io/user=gold-user is ignored: namespace labelled may not name its pods' user (gang.podUserNamespaces); job labelled/j is ranked as user carol (from the namespace label)"},
-		{name: "a pod label where its namespace may", podNS: []string{"pipelines"}, namespace: "pipelines", podUser: "alice", user: "alice", from: UserFromPodLabel},
-		{name: "a pod label anywhere with *", podNS: []string{"*"}, namespace: "team-a", podUser: "alice", user: "alice", from: UserFromPodLabel},
-	}
-	client := fake.NewClientset()
-	c := NewCluster(ClusterOptions{Log: zap.NewNop(), Client: client, Config: config.DefaultConfig()})
-	nsStore := c.factory.Core().V1().Namespaces().Informer().GetStore()
-	if err := nsStore.Add(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "labelled", Labels: map[string]string{"cps-extender.io/user": "carol"}}}); err != nil {
-		t.Fatal(err)
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			cfg := config.DefaultConfig()
-			cfg.Gang.PodUserNamespaces = tt.podNS
-			vc := &viewConfig{gang: cfg.Gang}
-			user, from := c.userOf(tt.namespace, tt.podUser, cfg.Gang)
-			if user != tt.user || from != tt.from {
-				t.Errorf("userOf = %s (%s), want %s (%s)", user, from, tt.user, tt.from)
-			}
-			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: tt.namespace, Name: "p", Labels: map[string]string{"cps-extender.io/job": "j"}}}
-			if tt.podUser != "" {
-				pod.Labels["cps-extender.io/user"] = tt.podUser
-			}
-			m, _ := gang.PodMembership(cfg.Gang, pod)
-			warnings := c.ignoredLabels(vc, pod, m)
-			switch {
-			case tt.warningHas == "" && len(warnings) > 0:
-				t.Errorf("warnings %v, want none", warnings)
-			case tt.warningHas != "" && (len(warnings) != 1 || warnings[0].Message != tt.warningHas || warnings[0].Reason != ReasonLabelIgnored):
-				t.Errorf("warnings %+v, want one LabelIgnored: %q", warnings, tt.warningHas)
-			}
-		})
-	}
-}
-
-// TestUrgency: a job is urgent when a pod of it uses a PriorityClass of
-// gang.urgentPriorityClasses, or carries the urgent label in a namespace allowed to (listed in
-// gang.urgentLabelNamespaces, or labelled cps-extender.io/urgent-allowed=true); the label
-// elsewhere counts for nothing and earns a Warning. The job says where its urgency came from.
-func TestUrgency(t *testing.T) {
-	tests := []struct {
-		name       string
-		labelNS    []string // gang.urgentLabelNamespaces
 		namespace  string
 		class      string
 		labelled   bool
-		from       string // "" for not urgent
+		podUser    string
+		user, from string // the job's user and where it came from
+		urgentFrom string // "" for not urgent
 		warningHas string // "" for no warning
 	}{
-		{name: "a listed PriorityClass, anywhere", namespace: "team-a", class: "ml-urgent", from: "PriorityClass ml-urgent (gang.urgentPriorityClasses)"},
-		{name: "a PriorityClass not listed", namespace: "team-a", class: "high"},
-		{name: "the label where its namespace may not: ignored, with a warning", namespace: "team-a", labelled: true,
+		{name: "a listed PriorityClass", namespace: "team-a", class: "ml-urgent", user: "team-a", from: tenant.UserFromNamespace,
+			urgentFrom: "PriorityClass ml-urgent (gang.urgentPriorityClasses)"},
+		{name: "the label in a namespace labelled to allow it, of a user by its label", namespace: "allowed", labelled: true,
+			user: "carol", from: tenant.UserFromNamespaceLabel,
+			urgentFrom: "label cps-extender.io/urgent in namespace allowed (namespace label cps-extender.io/urgent-allowed=true)"},
+		{name: "the urgent label where its namespace may not: ignored, with a warning", namespace: "team-a", labelled: true,
+			user: "team-a", from: tenant.UserFromNamespace,
 			warningHas: "cps-extender.io/urgent=true is ignored: namespace team-a may not mark its jobs urgent (gang.urgentLabelNamespaces, or the namespace label cps-extender.io/urgent-allowed=true); job team-a/j is not urgent unless it uses one of the PriorityClasses in gang.urgentPriorityClasses"},
-		{name: "the label and a listed PriorityClass: urgent by the class, no warning", namespace: "team-a", class: "ml-urgent", labelled: true,
-			from: "PriorityClass ml-urgent (gang.urgentPriorityClasses)"},
-		{name: "the label in a listed namespace", labelNS: []string{"oncall"}, namespace: "oncall", labelled: true,
-			from: "label cps-extender.io/urgent in namespace oncall (gang.urgentLabelNamespaces)"},
-		{name: "the label anywhere with *", labelNS: []string{"*"}, namespace: "team-a", labelled: true,
-			from: "label cps-extender.io/urgent in namespace team-a (gang.urgentLabelNamespaces)"},
-		{name: "the label in a namespace labelled to allow it", namespace: "allowed", labelled: true,
-			from: "label cps-extender.io/urgent in namespace allowed (namespace label cps-extender.io/urgent-allowed=true)"},
+		{name: "a pod naming its user where its namespace may not: ignored, with a warning", namespace: "allowed", podUser: "gold-user",
+			user: "carol", from: tenant.UserFromNamespaceLabel,
+			warningHas: "label cps-extender.io/user=gold-user is ignored: namespace allowed may not name its pods' user (gang.podUserNamespaces); job allowed/j is ranked as user carol (from the namespace label)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := config.DefaultConfig()
 			cfg.Gang.UrgentPriorityClasses = []string{"ml-urgent"}
-			cfg.Gang.UrgentLabelNamespaces = tt.labelNS
 			c := NewCluster(ClusterOptions{Log: zap.NewNop(), Client: fake.NewClientset(), Config: cfg,
 				Holds: &fixedHolds{held: map[types.UID]string{}, coolDowns: map[string]time.Time{}}})
 			nsStore := c.factory.Core().V1().Namespaces().Informer().GetStore()
-			if err := nsStore.Add(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "allowed", Labels: map[string]string{"cps-extender.io/urgent-allowed": "true"}}}); err != nil {
+			if err := nsStore.Add(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "allowed", Labels: map[string]string{"cps-extender.io/urgent-allowed": "true", "cps-extender.io/user": "carol"}}}); err != nil {
 				t.Fatal(err)
 			}
 			pod := capacityPod(tt.namespace, "j-0", "j", "", 1000)
@@ -109,14 +58,20 @@ func TestUrgency(t *testing.T) {
 			if tt.labelled {
 				pod.Labels["cps-extender.io/urgent"] = "true"
 			}
+			if tt.podUser != "" {
+				pod.Labels["cps-extender.io/user"] = tt.podUser
+			}
 			fillStores(t, c, nil, []*corev1.Pod{pod})
 			c.recompute(time.Unix(1_700_000_000, 0))
 			job, d, ok := c.Snapshot().Job(tt.namespace + "/j")
 			if !ok {
 				t.Fatal("no job")
 			}
-			if job.Urgent != (tt.from != "") || job.UrgentFrom != tt.from || d.UrgentFrom != tt.from {
-				t.Errorf("urgent %v from %q (decision %q), want from %q", job.Urgent, job.UrgentFrom, d.UrgentFrom, tt.from)
+			if job.Urgent != (tt.urgentFrom != "") || job.UrgentFrom != tt.urgentFrom || d.UrgentFrom != tt.urgentFrom {
+				t.Errorf("urgent %v from %q (decision %q), want from %q", job.Urgent, job.UrgentFrom, d.UrgentFrom, tt.urgentFrom)
+			}
+			if job.User != tt.user || job.UserFrom != tt.from {
+				t.Errorf("user %s (%s), want %s (%s)", job.User, job.UserFrom, tt.user, tt.from)
 			}
 			// The snapshot carries the warning too, for the leader to send: a pod no node
 			// has room for never reaches the filter. A recompute that changes no label
@@ -124,14 +79,6 @@ func TestUrgency(t *testing.T) {
 			c.recompute(time.Unix(1_700_000_001, 0))
 			if ws := c.Snapshot().Warnings(); (tt.warningHas == "") != (len(ws) == 0) || len(ws) > 0 && (ws[0].Message != tt.warningHas || ws[0].Pod.Name != "j-0") {
 				t.Errorf("snapshot warnings %+v, want %q", ws, tt.warningHas)
-			}
-			m, _ := gang.PodMembership(cfg.Gang, pod)
-			warnings := c.ignoredLabels(&viewConfig{gang: cfg.Gang}, pod, m)
-			switch {
-			case tt.warningHas == "" && len(warnings) > 0:
-				t.Errorf("warnings %v, want none", warnings)
-			case tt.warningHas != "" && (len(warnings) != 1 || warnings[0].Message != tt.warningHas || warnings[0].Reason != ReasonLabelIgnored):
-				t.Errorf("warnings %+v, want one LabelIgnored: %q", warnings, tt.warningHas)
 			}
 		})
 	}

@@ -1,18 +1,15 @@
 package view
 
 import (
-	"fmt"
 	"maps"
-	"slices"
 	"strings"
 	"time"
 
-	"github.com/cps-extender/cps-extender/extender/config"
 	"github.com/cps-extender/cps-extender/extender/gang"
 	"github.com/cps-extender/cps-extender/extender/nodesel"
+	"github.com/cps-extender/cps-extender/extender/tenant"
 
 	"go.uber.org/zap"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/cps-extender/cps-extender/priority"
@@ -253,7 +250,7 @@ func (c *Cluster) recompute(now time.Time) {
 		snap.podJob, snap.nameJob = make(map[types.UID]string, len(idx.pods)), make(map[string]string, len(idx.pods))
 	}
 	groups := groupMemo{lookup: c.podGroup, seen: map[string]gang.GroupPart{}}
-	warned := map[string]uint8{} // the label warnings given, by job (labelWarnings)
+	warned := tenant.Warned{}
 	// A group of the index whose object splits it (a JobSet's later start-up stages) makes
 	// more than one job: count them first, so that the one array the jobs live in, which
 	// the snapshot's map points into and Admit reads, is never grown.
@@ -296,17 +293,17 @@ func (c *Cluster) recompute(now time.Time) {
 			}
 			job.PSApart = hardPS || snap.hardPS[job.Key]
 			if job.User == "" {
-				job.User, job.UserFrom = c.userOf(pod.namespace, m.User, cfg.gang)
+				job.User, job.UserFrom = c.tenants.UserOf(cfg.gang, pod.namespace, m.User)
 			}
 			if !job.Urgent {
-				if from, _ := c.urgencyOf(pod.namespace, pod.priorityClass, m.Urgent, cfg.gang); from != "" {
+				if from, _ := c.tenants.UrgencyOf(cfg.gang, pod.namespace, pod.priorityClass, m.Urgent); from != "" {
 					job.Urgent, job.UrgentFrom = true, from
 				}
 			}
 			// Labels and namespaces change only with the membership or the sources: the
 			// previous snapshot's warnings serve otherwise (below).
 			if fillPodMaps && (m.User != "" || m.Urgent) {
-				snap.addWarnings(pod, c.labelWarnings(cfg, pod.namespace, pod.priorityClass, m, warned))
+				snap.addWarnings(pod, c.tenants.LabelWarnings(cfg.gang, pod.namespace, pod.priorityClass, m, warned))
 			}
 			if fillPodMaps {
 				snap.podJob[pod.uid] = job.Key
@@ -508,46 +505,6 @@ func (c *Cluster) turnedAway() []TurnedAway {
 	return out
 }
 
-// Where a job's user comes from (priority.Job.UserFrom).
-const (
-	UserFromPodLabel       = "pod label"
-	UserFromNamespaceLabel = "namespace label"
-	UserFromNamespace      = "namespace"
-)
-
-// userOf names the user of a job and where it came from: the pod's label where its
-// namespace may name its pods' user (gang.podUserNamespaces), else the namespace's label,
-// else the namespace's name. Who may edit a namespace decides its user, not who may
-// create pods in it.
-func (c *Cluster) userOf(namespace, fromPod string, g config.GangConfig) (string, string) {
-	if fromPod != "" && podMayNameUser(g, namespace) {
-		return fromPod, UserFromPodLabel
-	}
-	if c.namespaces != nil {
-		if ns, err := c.namespaces.Get(namespace); err == nil && ns.Labels[g.UserLabel] != "" {
-			return ns.Labels[g.UserLabel], UserFromNamespaceLabel
-		}
-	}
-	return namespace, UserFromNamespace
-}
-
-// podMayNameUser reports whether pods of namespace may name their own user.
-func podMayNameUser(g config.GangConfig, namespace string) bool {
-	return slices.Contains(g.PodUserNamespaces, namespace) || slices.Contains(g.PodUserNamespaces, "*")
-}
-
-// urgencyOf is config.GangConfig.UrgencyOf with the namespace's gang.urgentNamespaceLabel
-// read from the namespace informer.
-func (c *Cluster) urgencyOf(namespace, priorityClass string, labelled bool, g config.GangConfig) (from string, ignored bool) {
-	allowed := false
-	if labelled && c.namespaces != nil {
-		if ns, err := c.namespaces.Get(namespace); err == nil {
-			allowed = gang.IsTrue(ns.Labels[g.UrgentNamespaceLabel])
-		}
-	}
-	return g.UrgencyOf(namespace, priorityClass, labelled, allowed)
-}
-
 // PodWarning is a Warning about one pod.
 type PodWarning struct {
 	Pod gang.PodRef
@@ -564,49 +521,12 @@ func (s *Snapshot) Warnings() []PodWarning {
 	return s.warnings
 }
 
-// addWarnings adds pod's warnings (labelWarnings gives each key once).
+// addWarnings adds pod's warnings (tenant.Reader.LabelWarnings gives each key once).
 func (s *Snapshot) addWarnings(pod *podRecord, warnings []Warning) {
 	for _, w := range warnings {
 		ns, name, _ := strings.Cut(pod.nsName, "/")
 		s.warnings = append(s.warnings, PodWarning{Pod: gang.PodRef{Namespace: ns, Name: name, UID: pod.uid}, Warning: w})
 	}
-}
-
-// ignoredLabels is labelWarnings for a pod the filter decides.
-func (c *Cluster) ignoredLabels(cfg *viewConfig, pod *corev1.Pod, m gang.Membership) []Warning {
-	return c.labelWarnings(cfg, pod.Namespace, pod.Spec.PriorityClassName, m, nil)
-}
-
-// labelWarnings are the Warnings for the labels of a job's pod that the extender does not
-// honour where the pod is: a user named by a pod whose namespace may not, and urgency
-// claimed by a pod whose namespace may not. With seen (the warnings given, by job, a bit
-// per label), one given is left out and one new is noted: the recompute writes one sentence
-// per job and label, not per pod.
-func (c *Cluster) labelWarnings(cfg *viewConfig, namespace, priorityClass string, m gang.Membership, seen map[string]uint8) []Warning {
-	const userBit, urgentBit = 1, 2
-	fresh := func(bit uint8) bool {
-		if seen == nil {
-			return true
-		}
-		if seen[m.JobKey]&bit != 0 {
-			return false
-		}
-		seen[m.JobKey] |= bit
-		return true
-	}
-	var out []Warning
-	if m.User != "" && !podMayNameUser(cfg.gang, namespace) && fresh(userBit) {
-		user, from := c.userOf(namespace, "", cfg.gang)
-		out = append(out, Warning{Reason: ReasonLabelIgnored, Key: m.JobKey + "\x00user",
-			Message: fmt.Sprintf("label %s=%s is ignored: namespace %s may not name its pods' user (gang.podUserNamespaces); job %s is ranked as user %s (from the %s)",
-				cfg.gang.UserLabel, m.User, namespace, m.JobKey, user, from)})
-	}
-	if _, ignored := c.urgencyOf(namespace, priorityClass, m.Urgent, cfg.gang); ignored && fresh(urgentBit) {
-		out = append(out, Warning{Reason: ReasonLabelIgnored, Key: m.JobKey + "\x00urgent",
-			Message: fmt.Sprintf("%s=true is ignored: namespace %s may not mark its jobs urgent (gang.urgentLabelNamespaces, or the namespace label %s=true); job %s is not urgent unless it uses one of the PriorityClasses in gang.urgentPriorityClasses",
-				cfg.gang.UrgentLabel, namespace, cfg.gang.UrgentNamespaceLabel, m.JobKey)})
-	}
-	return out
 }
 
 // smallerNonEmpty is the smaller of a and b, an empty one counting as absent.
