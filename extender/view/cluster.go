@@ -68,8 +68,8 @@ type Cluster struct {
 	// admitSpace pools *priority.Workspace: Admit's scratch space, reused recompute after
 	// recompute instead of allocated anew.
 	admitSpace sync.Pool
-	waits      jobWaits   // for the job metrics (waits.go)
-	levels     levelNotes // what was logged of the topology levels (levels.go)
+	waits      metrics.JobWaits // for the job metrics
+	levels     levelNotes       // what was logged of the topology levels (levels.go)
 	health     *sources.Health
 }
 

@@ -381,7 +381,7 @@ func (c *Cluster) admit(snap *Snapshot, cfg *viewConfig, now, start time.Time, h
 		c.preemptor.Published(snap)
 	}
 	c.metrics.ObserveQueue(snap.Queue, held)
-	c.observeJobs(snap, cfg.model, now)
+	c.waits.Observe(c.metrics, snap.Queue, snap.jobs, cfg.model, c.priorityClassOf, now)
 	c.levels.note(c.log, snap.Queue.Levels)
 	if ce := c.log.Check(zap.DebugLevel, "queue recomputed"); ce != nil {
 		ce.Write(zap.Int("jobs", len(snap.jobs)), zap.Int("queue", snap.Queue.Len()), zap.Duration("took", time.Since(start)))

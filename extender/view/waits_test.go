@@ -123,9 +123,9 @@ func BenchmarkObserveJobs(b *testing.B) {
 	c := e.cluster
 	c.metrics = metrics.New(prometheus.NewRegistry())
 	snap, model, now := c.Snapshot(), c.config().model, time.Now()
-	c.observeJobs(snap, model, now)
+	c.waits.Observe(c.metrics, snap.Queue, snap.jobs, model, c.priorityClassOf, now)
 	b.ReportAllocs()
 	for b.Loop() {
-		c.observeJobs(snap, model, now)
+		c.waits.Observe(c.metrics, snap.Queue, snap.jobs, model, c.priorityClassOf, now)
 	}
 }
