@@ -14,6 +14,7 @@ import (
 
 	"github.com/cps-extender/cps-extender/extender/config"
 	"github.com/cps-extender/cps-extender/extender/nodesel"
+	"github.com/cps-extender/cps-extender/extender/podrules"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -56,7 +57,7 @@ type podRecord struct {
 	// labels are the pod's labels, which other pods' rules select; rules are its own
 	// required pod (anti-)affinity and hard spread constraints (nil: none).
 	labels map[string]string
-	rules  *gang.PodRules
+	rules  *podrules.Rules
 	// counted: in a job, not terminated, not being deleted, not in an exempt namespace;
 	// such a pod is in the queue's view of its job.
 	counted bool
@@ -136,7 +137,7 @@ func newPodRecord(pod *corev1.Pod, gangCfg config.GangConfig) *podRecord {
 		r.request = gang.PodRequest(pod)
 	}
 	r.constraints = nodesel.Of(pod)
-	r.labels, r.rules = pod.Labels, gang.NewPodRules(pod)
+	r.labels, r.rules = pod.Labels, podrules.Of(pod)
 	r.m, r.inJob = gang.PodMembership(gangCfg, pod)
 	r.counted = r.inJob && !r.terminated && !r.deleting && !gangCfg.Exempt(pod.Namespace)
 	return r
@@ -300,7 +301,7 @@ func samePodRecord(a, b *podRecord) bool {
 		a.deleting == b.deleting && a.deleteBy.Equal(b.deleteBy) && a.gated == b.gated && a.turnGated == b.turnGated && samePriority(a.priority, b.priority) && a.created.Equal(b.created) &&
 		a.scheduledAt.Equal(b.scheduledAt) && a.inJob == b.inJob && sameJobPart(&a.m, &b.m) &&
 		maps.Equal(a.request, b.request) && nodesel.Same(a.constraints, b.constraints) &&
-		maps.Equal(a.labels, b.labels) && gang.SameRules(a.rules, b.rules))
+		maps.Equal(a.labels, b.labels) && podrules.Same(a.rules, b.rules))
 }
 
 // sameJobPart compares memberships by value: each record gets its own topology pointer, so

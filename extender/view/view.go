@@ -318,7 +318,7 @@ func (c *Cluster) recompute(now time.Time) {
 		chiefServes(&state.Jobs[i])
 	}
 	if len(ruled) > 0 {
-		rulesOf(ruled, &ruleInput{pods: idx.pods, nodes: idx.schedulable, names: idx.names, nodeAt: idx.nodeAt, held: held, jobOf: snap.podJob})
+		rulesOf(ruled, idx, held, snap.podJob)
 	}
 	for _, pod := range idx.pods {
 		if pod.turnGated && pod.node == "" && !pod.terminated && !pod.deleting {

@@ -1,4 +1,8 @@
-package gang
+// Package podrules reads a pod's required pod affinity and anti-affinity and its hard
+// topology spread constraints (Of), and turns those of a job's pods into the model's
+// priority.Rules, counting the placed pods of other jobs and of none by domain (Cluster.Add).
+// It imports priority.
+package podrules
 
 import (
 	"slices"
@@ -13,19 +17,19 @@ import (
 	"github.com/cps-extender/cps-extender/priority"
 )
 
-// PodRules are a pod's placement rules as kube-scheduler enforces them against other pods:
+// Rules are a pod's placement rules as kube-scheduler enforces them against other pods:
 // its required pod affinity and anti-affinity terms (InterPodAffinity) and its topology
 // spread constraints with whenUnsatisfiable DoNotSchedule (PodTopologySpread). Preferred
 // terms and ScheduleAnyway constraints only score nodes and are not kept here.
-type PodRules struct {
+type Rules struct {
 	// Key is the canonical text of every term: records with equal keys have equal rules.
 	Key   string
-	Terms []PodTerm
+	Terms []Term
 }
 
-// PodTerm is one rule of a pod: which pods it counts (selector, namespaces) and what it
+// Term is one rule of a pod: which pods it counts (selector, namespaces) and what it
 // asks of the domains of its topology key.
-type PodTerm struct {
+type Term struct {
 	Kind     priority.RuleKind
 	Topology string
 	MaxSkew  int
@@ -38,9 +42,9 @@ type PodTerm struct {
 	Why string
 }
 
-// NewPodRules reads a pod's rules; nil when it has none.
-func NewPodRules(pod *corev1.Pod) *PodRules {
-	var terms []PodTerm
+// Of reads a pod's rules; nil when it has none.
+func Of(pod *corev1.Pod) *Rules {
+	var terms []Term
 	if a := pod.Spec.Affinity; a != nil {
 		if pa := a.PodAffinity; pa != nil {
 			for i := range pa.RequiredDuringSchedulingIgnoredDuringExecution {
@@ -62,7 +66,7 @@ func NewPodRules(pod *corev1.Pod) *PodRules {
 		if c.WhenUnsatisfiable != corev1.DoNotSchedule {
 			continue
 		}
-		t := PodTerm{Kind: priority.RuleSpread, Topology: c.TopologyKey, MaxSkew: int(c.MaxSkew),
+		t := Term{Kind: priority.RuleSpread, Topology: c.TopologyKey, MaxSkew: int(c.MaxSkew),
 			selector:   withLabelKeys(selectorOf(c.LabelSelector), pod.Labels, c.MatchLabelKeys, selection.In),
 			Namespaces: []string{pod.Namespace}}
 		terms = append(terms, t.named())
@@ -74,21 +78,21 @@ func NewPodRules(pod *corev1.Pod) *PodRules {
 	for i := range terms {
 		ids[i] = terms[i].ID
 	}
-	return &PodRules{Key: strings.Join(ids, "\n"), Terms: terms}
+	return &Rules{Key: strings.Join(ids, "\n"), Terms: terms}
 }
 
 // affinityTerm reads one required pod (anti-)affinity term. A term whose namespaces are
 // chosen by a non-empty namespace selector is not modelled (false): kube-scheduler still
 // enforces it.
-func affinityTerm(pod *corev1.Pod, at *corev1.PodAffinityTerm, kind priority.RuleKind) (PodTerm, bool) {
-	t := PodTerm{Kind: kind, Topology: at.TopologyKey, Namespaces: slices.Clone(at.Namespaces)}
+func affinityTerm(pod *corev1.Pod, at *corev1.PodAffinityTerm, kind priority.RuleKind) (Term, bool) {
+	t := Term{Kind: kind, Topology: at.TopologyKey, Namespaces: slices.Clone(at.Namespaces)}
 	sel := withLabelKeys(selectorOf(at.LabelSelector), pod.Labels, at.MatchLabelKeys, selection.In)
 	t.selector = withLabelKeys(sel, pod.Labels, at.MismatchLabelKeys, selection.NotIn)
 	switch ns := at.NamespaceSelector; {
 	case ns != nil && len(ns.MatchLabels) == 0 && len(ns.MatchExpressions) == 0:
 		t.Every = true // the empty selector: every namespace
 	case ns != nil:
-		return PodTerm{}, false
+		return Term{}, false
 	case len(t.Namespaces) == 0:
 		t.Namespaces = []string{pod.Namespace}
 	}
@@ -134,7 +138,7 @@ func withLabelKeys(sel labels.Selector, podLabels map[string]string, keys []stri
 }
 
 // named fills the term's id and its words.
-func (t PodTerm) named() PodTerm {
+func (t Term) named() Term {
 	pods := "pods " + t.selector.String()
 	if _, selectable := t.selector.Requirements(); !selectable {
 		pods = "no pod"
@@ -162,14 +166,14 @@ func (t PodTerm) named() PodTerm {
 
 // Counts reports whether the term counts a pod of namespace with podLabels: in one of its
 // namespaces, its labels matching its selector.
-func (t *PodTerm) Counts(namespace string, podLabels map[string]string) bool {
+func (t *Term) Counts(namespace string, podLabels map[string]string) bool {
 	if !t.Every && !slices.Contains(t.Namespaces, namespace) {
 		return false
 	}
 	return t.selector.Matches(labels.Set(podLabels))
 }
 
-// SameRules reports whether a and b are the same rules.
-func SameRules(a, b *PodRules) bool {
+// Same reports whether a and b are the same rules.
+func Same(a, b *Rules) bool {
 	return a == b || (a != nil && b != nil && a.Key == b.Key)
 }
