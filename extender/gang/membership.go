@@ -212,3 +212,35 @@ func (m Membership) WithGroupPart(g GroupPart) Membership {
 	}
 	return m
 }
+
+// GroupMemo completes memberships from the objects their gangs come from, looking each
+// object up once: for one pass over many pods (a recompute). One goroutine uses it.
+type GroupMemo struct {
+	lookup GroupLookup
+	seen   map[string]GroupPart // lookup + namespace/name -> what its object adds
+}
+
+// NewGroupMemo looks objects up with lookup.
+func NewGroupMemo(lookup GroupLookup) *GroupMemo {
+	return &GroupMemo{lookup: lookup, seen: map[string]GroupPart{}}
+}
+
+// Part is what the object of the gang of a pod in namespace, of pod-only membership m
+// (PodMembership), adds (nothing for a pod without one).
+func (g *GroupMemo) Part(m *Membership, namespace string) GroupPart {
+	if m.Lookup == "" {
+		return GroupPart{}
+	}
+	key := m.Lookup + "\x00" + namespace + "/" + m.Owner
+	part, ok := g.seen[key]
+	if !ok {
+		part = m.LookupGroup(g.lookup, namespace)
+		g.seen[key] = part
+	}
+	return part
+}
+
+// Complete is the whole membership of a pod in namespace of pod-only membership m.
+func (g *GroupMemo) Complete(m *Membership, namespace string) Membership {
+	return m.WithGroupPart(g.Part(m, namespace))
+}

@@ -257,3 +257,42 @@ func TestMembershipOf(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// TestGroupMemo: a memo completes a membership as WithGroup does, looking each object up
+// once however many pods name it; a pod without one looks nothing up.
+func TestGroupMemo(t *testing.T) {
+	created := time.Unix(1_700_000_000, 0)
+	group := func(source, ns, name string) (GroupInfo, bool) {
+		return GroupInfo{MinMember: 4, Created: created}, name == "pg"
+	}
+	lookups := map[string]int{}
+	memo := NewGroupMemo(func(source, ns, name string) (GroupInfo, bool) {
+		lookups[ns+"/"+name]++
+		return group(source, ns, name)
+	})
+	tests := []struct {
+		name      string
+		m         Membership
+		namespace string
+		lookups   map[string]int // so far
+	}{
+		{"a pod of a PodGroup", Membership{JobKey: "ns/pg", Source: SourceCoscheduling, Lookup: SourceCoscheduling, Owner: "pg"}, "ns", map[string]int{"ns/pg": 1}},
+		{"another pod of it", Membership{JobKey: "ns/pg", Source: SourceCoscheduling, Lookup: SourceCoscheduling, Owner: "pg", Index: 1}, "ns",
+			map[string]int{"ns/pg": 1}},
+		{"the same name in another namespace", Membership{JobKey: "other/pg", Source: SourceCoscheduling, Lookup: SourceCoscheduling, Owner: "pg"}, "other",
+			map[string]int{"ns/pg": 1, "other/pg": 1}},
+		{"a PodGroup not there", Membership{JobKey: "ns/gone", Source: SourceCoscheduling, Lookup: SourceCoscheduling, Owner: "gone"}, "ns",
+			map[string]int{"ns/pg": 1, "other/pg": 1, "ns/gone": 1}},
+		{"a pod without one", Membership{JobKey: "ns/j", MinMember: 2}, "ns", map[string]int{"ns/pg": 1, "other/pg": 1, "ns/gone": 1}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if diff := cmp.Diff(tt.m.WithGroup(group, tt.namespace), memo.Complete(&tt.m, tt.namespace)); diff != "" {
+				t.Errorf("membership (-WithGroup +memo):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.lookups, lookups); diff != "" {
+				t.Errorf("lookups (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -249,15 +249,15 @@ func (c *Cluster) recompute(now time.Time) {
 	} else {
 		snap.podJob, snap.nameJob = make(map[types.UID]string, len(idx.pods)), make(map[string]string, len(idx.pods))
 	}
-	groups := groupMemo{lookup: c.podGroup, seen: map[string]gang.GroupPart{}}
+	groups := gang.NewGroupMemo(c.podGroup)
 	warned := tenant.Warned{}
 	// A group of the index whose object splits it (a JobSet's later start-up stages) makes
 	// more than one job: count them first, so that the one array the jobs live in, which
 	// the snapshot's map points into and Admit reads, is never grown.
 	n := len(idx.jobs)
 	for _, g := range idx.jobs {
-		if stages := groups.part(g.pods[0]).Stages; stages != nil {
-			n += len(stageKeys(g, &groups)) - 1
+		if stages := groups.Part(&g.pods[0].m, g.pods[0].namespace).Stages; stages != nil {
+			n += len(stageKeys(g, groups)) - 1
 		}
 	}
 	state.Jobs = make([]priority.Job, 0, n)
@@ -274,7 +274,7 @@ func (c *Cluster) recompute(now time.Time) {
 	var ruledSet map[*priority.Job]bool
 	for _, g := range idx.jobs {
 		for _, pod := range g.pods {
-			m := groups.complete(pod)
+			m := groups.Complete(&pod.m, pod.namespace)
 			job := jobOf(m.JobKey)
 			if job.Pods == nil {
 				job.Pods = make([]priority.Pod, 0, len(g.pods))
@@ -334,7 +334,7 @@ func (c *Cluster) recompute(now time.Time) {
 			snap.turnGatedJob[pod.uid] = job
 		}
 		if pod.leaving(now) && pod.inJob && pod.node != "" && !pod.terminated {
-			if job := snap.jobs[groups.complete(pod).JobKey]; job != nil {
+			if job := snap.jobs[groups.Complete(&pod.m, pod.namespace).JobKey]; job != nil {
 				job.Leaving++
 				if until := pod.deleteBy.Add(stuckAfter); snap.leavingUntil.IsZero() || until.Before(snap.leavingUntil) {
 					snap.leavingUntil = until // also for a pod on a node the queue does not use
@@ -388,38 +388,11 @@ func (c *Cluster) admit(snap *Snapshot, cfg *viewConfig, now, start time.Time, h
 	}
 }
 
-// groupMemo completes pod memberships from the objects their gangs come from, one lookup
-// per object and recompute.
-type groupMemo struct {
-	lookup gang.GroupLookup
-	seen   map[string]gang.GroupPart // lookup + namespace/name -> what its object adds
-}
-
-// part is what the object of the pod's gang adds (nothing for a pod without one).
-func (g *groupMemo) part(pod *podRecord) gang.GroupPart {
-	m := &pod.m
-	if m.Lookup == "" {
-		return gang.GroupPart{}
-	}
-	key := m.Lookup + "\x00" + pod.namespace + "/" + m.Owner
-	part, ok := g.seen[key]
-	if !ok {
-		part = m.LookupGroup(g.lookup, pod.namespace)
-		g.seen[key] = part
-	}
-	return part
-}
-
-// complete is the pod's whole membership.
-func (g *groupMemo) complete(pod *podRecord) gang.Membership {
-	return pod.m.WithGroupPart(g.part(pod))
-}
-
 // stageKeys is the job keys a group of the index splits into by its object's stages.
-func stageKeys(g jobPods, groups *groupMemo) map[string]bool {
+func stageKeys(g jobPods, groups *gang.GroupMemo) map[string]bool {
 	keys := map[string]bool{}
 	for _, pod := range g.pods {
-		keys[groups.complete(pod).JobKey] = true
+		keys[groups.Complete(&pod.m, pod.namespace).JobKey] = true
 	}
 	return keys
 }
@@ -495,11 +468,11 @@ func (c *Cluster) turnedAway() []TurnedAway {
 		return nil
 	}
 	var out []TurnedAway
-	groups := groupMemo{lookup: c.podGroup, seen: map[string]gang.GroupPart{}}
+	groups := gang.NewGroupMemo(c.podGroup)
 	for _, pod := range idx.pods {
 		if pod.counted && pod.turnedAway && pod.node == "" {
 			ns, name, _ := strings.Cut(pod.nsName, "/")
-			out = append(out, TurnedAway{Pod: gang.PodRef{Namespace: ns, Name: name, UID: pod.uid}, Job: groups.complete(pod).JobKey})
+			out = append(out, TurnedAway{Pod: gang.PodRef{Namespace: ns, Name: name, UID: pod.uid}, Job: groups.Complete(&pod.m, pod.namespace).JobKey})
 		}
 	}
 	return out
