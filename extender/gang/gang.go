@@ -68,6 +68,23 @@ func ParseRole(s string) priority.Role {
 	}
 }
 
+// ChiefServes makes a job's chiefs (chief, master, launcher, head, leader) its servers
+// when it has no parameter server: the model places a job's PS first, with the workers
+// around them, and binds them first; in a PyTorch, MPI, Ray or LeaderWorkerSet job the
+// chief is the pod the workers talk to.
+func ChiefServes(job *priority.Job) {
+	for i := range job.Pods {
+		if job.Pods[i].Role == priority.RolePS {
+			return
+		}
+	}
+	for i := range job.Pods {
+		if p := &job.Pods[i]; p.Role == priority.RoleChief {
+			p.Role = priority.RolePS
+		}
+	}
+}
+
 // NamesPSTask reports whether a Volcano task-topology list names a parameter-server task.
 func NamesPSTask(list string) bool {
 	for _, group := range strings.Split(list, ";") {
@@ -162,6 +179,17 @@ func ScheduledAt(pod *corev1.Pod) time.Time {
 		}
 	}
 	return time.Time{}
+}
+
+// ScheduledFalse reports whether the pod's PodScheduled condition is False: kube-scheduler has
+// tried it and failed.
+func ScheduledFalse(pod *corev1.Pod) bool {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodScheduled {
+			return c.Status == corev1.ConditionFalse
+		}
+	}
+	return false
 }
 
 // PodTerminated reports whether a pod no longer holds resources.

@@ -156,3 +156,56 @@ func TestNamesPSTask(t *testing.T) {
 		}
 	}
 }
+
+// TestChiefServes: a job's chiefs become its servers only when it has no PS.
+func TestChiefServes(t *testing.T) {
+	const ps, chief, worker = priority.RolePS, priority.RoleChief, priority.RoleWorker
+	tests := []struct {
+		name      string
+		roles     []priority.Role
+		wantRoles []priority.Role
+	}{
+		{"a chief and workers: the chief serves", []priority.Role{chief, worker, worker}, []priority.Role{ps, worker, worker}},
+		{"a PS: the chief stays a chief", []priority.Role{worker, chief, ps}, []priority.Role{worker, chief, ps}},
+		{"workers only: nothing changes", []priority.Role{worker, worker}, []priority.Role{worker, worker}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			job := &priority.Job{}
+			for _, r := range tt.roles {
+				job.Pods = append(job.Pods, priority.Pod{Role: r})
+			}
+			ChiefServes(job)
+			var got []priority.Role
+			for _, p := range job.Pods {
+				got = append(got, p.Role)
+			}
+			if diff := cmp.Diff(tt.wantRoles, got); diff != "" {
+				t.Errorf("roles (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestScheduledFalse: only a PodScheduled condition that is False says the scheduler
+// turned the pod away.
+func TestScheduledFalse(t *testing.T) {
+	tests := []struct {
+		name       string
+		conditions []corev1.PodCondition
+		want       bool
+	}{
+		{"no conditions", nil, false},
+		{"PodScheduled False", []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse}, {Type: corev1.PodScheduled, Status: corev1.ConditionFalse}}, true},
+		{"PodScheduled True", []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionTrue}}, false},
+		{"another condition False", []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse}}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pod := &corev1.Pod{Status: corev1.PodStatus{Conditions: tt.conditions}}
+			if got := ScheduledFalse(pod); got != tt.want {
+				t.Errorf("ScheduledFalse = %t, want %t", got, tt.want)
+			}
+		})
+	}
+}

@@ -127,7 +127,7 @@ func newPodRecord(pod *corev1.Pod, gangCfg config.GangConfig) *podRecord {
 	r := &podRecord{
 		uid: pod.UID, namespace: pod.Namespace, nsName: pod.Namespace + "/" + pod.Name, node: pod.Spec.NodeName,
 		terminated: gang.PodTerminated(pod), deleting: pod.DeletionTimestamp != nil,
-		priority: pod.Spec.Priority, priorityClass: pod.Spec.PriorityClassName, created: pod.CreationTimestamp.Time, turnedAway: scheduledFalse(pod), scheduledAt: gang.ScheduledAt(pod),
+		priority: pod.Spec.Priority, priorityClass: pod.Spec.PriorityClassName, created: pod.CreationTimestamp.Time, turnedAway: gang.ScheduledFalse(pod), scheduledAt: gang.ScheduledAt(pod),
 	}
 	r.turnGated, r.gated = gang.SchedulingGates(pod)
 	if pod.DeletionTimestamp != nil {
@@ -242,16 +242,6 @@ func (x *viewIndex) intern(req priority.Resources) priority.Resources {
 	}
 	x.requests[string(key)] = req
 	return req
-}
-
-// scheduledFalse reports whether the pod's PodScheduled condition is False.
-func scheduledFalse(pod *corev1.Pod) bool {
-	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodScheduled {
-			return c.Status == corev1.ConditionFalse
-		}
-	}
-	return false
 }
 
 func newNodeRecord(n *corev1.Node) *nodeRecord {

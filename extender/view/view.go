@@ -315,7 +315,7 @@ func (c *Cluster) recompute(now time.Time) {
 		snap.warnings = prev.warnings
 	}
 	for i := range state.Jobs {
-		chiefServes(&state.Jobs[i])
+		gang.ChiefServes(&state.Jobs[i])
 	}
 	if len(ruled) > 0 {
 		rulesOf(ruled, idx, held, snap.podJob)
@@ -440,23 +440,6 @@ func addMember(job *priority.Job, pod *podRecord, m gang.Membership, held map[ty
 	}
 	if m.Created.IsZero() && (job.Created.IsZero() || pod.created.Before(job.Created)) {
 		job.Created = pod.created
-	}
-}
-
-// chiefServes makes a job's chiefs (chief, master, launcher, head, leader) its servers
-// when it has no parameter server: the model places a job's PS first, with the workers
-// around them, and binds them first; in a PyTorch, MPI, Ray or LeaderWorkerSet job the
-// chief is the pod the workers talk to.
-func chiefServes(job *priority.Job) {
-	for i := range job.Pods {
-		if job.Pods[i].Role == priority.RolePS {
-			return
-		}
-	}
-	for i := range job.Pods {
-		if p := &job.Pods[i]; p.Role == priority.RoleChief {
-			p.Role = priority.RolePS
-		}
 	}
 }
 
