@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/cps-extender/cps-extender/extender/metrics"
 	"github.com/cps-extender/cps-extender/priority"
@@ -68,16 +69,10 @@ func NewConfigReloader(o ConfigReloaderOptions) *ConfigReloader {
 
 // Run checks the file every interval until ctx ends.
 func (r *ConfigReloader) Run(ctx context.Context, interval time.Duration) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			r.Check()
-		}
-	}
+	_ = wait.PollUntilContextCancel(ctx, interval, false, func(context.Context) (bool, error) { // ends with ctx only
+		r.Check()
+		return false, nil
+	})
 }
 
 // Check reads the file once and applies a valid change of its model or affinity; it

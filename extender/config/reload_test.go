@@ -1,10 +1,12 @@
 package config
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"go.uber.org/zap"
@@ -145,5 +147,45 @@ func TestConfigReload(t *testing.T) {
 				t.Errorf("log lines (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// chanSink passes the models it receives on.
+type chanSink chan priority.Model
+
+func (s chanSink) SetModel(m priority.Model, _ priority.Affinity) { s <- m }
+
+// TestConfigReloaderRun: Run checks the file every interval, so a change reaches the
+// receivers without a call to Check, and it returns once ctx ends.
+func TestConfigReloaderRun(t *testing.T) {
+	path := writeConfig(t, baseConfigFile)
+	start, errs := LoadConfig(path)
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	sink := make(chanSink, 1)
+	r := NewConfigReloader(ConfigReloaderOptions{Log: zap.NewNop(), Path: path, Current: start, Receivers: []ModelReceiver{sink}})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		r.Run(ctx, 10*time.Millisecond)
+		close(done)
+	}()
+	if err := os.WriteFile(path, []byte(strings.Replace(baseConfigFile, "tau: 10m", "tau: 20m", 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case m := <-sink:
+		if m.Tau != 20*time.Minute {
+			t.Errorf("tau %v, want 20m", m.Tau)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no model within 10 s")
+	}
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return after ctx ended")
 	}
 }

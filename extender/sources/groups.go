@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
@@ -123,16 +124,10 @@ func (s *Groups) Start(ctx context.Context) map[string]cache.InformerSynced {
 	}
 	s.sync(ctx)
 	go func() {
-		t := time.NewTicker(s.interval)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				s.sync(ctx)
-			}
-		}
+		_ = wait.PollUntilContextCancel(ctx, s.interval, false, func(ctx context.Context) (bool, error) { // ends with ctx only
+			s.sync(ctx)
+			return false, nil
+		})
 	}()
 	s.mu.RLock()
 	defer s.mu.RUnlock()
