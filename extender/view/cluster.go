@@ -1,8 +1,9 @@
 // Package view is the extender's view of the cluster: client-go informers over nodes, pods,
 // namespaces and PodGroups, an index of them, gang discovery (which job each pod is in), and
 // the admission queue computed from them into immutable Snapshots. The per-pod decisions of
-// one request come from one snapshot (Decisions). It imports gang, config, metrics and the
-// priority model; the gate and the turns reach it only through interfaces it defines.
+// one request come from one snapshot (Decisions). It imports gang, nodesel (the nodes a pod may
+// use), podrules, tenant (users and urgency), sources, config, metrics and the priority
+// model; the gate and the turns reach it only through interfaces it defines.
 package view
 
 import (
