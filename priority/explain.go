@@ -2,6 +2,7 @@ package priority
 
 import (
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -52,12 +53,18 @@ func runningReason(d *Decision) string {
 	return b.String()
 }
 
-// queuedReason is the sentence for a job in the queue, admitted or waiting.
+// queuedReason is the sentence for a job in the queue, admitted or waiting, with what
+// the fit does not count of it (mayNotFit).
+func (m Model) queuedReason(v *jobView) string {
+	return m.queuedSentence(v) + mayNotFit(v.job)
+}
+
+// queuedSentence is queuedReason without the note of what the fit does not count.
 //
 //	job ns/a has the turn (1st of 3, P=0.74: user 1.00, job 0.50, wait 0.10, parallelism 0.40)
 //	job ns/a waits for its turn: 3rd of 7, behind ns/b (P=0.82); it does not fit: worker ...
 //	job ns/h can never fit as the cluster is: only 8 of the 10 pods it needs fit even ...
-func (m Model) queuedReason(v *jobView) string {
+func (m Model) queuedSentence(v *jobView) string {
 	d := v.d
 	var b strings.Builder
 	b.Grow(256)
@@ -190,12 +197,21 @@ func writePlace(b *strings.Builder, d *Decision) {
 }
 
 // waitSentence is Decision.Wait: what a waiting job waits for, in words that change only
-// when the wait changes.
+// when the wait changes, with what the fit does not count of it (mayNotFit).
+func waitSentence(v *jobView) string {
+	s := waitWords(v)
+	if s == "" {
+		return ""
+	}
+	return s + mayNotFit(v.job)
+}
+
+// waitWords is waitSentence without the note of what the fit does not count.
 //
 //	job ns/b waits for its turn: it does not fit yet: its 3 pods need cpu 4500m in all
 //	job ns/c waits for its turn: strict order, ns/b goes first
 //	job ns/h can never fit as the cluster is: only 8 of the 10 pods it needs fit ...
-func waitSentence(v *jobView) string {
+func waitWords(v *jobView) string {
 	d := v.d
 	var b strings.Builder
 	b.Grow(128)
@@ -264,4 +280,24 @@ func writeFixed2(b *strings.Builder, x float64) {
 	}
 	var buf [32]byte
 	b.Write(strconv.AppendFloat(buf[:0], x, 'f', 2, 64))
+}
+
+// mayNotFit is the note a job's sentences end with when its pods ask for what the fit
+// does not count (Pod.MayNotFit): "; may not fit: DRA constraints between requests, which
+// the fit does not count". The phrases of all its pods, each once, in sorted order; "" when
+// none has any.
+func mayNotFit(job *Job) string {
+	var phrases []string
+	for i := range job.Pods {
+		for _, p := range job.Pods[i].MayNotFit {
+			if !slices.Contains(phrases, p) {
+				phrases = append(phrases, p)
+			}
+		}
+	}
+	if len(phrases) == 0 {
+		return ""
+	}
+	slices.Sort(phrases)
+	return "; may not fit: " + strings.Join(phrases, ", ") + ", which the fit does not count"
 }

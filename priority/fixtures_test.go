@@ -48,6 +48,7 @@ func (b *podB) held(node string) *podB {
 	return b
 }
 func (b *podB) gated() *podB                    { b.p.Gated = true; return b }
+func (b *podB) mayNotFit(ps ...string) *podB    { b.p.MayNotFit = ps; return b }
 func (b *podB) obj() priority.Pod               { return b.p }
 func (b *podB) uid(u string) *podB              { b.p.UID = u; return b }
 func (b *podB) state(s priority.PodState) *podB { b.p.State = s; return b }

@@ -58,6 +58,10 @@ type Pod struct {
 	// pods it is one of (its labels match their selector): where it runs counts for them.
 	Keeps  []int
 	Counts []int
+	// MayNotFit names what the pod asks for that the fit does not count (DRA features, as
+	// phrases: "DRA constraints between requests"); nil when the fit's count is exact. The
+	// job's sentence then says it may not fit.
+	MayNotFit []string
 }
 
 // NodeSet is a set of nodes, by name, that a pod may use, with words that say which.

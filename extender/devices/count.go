@@ -90,19 +90,23 @@ func compileClass(c *resourceapi.DeviceClass, cache *cel.Cache) *class {
 	return out
 }
 
-// matches reports whether every selector of the class accepts the device.
-func (c *class) matches(ctx context.Context, driver string, d *resourceapi.Device) bool {
+// matches reports whether every selector of the class accepts the device; failed is set
+// when one cannot be compiled or evaluated on it (the device then does not match).
+func (c *class) matches(ctx context.Context, driver string, d *resourceapi.Device) (ok, failed bool) {
 	if c.bad {
-		return false
+		return false, true
 	}
 	in := cel.Device{Driver: driver, AllowMultipleAllocations: d.AllowMultipleAllocations, Attributes: d.Attributes, Capacity: d.Capacity}
 	for _, s := range c.selectors {
 		ok, _, err := s.DeviceMatches(ctx, in)
-		if err != nil || !ok {
-			return false
+		if err != nil {
+			return false, true
+		}
+		if !ok {
+			return false, false
 		}
 	}
-	return true
+	return true, false
 }
 
 // Inventory is the devices of every node by class, and which classes each device counts
@@ -117,6 +121,9 @@ type Inventory struct {
 	extended map[string][]string
 	// selected is the names of the request selector sets counted (SelectedResource).
 	selected map[string]bool
+	// notes are, by class (ClassResource) and selector set (SelectedResource) name, the
+	// features of the devices they accept that the count does not model.
+	notes map[string]note
 }
 
 type placed struct {
@@ -128,9 +135,11 @@ type placed struct {
 // device's own nodeName) that each class's selectors accept, and for each request selector
 // set in selected those its class and its own selectors accept. Of a pool only the slices
 // of its newest generation count, as in kube-scheduler. Slices of network-attached devices
-// (nodeSelector, allNodes) are left out.
+// (nodeSelector, allNodes) are left out of the count. What the count does not model of the
+// devices a class or selector set accepts is noted for the pods' demand (DemandNotes).
 func NewInventory(classes []*resourceapi.DeviceClass, slices []*resourceapi.ResourceSlice, selected []Selected, cache *cel.Cache) *Inventory {
-	inv := &Inventory{nodes: map[string]priority.Resources{}, of: map[deviceID]placed{}, extended: map[string][]string{}, selected: map[string]bool{}}
+	inv := &Inventory{nodes: map[string]priority.Resources{}, of: map[deviceID]placed{}, extended: map[string][]string{},
+		selected: map[string]bool{}, notes: map[string]note{}}
 	compiled := make([]*class, 0, len(classes))
 	byName := map[string]*class{}
 	for _, c := range classes {
@@ -143,6 +152,7 @@ func NewInventory(classes []*resourceapi.DeviceClass, slices []*resourceapi.Reso
 	}
 	// A selector set counts devices its class accepts too: it is matched only on those.
 	sets := map[string][]*class{}
+	setClass := map[string]string{}
 	for _, sel := range selected {
 		if inv.selected[sel.Name] {
 			continue
@@ -153,6 +163,10 @@ func NewInventory(classes []*resourceapi.DeviceClass, slices []*resourceapi.Reso
 		}
 		own := compileClass(&resourceapi.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: sel.Name}, Spec: resourceapi.DeviceClassSpec{Selectors: sel.Selectors}}, cache)
 		sets[sel.Class] = append(sets[sel.Class], own)
+		setClass[sel.Name] = sel.Class
+		if own.bad {
+			inv.notes[sel.Name] |= noteUnevaluable
+		}
 	}
 	type poolKey struct{ driver, pool string }
 	newest := map[poolKey]int64{}
@@ -168,25 +182,41 @@ func NewInventory(classes []*resourceapi.DeviceClass, slices []*resourceapi.Reso
 		for i := range s.Spec.Devices {
 			d := &s.Spec.Devices[i]
 			node := nodeOf(s, d)
-			if node == "" {
-				continue
-			}
+			dn := deviceNote(s, d)
 			var names []string
+			classes := 0
 			for _, c := range compiled {
-				if !c.matches(ctx, s.Spec.Driver, d) {
+				ok, failed := c.matches(ctx, s.Spec.Driver, d)
+				if failed {
+					inv.notes[ClassResource(c.name)] |= noteUnevaluable
+				}
+				if !ok {
 					continue
 				}
+				classes++
 				names = append(names, ClassResource(c.name))
 				if c.extended != "" {
 					names = append(names, c.extended)
 				}
 				for _, own := range sets[c.name] {
-					if own.matches(ctx, s.Spec.Driver, d) {
+					ok, failed := own.matches(ctx, s.Spec.Driver, d)
+					if failed {
+						inv.notes[own.name] |= noteUnevaluable
+					}
+					if ok {
 						names = append(names, own.name)
 					}
 				}
 			}
-			if len(names) == 0 {
+			for _, n := range names {
+				if classes > 1 {
+					inv.notes[n] |= noteTwoClasses
+				}
+				if dn != 0 {
+					inv.notes[n] |= dn
+				}
+			}
+			if len(names) == 0 || node == "" {
 				continue
 			}
 			res := inv.nodes[node]
@@ -198,6 +228,16 @@ func NewInventory(classes []*resourceapi.DeviceClass, slices []*resourceapi.Reso
 				res[n]++
 			}
 			inv.of[deviceID{s.Spec.Driver, s.Spec.Pool.Name, d.Name}] = placed{node: node, names: names}
+		}
+	}
+	// A selector set that picks some but not all of its class's devices on a node counts
+	// apart what the class's other requests may take first.
+	for name, className := range setClass {
+		for _, res := range inv.nodes {
+			if picked := res[name]; picked > 0 && picked < res[ClassResource(className)] {
+				inv.notes[name] |= noteSelectorShare
+				break
+			}
 		}
 	}
 	return inv
@@ -282,13 +322,29 @@ type ClaimSpecs interface {
 // the class has on the pod's node are not known before it is placed, so such a request
 // counts as one). Requests with admin access take no device. A request with its own CEL
 // selectors also counts under SelectedResource: the devices of its class those selectors
-// accept. firstAvailable requests count their first alternative. A claim or template not seen yet asks nothing. The extended
-// resources a pod asks for are already in its containers' requests.
+// accept. firstAvailable requests count their first alternative. A claim or template not
+// seen yet asks nothing. The extended resources a pod asks for are already in its
+// containers' requests.
 func Demand(pod *corev1.Pod, specs ClaimSpecs) priority.Resources {
+	out, _ := demand(pod, specs, nil)
+	return out
+}
+
+// DemandNotes is Demand with what the pod's claims use that the count does not model, as
+// phrases in a fixed order (nil when the count is exact): from the claims' specs, and from
+// inv (which may be nil) the features of the devices their requests' classes and
+// selectors accept.
+func DemandNotes(pod *corev1.Pod, specs ClaimSpecs, inv *Inventory) (priority.Resources, []string) {
+	out, n := demand(pod, specs, inv)
+	return out, n.phrases()
+}
+
+func demand(pod *corev1.Pod, specs ClaimSpecs, inv *Inventory) (priority.Resources, note) {
 	if len(pod.Spec.ResourceClaims) == 0 || specs == nil {
-		return nil
+		return nil, 0
 	}
 	var out priority.Resources
+	var notes note
 	for _, pc := range pod.Spec.ResourceClaims {
 		var spec *resourceapi.ResourceClaimSpec
 		switch {
@@ -304,21 +360,31 @@ func Demand(pod *corev1.Pod, specs ClaimSpecs) priority.Resources {
 		if spec == nil {
 			continue
 		}
+		if len(spec.Devices.Constraints) > 0 {
+			notes |= noteConstraints
+		}
 		for _, r := range spec.Devices.Requests {
 			className, selectors, count, ok := requested(r)
 			if !ok {
 				continue
 			}
+			notes |= requestNote(r)
 			if out == nil {
 				out = priority.Resources{}
 			}
 			out[ClassResource(className)] += count
+			if inv != nil {
+				notes |= inv.notes[ClassResource(className)]
+			}
 			if name := SelectedResource(className, selectors); name != "" {
 				out[name] += count
+				if inv != nil {
+					notes |= inv.notes[name]
+				}
 			}
 		}
 	}
-	return out
+	return out, notes
 }
 
 // requested is a request's class, own selectors and device count; ok false when it takes

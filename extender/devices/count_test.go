@@ -190,3 +190,114 @@ func TestDemand(t *testing.T) {
 		})
 	}
 }
+
+// TestDemandNotes: a pod's demand names each DRA feature its claims use that the count does
+// not model, from the claim's spec and from the devices its requests' classes and
+// selectors accept; where the count is exact it names none.
+func TestDemandNotes(t *testing.T) {
+	const driver = "gpu.example.com"
+	gpuClass := deviceClass("gpu", `device.driver == "gpu.example.com"`, "")
+	h100 := []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{Expression: `device.attributes["gpu.example.com"].model == "h100"`}}}
+	anyModel := []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{Expression: `device.attributes["gpu.example.com"].model != ""`}}}
+	onN1 := func(edit func(d *resourceapi.Device)) []*resourceapi.ResourceSlice {
+		s := slice(driver, "n1", 1, map[string]string{"g0": "h100"})
+		s.Spec.Devices = append(s.Spec.Devices, resourceapi.Device{Name: "g1",
+			Attributes: map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{"model": {StringValue: new("b200")}}})
+		if edit != nil {
+			edit(&s.Spec.Devices[1])
+		}
+		return []*resourceapi.ResourceSlice{s}
+	}
+	one := func(r resourceapi.ExactDeviceRequest) resourceapi.DeviceRequest {
+		if r.DeviceClassName == "" {
+			r.DeviceClassName = "gpu"
+		}
+		return resourceapi.DeviceRequest{Name: "r", Exactly: &r}
+	}
+	tests := []struct {
+		name    string
+		classes []*resourceapi.DeviceClass
+		slices  []*resourceapi.ResourceSlice
+		claim   resourceapi.DeviceClaim
+		want    []string
+	}{
+		{name: "an exact count: nothing", slices: onN1(nil),
+			claim: resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{one(resourceapi.ExactDeviceRequest{Count: 2})}}},
+		{name: "constraints between requests", slices: onN1(nil),
+			claim: resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{one(resourceapi.ExactDeviceRequest{Count: 2})},
+				Constraints: []resourceapi.DeviceConstraint{{MatchAttribute: new(resourceapi.FullyQualifiedName("gpu.example.com/model"))}}},
+			want: []string{"DRA constraints between requests"}},
+		{name: "allocation mode All", slices: onN1(nil),
+			claim: resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{one(resourceapi.ExactDeviceRequest{AllocationMode: resourceapi.DeviceAllocationModeAll})}},
+			want:  []string{"allocationMode All counted as one device"}},
+		{name: "admin access takes no device: nothing", slices: onN1(nil),
+			claim: resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{one(resourceapi.ExactDeviceRequest{
+				AllocationMode: resourceapi.DeviceAllocationModeAll, AdminAccess: new(true)})}}},
+		{name: "firstAvailable with alternatives after the first", slices: onN1(nil),
+			claim: resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{{Name: "r", FirstAvailable: []resourceapi.DeviceSubRequest{
+				{Name: "a", DeviceClassName: "gpu", Count: 2}, {Name: "b", DeviceClassName: "gpu", Count: 1}}}}},
+			want: []string{"firstAvailable alternatives after the first"}},
+		{name: "firstAvailable with one alternative: nothing", slices: onN1(nil),
+			claim: resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{{Name: "r", FirstAvailable: []resourceapi.DeviceSubRequest{
+				{Name: "a", DeviceClassName: "gpu", Count: 2}}}}}},
+		{name: "consumable capacity", slices: onN1(nil),
+			claim: resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{one(resourceapi.ExactDeviceRequest{Count: 1,
+				Capacity: &resourceapi.CapacityRequirements{}})}},
+			want: []string{"consumable device capacity"}},
+		{name: "a shared device the class accepts", slices: onN1(func(d *resourceapi.Device) { d.AllowMultipleAllocations = new(true) }),
+			claim: resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{one(resourceapi.ExactDeviceRequest{Count: 1})}},
+			want:  []string{"shared devices (allowMultipleAllocations)"}},
+		{name: "a partitioned device and a tainted one", slices: onN1(func(d *resourceapi.Device) {
+			d.ConsumesCounters = []resourceapi.DeviceCounterConsumption{{CounterSet: "mem"}}
+			d.Taints = []resourceapi.DeviceTaint{{Key: "broken", Effect: resourceapi.DeviceTaintEffectNoSchedule}}
+		}),
+			claim: resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{one(resourceapi.ExactDeviceRequest{Count: 1})}},
+			want:  []string{"partitioned devices' shared counters", "device taints"}},
+		{name: "network-attached devices the class accepts",
+			slices: append(onN1(nil), slice(driver, "", 1, map[string]string{"remote": "h100"})),
+			claim:  resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{one(resourceapi.ExactDeviceRequest{Count: 1})}},
+			want:   []string{"network-attached devices"}},
+		{name: "another class's devices: nothing", slices: onN1(func(d *resourceapi.Device) { d.AllowMultipleAllocations = new(true) }),
+			classes: []*resourceapi.DeviceClass{gpuClass, deviceClass("nic", `device.driver == "nic.example.com"`, "")},
+			claim:   resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{one(resourceapi.ExactDeviceRequest{DeviceClassName: "nic", Count: 1})}}},
+		{name: "a device two classes accept", slices: onN1(nil),
+			classes: []*resourceapi.DeviceClass{gpuClass, deviceClass("b200", `device.attributes["gpu.example.com"].model == "b200"`, "")},
+			claim:   resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{one(resourceapi.ExactDeviceRequest{Count: 1})}},
+			want:    []string{"devices two DeviceClasses accept"}},
+		{name: "selectors picking some of the class's devices on a node", slices: onN1(nil),
+			claim: resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{one(resourceapi.ExactDeviceRequest{Count: 1, Selectors: h100})}},
+			want:  []string{"devices a request's selectors pick that other requests of its class may take"}},
+		{name: "selectors picking all of the class's devices: nothing", slices: onN1(nil),
+			claim: resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{one(resourceapi.ExactDeviceRequest{Count: 1, Selectors: anyModel})}}},
+		{name: "selectors that fail on a device of the class", slices: onN1(func(d *resourceapi.Device) { d.Attributes = nil }),
+			claim: resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{one(resourceapi.ExactDeviceRequest{Count: 1, Selectors: h100})}},
+			want: []string{"devices a request's selectors pick that other requests of its class may take",
+				"device selectors that cannot be evaluated"}},
+		{name: "a class selector that does not compile", slices: onN1(nil),
+			classes: []*resourceapi.DeviceClass{deviceClass("gpu", `device.nosuchfield`, "")},
+			claim:   resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{one(resourceapi.ExactDeviceRequest{Count: 1})}},
+			want:    []string{"device selectors that cannot be evaluated"}},
+	}
+	cache := cel.NewCache(10, cel.Features{})
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			classes := tt.classes
+			if classes == nil {
+				classes = []*resourceapi.DeviceClass{gpuClass}
+			}
+			spec := resourceapi.ResourceClaimSpec{Devices: tt.claim}
+			inv := NewInventory(classes, tt.slices, SelectedOf(&spec), cache)
+			s := specs{templates: map[string]*resourceapi.ResourceClaimTemplate{
+				"ns/t": {Spec: resourceapi.ResourceClaimTemplateSpec{Spec: spec}}}}
+			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns"}, Spec: corev1.PodSpec{ResourceClaims: []corev1.PodResourceClaim{
+				{Name: "c", ResourceClaimTemplateName: new("t")}}}}
+			demand, notes := DemandNotes(pod, s, inv)
+			if diff := cmp.Diff(tt.want, notes); diff != "" {
+				t.Errorf("notes (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(Demand(pod, s), demand); diff != "" {
+				t.Errorf("demand differs from Demand's (-Demand +DemandNotes):\n%s", diff)
+			}
+		})
+	}
+}

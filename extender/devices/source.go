@@ -245,22 +245,22 @@ func (s *Source) NodeCapacity(node string, allocatable priority.Resources) prior
 	return s.current().Capacity(node, allocatable)
 }
 
-// PodDemand is the pod's request with its claims' devices added (Demand); the request
-// itself when it has none.
-func (s *Source) PodDemand(pod *corev1.Pod, request priority.Resources) priority.Resources {
+// PodDemand is the pod's request with its claims' devices added, and what its claims use
+// that the count does not model (DemandNotes); the request itself when it has none.
+func (s *Source) PodDemand(pod *corev1.Pod, request priority.Resources) (priority.Resources, []string) {
 	if s == nil || len(pod.Spec.ResourceClaims) == 0 {
-		return request
+		return request, nil
 	}
-	extra := Demand(pod, s)
+	extra, notes := DemandNotes(pod, s, s.current().inv)
 	if len(extra) == 0 {
-		return request
+		return request, notes
 	}
 	out := make(priority.Resources, len(request)+len(extra))
 	maps.Copy(out, request)
 	for k, v := range extra {
 		out[k] += v
 	}
-	return out
+	return out, notes
 }
 
 // Claim is the ResourceClaim namespace/name from the cache; nil when not there.

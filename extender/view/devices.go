@@ -19,7 +19,9 @@ type DeviceSource interface {
 	// source, and rebuilds its records once they come.
 	Start(ctx context.Context, onChange func()) map[string]cache.InformerSynced
 	NodeCapacity(node string, allocatable priority.Resources) priority.Resources
-	PodDemand(pod *corev1.Pod, request priority.Resources) priority.Resources
+	// PodDemand is the pod's request with its claims' devices, and what they use that the
+	// fit does not count (priority.Pod.MayNotFit).
+	PodDemand(pod *corev1.Pod, request priority.Resources) (priority.Resources, []string)
 }
 
 // startDevices starts the device source, if any, and returns its informers' HasSynced.

@@ -37,9 +37,9 @@ func (f *fakeDevices) NodeCapacity(node string, allocatable priority.Resources) 
 	return out
 }
 
-func (f *fakeDevices) PodDemand(pod *corev1.Pod, request priority.Resources) priority.Resources {
+func (f *fakeDevices) PodDemand(pod *corev1.Pod, request priority.Resources) (priority.Resources, []string) {
 	if len(pod.Spec.ResourceClaims) == 0 {
-		return request
+		return request, nil
 	}
 	out := priority.Resources{}
 	for k, v := range request {
@@ -48,7 +48,7 @@ func (f *fakeDevices) PodDemand(pod *corev1.Pod, request priority.Resources) pri
 	for k, v := range f.claimDemand {
 		out[k] += v
 	}
-	return out
+	return out, nil
 }
 
 type listed struct {

@@ -58,6 +58,8 @@ type podRecord struct {
 	// required pod (anti-)affinity and hard spread constraints (nil: none).
 	labels map[string]string
 	rules  *podrules.Rules
+	// mayNotFit is what the pod's DRA claims use that the fit does not count (priority.Pod).
+	mayNotFit []string
 	// counted: in a job, not terminated, not being deleted, not in an exempt namespace;
 	// such a pod is in the queue's view of its job.
 	counted bool
@@ -196,7 +198,7 @@ func (x *viewIndex) replace(old, r *podRecord) {
 func (x *viewIndex) newPodRecord(pod *corev1.Pod, gangCfg config.GangConfig) *podRecord {
 	r := newPodRecord(pod, gangCfg)
 	if x.devices != nil && !r.terminated {
-		r.request = x.devices.PodDemand(pod, r.request)
+		r.request, r.mayNotFit = x.devices.PodDemand(pod, r.request)
 	}
 	if r.request != nil {
 		r.request = x.intern(r.request)
@@ -291,7 +293,7 @@ func samePodRecord(a, b *podRecord) bool {
 		a.deleting == b.deleting && a.deleteBy.Equal(b.deleteBy) && a.gated == b.gated && a.turnGated == b.turnGated && samePriority(a.priority, b.priority) && a.created.Equal(b.created) &&
 		a.scheduledAt.Equal(b.scheduledAt) && a.inJob == b.inJob && sameJobPart(&a.m, &b.m) &&
 		maps.Equal(a.request, b.request) && nodesel.Same(a.constraints, b.constraints) &&
-		maps.Equal(a.labels, b.labels) && podrules.Same(a.rules, b.rules))
+		maps.Equal(a.labels, b.labels) && podrules.Same(a.rules, b.rules) && slices.Equal(a.mayNotFit, b.mayNotFit))
 }
 
 // sameJobPart compares memberships by value: each record gets its own topology pointer, so

@@ -401,7 +401,7 @@ func stageKeys(g jobPods, groups *gang.GroupMemo) map[string]bool {
 func addMember(job *priority.Job, pod *podRecord, m gang.Membership, held map[types.UID]string, sets map[*nodesel.Constraints]*priority.NodeSet) {
 	p := priority.Pod{
 		UID: string(pod.uid), Name: pod.nsName, Role: m.Role, Index: m.Index,
-		Request: pod.request, Gated: pod.gated,
+		Request: pod.request, Gated: pod.gated, MayNotFit: pod.mayNotFit,
 	}
 	if pod.node == "" {
 		p.Nodes = sets[pod.constraints]

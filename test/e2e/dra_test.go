@@ -137,9 +137,12 @@ func newClaimsEnv(t *testing.T) (*env, []string) {
 // class, nothing bound; so is a gang of 5 whose request selector picks the first node's 4
 // devices. Two gangs of 6 compete for the 8 devices: the first binds whole, the
 // second waits with none bound, and binds whole once the first is deleted; no hold timeout.
+// Then a pod whose claim asks for all the devices of a node (allocation mode All, which the
+// fit counts as one device) is admitted, its sentence saying it may not fit.
 func TestDRAClaimTemplatesInTheFit(t *testing.T) {
 	e, nodes := newClaimsEnv(t)
 	e.createClaimTemplate("first-node", 1, nodes[0])
+	e.createClaimTemplate("all-gpus", 0, "")
 	e.startExtender("")
 	e.startScheduler(true)
 	rec := e.recordBindings("default")
@@ -176,6 +179,13 @@ func TestDRAClaimTemplatesInTheFit(t *testing.T) {
 	e.deleteJob(first)
 	e.boundWithin(rec, second, deleting, "first was being deleted", 30*time.Second)
 	checkWhole(t, rec, first, second)
+
+	// second holds 6 of the 8 devices: no node has all 4 free, so kube-scheduler cannot
+	// place whole; the fit counts it as one device and admits it, saying so.
+	whole := jobSpec{name: "whole", workers: 1, cpu: "1", claim: "all-gpus"}
+	e.createJobs(whole)
+	d = e.waitQueued(whole, "Admitted", "; may not fit: allocationMode All counted as one device, which the fit does not count")
+	t.Logf("whole: %s", d.Reason)
 	if partial := watch.Stop(); len(partial) > 0 {
 		t.Errorf("partly bound: %v", partial)
 	}
