@@ -12,13 +12,16 @@ import (
 	"github.com/cps-extender/cps-extender/test/e2e/framework"
 )
 
-// spreadBacklog is 30 gangs of a 2-CPU PS and 23 1-CPU workers (25 CPU) on 24 nodes of 32
-// CPU: 24 of them fit a node each, the other 6 only spread over what those leave (7 CPU a
-// node), 750 of the 768 CPU in all.
+// spreadBacklog is 30 gangs of a PS and 23 workers of 1 CPU each (24 CPU) on 24 nodes of
+// 32 CPU: 24 of them fit a node each, the other 6 only spread over what those leave (8 CPU
+// a node), 720 of the 768 CPU in all. Every pod asks the same CPU so that plain
+// kube-scheduler, the reference, cannot strand one on fragments: with a 2-CPU PS (750 of
+// 768) its run once stopped binding for 5 minutes in CI, a PS left where no node had 2 CPU
+// free being the likely cause, kept unschedulable until the scheduler's 5-minute flush.
 func spreadBacklog(prefix string) []jobSpec {
 	var jobs []jobSpec
 	for i := range 30 {
-		jobs = append(jobs, jobSpec{name: fmt.Sprintf("%s-%02d", prefix, i), ps: 1, workers: 23, cpu: "1", psCPU: "2"})
+		jobs = append(jobs, jobSpec{name: fmt.Sprintf("%s-%02d", prefix, i), ps: 1, workers: 23, cpu: "1", psCPU: "1"})
 	}
 	return jobs
 }
