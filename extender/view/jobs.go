@@ -60,6 +60,9 @@ type jobCache struct {
 	held   map[types.UID]string // the held binds the groups were built with
 	groups map[string]*builtGroup
 	passes uint64
+	// warnings is every group's, gathered anew only when a group's change changed them:
+	// published snapshots share it.
+	warnings []PodWarning
 }
 
 // heldMoved is the pods whose held bind differs between a and b.
@@ -86,20 +89,24 @@ type groupInputs struct {
 	sets   map[*nodesel.Constraints]*priority.NodeSet
 }
 
-// builtGroups returns the built group of each of idx's jobs, in idx.jobs' order: taken from
-// the cache where nothing it depends on changed (none in full mode), else built now. It
-// keeps them for the next recompute.
-func (c *Cluster) builtGroups(idx indexed, in groupInputs, gen cacheGen) []*builtGroup {
-	cache := c.jobs
+// builtGroups returns the built group of each of idx's jobs, in idx.jobs' order, and
+// their warnings: taken from the cache where nothing it depends on changed (none in full
+// mode), else built now. It keeps them for the next recompute.
+func (c *Cluster) builtGroups(idx indexed, in groupInputs, gen cacheGen) ([]*builtGroup, []PodWarning) {
+	cache, warned := c.jobs, false // warned: the warnings changed
 	if c.full || cache == nil || cache.gen != gen {
-		cache = &jobCache{gen: gen, groups: make(map[string]*builtGroup, len(idx.jobs))}
+		cache, warned = &jobCache{gen: gen, groups: make(map[string]*builtGroup, len(idx.jobs))}, true
 	}
 	cache.passes++
 	out := make([]*builtGroup, len(idx.jobs))
 	for i, g := range idx.jobs {
 		b := cache.groups[g.key]
 		if b == nil || b.version != g.version || b.rules || idx.moved[g.key] {
-			b = c.buildGroup(g, in)
+			fresh := c.buildGroup(g, in)
+			if b == nil && len(fresh.warnings) > 0 || b != nil && !slices.Equal(b.warnings, fresh.warnings) {
+				warned = true
+			}
+			b = fresh
 			cache.groups[g.key] = b
 		}
 		b.seen = cache.passes
@@ -108,13 +115,24 @@ func (c *Cluster) builtGroups(idx indexed, in groupInputs, gen cacheGen) []*buil
 	if len(cache.groups) > len(out) {
 		for key, b := range cache.groups {
 			if b.seen != cache.passes {
+				warned = warned || len(b.warnings) > 0
 				delete(cache.groups, key)
 			}
 		}
 	}
+	if warned {
+		n := 0
+		for _, b := range out {
+			n += len(b.warnings)
+		}
+		cache.warnings = make([]PodWarning, 0, n)
+		for _, b := range out {
+			cache.warnings = append(cache.warnings, b.warnings...)
+		}
+	}
 	cache.held = maps.Clone(in.held)
 	c.jobs = cache
-	return out
+	return out, cache.warnings
 }
 
 // buildGroup builds the jobs of one group of the index: most groups make one, a group its

@@ -241,7 +241,7 @@ func (c *Cluster) recompute(now time.Time) {
 		leavingUntil: leavingUntil,
 	}
 	groups := gang.NewGroupMemo(c.podGroup)
-	built := c.builtGroups(idx, groupInputs{cfg: cfg, groups: groups, held: held, sets: idx.sets}, cacheGen{cfg: cfg, sources: sources, nodeSets: idx.nodeSets})
+	built, warnings := c.builtGroups(idx, groupInputs{cfg: cfg, groups: groups, held: held, sets: idx.sets}, cacheGen{cfg: cfg, sources: sources, nodeSets: idx.nodeSets})
 	// The jobs live in one array, which the snapshot's map points into and Admit reads:
 	// copies of the built jobs, so that this snapshot's counts (Leaving) and rules are its
 	// own; their pods are shared.
@@ -250,6 +250,7 @@ func (c *Cluster) recompute(now time.Time) {
 		n += len(b.jobs)
 	}
 	state.Jobs = make([]priority.Job, 0, n)
+	snap.warnings = warnings
 	snap.jobs = make(map[string]*priority.Job, n)
 	var ruled []*priority.Job // jobs with a pending pod that has rules
 	for _, b := range built {
@@ -265,7 +266,6 @@ func (c *Cluster) recompute(now time.Time) {
 		for _, k := range b.ruled {
 			ruled = append(ruled, &state.Jobs[at+k])
 		}
-		snap.warnings = append(snap.warnings, b.warnings...)
 	}
 	// The pod-to-job maps change only when pods come, go or change jobs: after a bind or
 	// a status change the previous snapshot's serve again. A PodGroup or workload event
