@@ -77,6 +77,9 @@ type jobPods struct {
 	// version changes whenever a pod of the job comes, goes or is replaced: a job built
 	// from the pods at one version is built alike until it changes (jobs.go).
 	version uint64
+	// kept, in a copy records returns: the caller keeps this job as built at version, so
+	// its pods are left out.
+	kept bool
 }
 
 // nodeRecord is one node's allocatable, labels and taints, parsed once per node event.
@@ -413,17 +416,20 @@ type indexed struct {
 	nodeSets    uint64
 	// jobs is every job's counted pods, copied: the index goes on changing its own.
 	jobs []jobPods
-	// moved is the keys of the jobs of the pods records was asked about (its uids).
-	moved map[string]bool
 	// sets is the node set of each pending counted pod's constraints (nil: every node).
 	sets map[*nodesel.Constraints]*priority.NodeSet
 }
 
-// records returns every pod record and the schedulable nodes, and the jobs the pods of
-// uids are in now (moved). The first time, and when cfg is not the config the records
-// were built with, they are rebuilt from the informer caches; events queued behind that
-// listing then apply in order on top of it.
-func (x *viewIndex) records(cfg *viewConfig, list objectLister, uids []types.UID) (indexed, error) {
+// keepFunc says whether the caller keeps the job of key as it built it at version, with the
+// node sets at count nodeSets (viewIndex.nodeSets).
+type keepFunc func(nodeSets uint64, key string, version uint64) bool
+
+// records returns every pod record, the schedulable nodes, and each job's counted pods:
+// without them for a job keep keeps (nil: none), unless a pod of uids is in it now (its held
+// bind changed). The first time, and when cfg is not the config the records were built
+// with, they are rebuilt from the informer caches; events queued behind that listing then
+// apply in order on top of it.
+func (x *viewIndex) records(cfg *viewConfig, list objectLister, uids []types.UID, keep keepFunc) (indexed, error) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if x.cfg != cfg {
@@ -462,10 +468,26 @@ func (x *viewIndex) records(cfg *viewConfig, list objectLister, uids []types.UID
 		}
 		x.topology = priority.NewNodeIndex(nodes, cfg.affinity.Topology, nil)
 	}
+	var moved map[string]bool
+	for _, uid := range uids {
+		if r := x.pods[uid]; r != nil && r.group != nil {
+			if moved == nil {
+				moved = map[string]bool{}
+			}
+			moved[r.group.key] = true
+		}
+	}
 	jobs := make([]jobPods, 0, len(x.jobs))
-	backing := make([]*podRecord, 0, x.grouped) // one array for every job's pods
+	var backing []*podRecord // one array for the pods of the jobs not kept
+	if keep == nil {
+		backing = make([]*podRecord, 0, x.grouped)
+	}
 	sets := map[*nodesel.Constraints]*priority.NodeSet{}
 	for _, g := range x.jobs {
+		if keep != nil && !moved[g.key] && keep(x.nodeSets, g.key, g.version) {
+			jobs = append(jobs, jobPods{key: g.key, version: g.version, kept: true})
+			continue
+		}
 		start := len(backing)
 		backing = append(backing, g.pods...)
 		jobs = append(jobs, jobPods{key: g.key, pods: backing[start:len(backing):len(backing)], version: g.version})
@@ -479,17 +501,8 @@ func (x *viewIndex) records(cfg *viewConfig, list objectLister, uids []types.UID
 			}
 		}
 	}
-	var moved map[string]bool
-	for _, uid := range uids {
-		if r := x.pods[uid]; r != nil && r.group != nil {
-			if moved == nil {
-				moved = map[string]bool{}
-			}
-			moved[r.group.key] = true
-		}
-	}
 	return indexed{pods: pods, schedulable: x.schedulable, names: x.schedNames, nodeAt: x.nodeAt, topology: x.topology, membership: x.membership,
-		changes: x.changes.Load(), nodeSets: x.nodeSets, jobs: jobs, sets: sets, moved: moved}, nil
+		changes: x.changes.Load(), nodeSets: x.nodeSets, jobs: jobs, sets: sets}, nil
 }
 
 func (x *viewIndex) rebuild(cfg *viewConfig, list objectLister) error {

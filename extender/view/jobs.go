@@ -89,6 +89,23 @@ type groupInputs struct {
 	sets   map[*nodesel.Constraints]*priority.NodeSet
 }
 
+// keeps is what records keeps of the jobs the cache holds (nil: none): a group built at
+// the same version, not moved by a held bind (records checks), without rules, under the same
+// cacheGen.
+func (c *Cluster) keeps(cfg *viewConfig, sources uint64) keepFunc {
+	cache := c.jobs
+	if c.full || cache == nil {
+		return nil
+	}
+	return func(nodeSets uint64, key string, version uint64) bool {
+		if cache.gen != (cacheGen{cfg: cfg, sources: sources, nodeSets: nodeSets}) {
+			return false
+		}
+		b := cache.groups[key]
+		return b != nil && b.version == version && !b.rules
+	}
+}
+
 // builtGroups returns the built group of each of idx's jobs, in idx.jobs' order, and
 // their warnings: taken from the cache where nothing it depends on changed (none in full
 // mode), else built now. It keeps them for the next recompute.
@@ -101,7 +118,7 @@ func (c *Cluster) builtGroups(idx indexed, in groupInputs, gen cacheGen) ([]*bui
 	out := make([]*builtGroup, len(idx.jobs))
 	for i, g := range idx.jobs {
 		b := cache.groups[g.key]
-		if b == nil || b.version != g.version || b.rules || idx.moved[g.key] {
+		if !g.kept { // records kept it only as built in cache (keeps)
 			fresh := c.buildGroup(g, in)
 			if b == nil && len(fresh.warnings) > 0 || b != nil && !slices.Equal(b.warnings, fresh.warnings) {
 				warned = true

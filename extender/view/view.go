@@ -214,7 +214,7 @@ func (c *Cluster) recompute(now time.Time) {
 	if c.jobs != nil && !c.full {
 		moved = heldMoved(c.jobs.held, held)
 	}
-	idx, err := c.index.records(cfg, cacheLister{c}, moved)
+	idx, err := c.index.records(cfg, cacheLister{c}, moved, c.keeps(cfg, sources))
 	if err != nil {
 		c.log.Error("recomputing the queue", zap.Error(err))
 		return
@@ -402,7 +402,7 @@ func addMember(job *priority.Job, pod *podRecord, m gang.Membership, held map[ty
 // turnedAway lists the pending pods of jobs in the view that kube-scheduler has turned away
 // (PodScheduled False): before this process started, it may have parked them.
 func (c *Cluster) turnedAway() []TurnedAway {
-	idx, err := c.index.records(c.config(), cacheLister{c}, nil)
+	idx, err := c.index.records(c.config(), cacheLister{c}, nil, nil)
 	if err != nil {
 		return nil
 	}
