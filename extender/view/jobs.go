@@ -60,6 +60,7 @@ type jobCache struct {
 	held   map[types.UID]string // the held binds the groups were built with
 	groups map[string]*builtGroup
 	passes uint64
+	kept   int // the groups the last pass took over as they were
 	// warnings is every group's, gathered anew only when a group's change changed them:
 	// published snapshots share it.
 	warnings []PodWarning
@@ -114,7 +115,7 @@ func (c *Cluster) builtGroups(idx indexed, in groupInputs, gen cacheGen) ([]*bui
 	if c.full || cache == nil || cache.gen != gen {
 		cache, warned = &jobCache{gen: gen, groups: make(map[string]*builtGroup, len(idx.jobs))}, true
 	}
-	cache.passes++
+	cache.passes, cache.kept = cache.passes+1, 0
 	out := make([]*builtGroup, len(idx.jobs))
 	for i, g := range idx.jobs {
 		b := cache.groups[g.key]
@@ -125,6 +126,8 @@ func (c *Cluster) builtGroups(idx indexed, in groupInputs, gen cacheGen) ([]*bui
 			}
 			b = fresh
 			cache.groups[g.key] = b
+		} else {
+			cache.kept++
 		}
 		b.seen = cache.passes
 		out[i] = b
