@@ -23,6 +23,10 @@ import (
 //
 // A group with pod rules (required pod affinity, anti-affinity, hard spread) is built
 // every time: its rules count the placed pods of other jobs.
+//
+// Jobs are made per group: two groups would make two jobs of one key only if a stage's key
+// (a JobSet's "ns/name.stage") were another group's own; the recompute before the cache merged
+// such pods into one job, in map order. Neither is tested: the test has no PodGroup sources.
 
 // cacheGen is what every group's jobs depend on.
 type cacheGen struct {
