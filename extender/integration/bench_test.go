@@ -54,7 +54,7 @@ type benchEnv struct {
 // The benchmark sizes: nodes x (pending pods in jobs).
 var (
 	benchNodes = []int{1000, 5000, 10000}
-	benchJobs  = []struct{ pods, jobs int }{{1000, 200}, {10000, 2000}}
+	benchJobs  = []struct{ pods, jobs int }{{1000, 200}, {10000, 2000}, {50000, 10000}}
 )
 
 var (

@@ -69,9 +69,14 @@ type Cluster struct {
 	// admitSpace pools *priority.Workspace: Admit's scratch space, reused recompute after
 	// recompute instead of allocated anew.
 	admitSpace sync.Pool
-	waits      metrics.JobWaits // for the job metrics
-	levels     levelNotes       // what was logged of the topology levels (levels.go)
-	health     *sources.Health
+	// jobs is the jobs the last recompute built, by group of the index (jobs.go); only the
+	// recompute reads and writes it. full: build every job on every recompute, and take
+	// nothing over from the previous snapshot (the reference the tests compare with).
+	jobs   *jobCache
+	full   bool
+	waits  metrics.JobWaits // for the job metrics
+	levels levelNotes       // what was logged of the topology levels (levels.go)
+	health *sources.Health
 }
 
 // viewConfig is the part of the configuration the view computes with; it can be swapped

@@ -74,6 +74,12 @@ type podRecord struct {
 type jobPods struct {
 	key  string
 	pods []*podRecord
+	// version changes whenever a pod of the job comes, goes or is replaced: a job built
+	// from the pods at one version is built alike until it changes (jobs.go).
+	version uint64
+	// kept, in a copy records returns: the caller keeps this job as built at version, so
+	// its pods are left out.
+	kept bool
 }
 
 // nodeRecord is one node's allocatable, labels and taints, parsed once per node event.
@@ -113,6 +119,9 @@ type viewIndex struct {
 	// membership counts changes to which pods exist and which job each belongs to; a
 	// recompute at the same count reuses the previous snapshot's pod-to-job maps.
 	membership uint64
+	// versions numbers the jobs' versions (jobPods.version), never reusing one; nodeSets
+	// counts changes to the nodes, which make the pods' node sets anew.
+	versions, nodeSets uint64
 	// changes counts every change the queue depends on (pods, nodes, a rebuild). A
 	// snapshot computed at a lower count is stale: a change it lacks is on its way. Written
 	// under mu, read without.
@@ -158,6 +167,13 @@ func (x *viewIndex) group(r *podRecord) {
 	r.group, r.slot = g, len(g.pods)
 	g.pods = append(g.pods, r)
 	x.grouped++
+	x.bump(g)
+}
+
+// bump gives g a new version. x.mu is held.
+func (x *viewIndex) bump(g *jobPods) {
+	x.versions++
+	g.version = x.versions
 }
 
 // ungroup takes a record out of its job's pods. x.mu is held.
@@ -176,6 +192,7 @@ func (x *viewIndex) ungroup(r *podRecord) {
 	}
 	r.group = nil
 	x.grouped--
+	x.bump(g)
 }
 
 // replace puts r where old was: in the same slot when both count in the same job, so that
@@ -186,6 +203,7 @@ func (x *viewIndex) replace(old, r *podRecord) {
 		g.pods[old.slot] = r
 		r.group, r.slot = g, old.slot
 		old.group = nil
+		x.bump(g)
 		return
 	}
 	if old != nil {
@@ -344,6 +362,7 @@ func (x *viewIndex) setNode(n *corev1.Node) bool {
 	}
 	x.nodes[n.Name] = r
 	x.schedulable, x.nodeAt, x.sets = nil, nil, nil
+	x.nodeSets++
 	x.changes.Add(1)
 	return true
 }
@@ -353,6 +372,7 @@ func (x *viewIndex) deleteNode(n *corev1.Node) {
 	defer x.mu.Unlock()
 	delete(x.nodes, n.Name)
 	x.schedulable, x.nodeAt, x.sets = nil, nil, nil
+	x.nodeSets++
 	x.changes.Add(1)
 }
 
@@ -393,16 +413,23 @@ type indexed struct {
 	topology    *priority.NodeIndex
 	membership  uint64
 	changes     uint64
+	nodeSets    uint64
 	// jobs is every job's counted pods, copied: the index goes on changing its own.
 	jobs []jobPods
 	// sets is the node set of each pending counted pod's constraints (nil: every node).
 	sets map[*nodesel.Constraints]*priority.NodeSet
 }
 
-// records returns every pod record and the schedulable nodes. The first time, and when cfg
-// is not the config the records were built with, they are rebuilt from the informer
-// caches; events queued behind that listing then apply in order on top of it.
-func (x *viewIndex) records(cfg *viewConfig, list objectLister) (indexed, error) {
+// keepFunc says whether the caller keeps the job of key as it built it at version, with the
+// node sets at count nodeSets (viewIndex.nodeSets).
+type keepFunc func(nodeSets uint64, key string, version uint64) bool
+
+// records returns every pod record, the schedulable nodes, and each job's counted pods:
+// without them for a job keep keeps (nil: none), unless a pod of uids is in it now (its held
+// bind changed). The first time, and when cfg is not the config the records were built
+// with, they are rebuilt from the informer caches; events queued behind that listing then
+// apply in order on top of it.
+func (x *viewIndex) records(cfg *viewConfig, list objectLister, uids []types.UID, keep keepFunc) (indexed, error) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if x.cfg != cfg {
@@ -441,13 +468,29 @@ func (x *viewIndex) records(cfg *viewConfig, list objectLister) (indexed, error)
 		}
 		x.topology = priority.NewNodeIndex(nodes, cfg.affinity.Topology, nil)
 	}
+	var moved map[string]bool
+	for _, uid := range uids {
+		if r := x.pods[uid]; r != nil && r.group != nil {
+			if moved == nil {
+				moved = map[string]bool{}
+			}
+			moved[r.group.key] = true
+		}
+	}
 	jobs := make([]jobPods, 0, len(x.jobs))
-	backing := make([]*podRecord, 0, x.grouped) // one array for every job's pods
+	var backing []*podRecord // one array for the pods of the jobs not kept
+	if keep == nil {
+		backing = make([]*podRecord, 0, x.grouped)
+	}
 	sets := map[*nodesel.Constraints]*priority.NodeSet{}
 	for _, g := range x.jobs {
+		if keep != nil && !moved[g.key] && keep(x.nodeSets, g.key, g.version) {
+			jobs = append(jobs, jobPods{key: g.key, version: g.version, kept: true})
+			continue
+		}
 		start := len(backing)
 		backing = append(backing, g.pods...)
-		jobs = append(jobs, jobPods{key: g.key, pods: backing[start:len(backing):len(backing)]})
+		jobs = append(jobs, jobPods{key: g.key, pods: backing[start:len(backing):len(backing)], version: g.version})
 		for _, p := range g.pods {
 			c := p.constraints
 			if c == nil || p.node != "" {
@@ -459,7 +502,7 @@ func (x *viewIndex) records(cfg *viewConfig, list objectLister) (indexed, error)
 		}
 	}
 	return indexed{pods: pods, schedulable: x.schedulable, names: x.schedNames, nodeAt: x.nodeAt, topology: x.topology, membership: x.membership,
-		changes: x.changes.Load(), jobs: jobs, sets: sets}, nil
+		changes: x.changes.Load(), nodeSets: x.nodeSets, jobs: jobs, sets: sets}, nil
 }
 
 func (x *viewIndex) rebuild(cfg *viewConfig, list objectLister) error {
@@ -483,6 +526,7 @@ func (x *viewIndex) rebuild(cfg *viewConfig, list objectLister) error {
 		x.nodes[n.Name] = x.newNodeRecord(n)
 	}
 	x.schedulable, x.nodeAt, x.sets = nil, nil, nil
+	x.nodeSets++
 	x.cfg = cfg
 	x.membership++
 	x.changes.Add(1)

@@ -18,7 +18,7 @@ import (
 // The benchmark sizes: nodes x (pending pods in jobs).
 var (
 	benchNodes = []int{1000, 5000, 10000}
-	benchJobs  = []struct{ pods, jobs int }{{1000, 200}, {10000, 2000}}
+	benchJobs  = []struct{ pods, jobs int }{{1000, 200}, {10000, 2000}, {50000, 10000}}
 )
 
 // recomputeEnv is a cluster view filled straight into its informer stores (no API server,

@@ -7,7 +7,6 @@ import (
 
 	"github.com/cps-extender/cps-extender/extender/gang"
 	"github.com/cps-extender/cps-extender/extender/nodesel"
-	"github.com/cps-extender/cps-extender/extender/tenant"
 
 	"go.uber.org/zap"
 	"k8s.io/apimachinery/pkg/types"
@@ -202,7 +201,7 @@ func (c *Cluster) recompute(now time.Time) {
 	if c.holds != nil {
 		held, coolDowns = c.holds.Held(), c.holds.CoolDowns()
 	}
-	if prev := c.Snapshot(); prev.onlyTimeMoved(cfg, changes, sources, held, now) {
+	if prev := c.Snapshot(); !c.full && prev.onlyTimeMoved(cfg, changes, sources, held, now) {
 		snap := *prev
 		snap.Computed = now
 		snap.state.CoolDown = coolDowns
@@ -211,7 +210,11 @@ func (c *Cluster) recompute(now time.Time) {
 		c.admit(&snap, cfg, now, start, len(held))
 		return
 	}
-	idx, err := c.index.records(cfg, cacheLister{c})
+	var moved []types.UID // pods whose held bind changed since the jobs were built
+	if c.jobs != nil && !c.full {
+		moved = heldMoved(c.jobs.held, held)
+	}
+	idx, err := c.index.records(cfg, cacheLister{c}, moved, c.keeps(cfg, sources))
 	if err != nil {
 		c.log.Error("recomputing the queue", zap.Error(err))
 		return
@@ -222,11 +225,9 @@ func (c *Cluster) recompute(now time.Time) {
 		state.Previous = prev.Queue
 	}
 	c.preemptionState(&state, cfg, now)
-	hardPS := cfg.affinity.PSAntiAffinity == priority.AntiAffinityHard
 	snap := &Snapshot{
 		turnedAway: c.index.turnedAwayOf,
 		Computed:   now,
-		jobs:       map[string]*priority.Job{},
 		nodes:      state.Nodes,
 		nodeAt:     idx.nodeAt,
 		topology:   idx.topology,
@@ -239,83 +240,47 @@ func (c *Cluster) recompute(now time.Time) {
 
 		leavingUntil: leavingUntil,
 	}
+	groups := gang.NewGroupMemo(c.podGroup)
+	built, warnings := c.builtGroups(idx, groupInputs{cfg: cfg, groups: groups, held: held, sets: idx.sets}, cacheGen{cfg: cfg, sources: sources, nodeSets: idx.nodeSets})
+	// The jobs live in one array, which the snapshot's map points into and Admit reads:
+	// copies of the built jobs, so that this snapshot's counts (Leaving) and rules are its
+	// own; their pods are shared.
+	n := 0
+	for _, b := range built {
+		n += len(b.jobs)
+	}
+	state.Jobs = make([]priority.Job, 0, n)
+	snap.warnings = warnings
+	snap.jobs = make(map[string]*priority.Job, n)
+	var ruled []*priority.Job // jobs with a pending pod that has rules
+	for _, b := range built {
+		at := len(state.Jobs)
+		state.Jobs = append(state.Jobs, b.jobs...)
+		for k := range b.jobs {
+			job := &state.Jobs[at+k]
+			snap.jobs[job.Key] = job
+			if b.hardPS[k] {
+				snap.hardPS[job.Key] = true
+			}
+		}
+		for _, k := range b.ruled {
+			ruled = append(ruled, &state.Jobs[at+k])
+		}
+	}
 	// The pod-to-job maps change only when pods come, go or change jobs: after a bind or
 	// a status change the previous snapshot's serve again. A PodGroup or workload event
 	// may move pods too (a JobSet's stages), so the maps are made anew after one.
-	fillPodMaps := true
-	prev := c.Snapshot()
-	if prev != nil && prev.membership == idx.membership && prev.sources == sources && prev.podJob != nil {
-		snap.podJob, snap.nameJob, fillPodMaps = prev.podJob, prev.nameJob, false
+	if prev := c.Snapshot(); !c.full && prev != nil && prev.membership == idx.membership && prev.sources == sources && prev.podJob != nil {
+		snap.podJob, snap.nameJob = prev.podJob, prev.nameJob
 	} else {
 		snap.podJob, snap.nameJob = make(map[types.UID]string, len(idx.pods)), make(map[string]string, len(idx.pods))
-	}
-	groups := gang.NewGroupMemo(c.podGroup)
-	warned := tenant.Warned{}
-	// A group of the index whose object splits it (a JobSet's later start-up stages) makes
-	// more than one job: count them first, so that the one array the jobs live in, which
-	// the snapshot's map points into and Admit reads, is never grown.
-	n := len(idx.jobs)
-	for _, g := range idx.jobs {
-		if stages := groups.Part(&g.pods[0].m, g.pods[0].namespace).Stages; stages != nil {
-			n += len(stageKeys(g, groups)) - 1
-		}
-	}
-	state.Jobs = make([]priority.Job, 0, n)
-	jobOf := func(key string) *priority.Job {
-		if job := snap.jobs[key]; job != nil {
-			return job
-		}
-		state.Jobs = append(state.Jobs, priority.Job{Key: key})
-		job := &state.Jobs[len(state.Jobs)-1]
-		snap.jobs[key] = job
-		return job
-	}
-	var ruled []*priority.Job // jobs with a pending pod that has rules
-	var ruledSet map[*priority.Job]bool
-	for _, g := range idx.jobs {
-		for _, pod := range g.pods {
-			m := groups.Complete(&pod.m, pod.namespace)
-			job := jobOf(m.JobKey)
-			if job.Pods == nil {
-				job.Pods = make([]priority.Pod, 0, len(g.pods))
-				job.Created, job.Finished = m.Created, m.Finished
-			}
-			addMember(job, pod, m, held, idx.sets)
-			if pod.rules != nil && pod.node == "" && !ruledSet[job] {
-				if ruledSet == nil {
-					ruledSet = map[*priority.Job]bool{}
-				}
-				ruledSet[job] = true
-				ruled = append(ruled, job)
-			}
-			if m.HardPSAntiAffinity {
-				snap.hardPS[job.Key] = true
-			}
-			job.PSApart = hardPS || snap.hardPS[job.Key]
-			if job.User == "" {
-				job.User, job.UserFrom = c.tenants.UserOf(cfg.gang, pod.namespace, m.User)
-			}
-			if !job.Urgent {
-				if from, _ := c.tenants.UrgencyOf(cfg.gang, pod.namespace, pod.priorityClass, m.Urgent); from != "" {
-					job.Urgent, job.UrgentFrom = true, from
-				}
-			}
-			// Labels and namespaces change only with the membership or the sources: the
-			// previous snapshot's warnings serve otherwise (below).
-			if fillPodMaps && (m.User != "" || m.Urgent) {
-				snap.addWarnings(pod, c.tenants.LabelWarnings(cfg.gang, pod.namespace, pod.priorityClass, m, warned))
-			}
-			if fillPodMaps {
-				snap.podJob[pod.uid] = job.Key
-				snap.nameJob[pod.nsName] = job.Key
+		for _, b := range built {
+			for i, pod := range b.pods {
+				key := b.jobs[b.podKeys[i]].Key
+				snap.podJob[pod.uid] = key
+				snap.nameJob[pod.nsName] = key
 			}
 		}
-	}
-	if !fillPodMaps {
-		snap.warnings = prev.warnings
-	}
-	for i := range state.Jobs {
-		gang.ChiefServes(&state.Jobs[i])
 	}
 	if len(ruled) > 0 {
 		rulesOf(ruled, idx, held, snap.podJob)
@@ -388,15 +353,6 @@ func (c *Cluster) admit(snap *Snapshot, cfg *viewConfig, now, start time.Time, h
 	}
 }
 
-// stageKeys is the job keys a group of the index splits into by its object's stages.
-func stageKeys(g jobPods, groups *gang.GroupMemo) map[string]bool {
-	keys := map[string]bool{}
-	for _, pod := range g.pods {
-		keys[groups.Complete(&pod.m, pod.namespace).JobKey] = true
-	}
-	return keys
-}
-
 // addMember adds one pod to its job's view; sets gives a pending pod the nodes it may use.
 func addMember(job *priority.Job, pod *podRecord, m gang.Membership, held map[types.UID]string, sets map[*nodesel.Constraints]*priority.NodeSet) {
 	p := priority.Pod{
@@ -446,7 +402,7 @@ func addMember(job *priority.Job, pod *podRecord, m gang.Membership, held map[ty
 // turnedAway lists the pending pods of jobs in the view that kube-scheduler has turned away
 // (PodScheduled False): before this process started, it may have parked them.
 func (c *Cluster) turnedAway() []TurnedAway {
-	idx, err := c.index.records(c.config(), cacheLister{c})
+	idx, err := c.index.records(c.config(), cacheLister{c}, nil, nil)
 	if err != nil {
 		return nil
 	}
@@ -477,12 +433,14 @@ func (s *Snapshot) Warnings() []PodWarning {
 	return s.warnings
 }
 
-// addWarnings adds pod's warnings (tenant.Reader.LabelWarnings gives each key once).
-func (s *Snapshot) addWarnings(pod *podRecord, warnings []Warning) {
+// appendWarnings appends pod's warnings to out (tenant.Reader.LabelWarnings gives each key
+// once).
+func appendWarnings(out []PodWarning, pod *podRecord, warnings []Warning) []PodWarning {
 	for _, w := range warnings {
 		ns, name, _ := strings.Cut(pod.nsName, "/")
-		s.warnings = append(s.warnings, PodWarning{Pod: gang.PodRef{Namespace: ns, Name: name, UID: pod.uid}, Warning: w})
+		out = append(out, PodWarning{Pod: gang.PodRef{Namespace: ns, Name: name, UID: pod.uid}, Warning: w})
 	}
+	return out
 }
 
 // smallerNonEmpty is the smaller of a and b, an empty one counting as absent.
