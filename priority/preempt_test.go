@@ -55,6 +55,12 @@ func TestPreemption(t *testing.T) {
 			victims: []string{"ns/run-0"},
 		},
 		{
+			name:    "a preferred anti-affinity does not stop it: the same one gang",
+			job:     preferring(mkJob("ns/urgent").user("alice").urgent().gang(0, nil, 2, res(4000, 0)), preferApartByHost, true).obj(),
+			phase:   priority.PhasePreempting,
+			victims: []string{"ns/run-0"},
+		},
+		{
 			name:    "four pods: two gangs, in one rack",
 			job:     urgentJob(4),
 			phase:   priority.PhasePreempting,

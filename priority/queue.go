@@ -136,8 +136,9 @@ type jobView struct {
 	// yieldTo is the gathering job ahead that this gathering job gives its held room to
 	// (see gatherInHeldRoom); it is not placed when walked.
 	yieldTo *jobView
-	// hasRules: some pod of the job keeps one of its Rules; it is placed by placeRuled.
-	hasRules bool
+	// hasRules: some pod of the job keeps one of its required Rules; it is placed by
+	// placeRuled. prefers: a job without them has preferred ones (see preferPlan).
+	hasRules, prefers bool
 	// arriving: the job is short of pods and its newest was created within
 	// Model.ArrivalWindow; toFit then stands for its whole gang (see arrivingPods).
 	arriving bool
@@ -220,6 +221,7 @@ func (m Model) AdmitIn(s State, now time.Time, w *Workspace) *Queue {
 		v := &views[i]
 		v.job, v.d = &s.Jobs[i], &decisions[i]
 		v.hasRules = v.job.HasRules()
+		v.prefers = !v.hasRules && v.job.HasPreferences()
 		if t, ok := s.Previous.turn(v.job.Key); ok && m.TurnHold > 0 && now.Sub(t.Since) < m.TurnHold {
 			v.turn, v.hasTurn = t, true
 		}
@@ -797,6 +799,9 @@ func place(c *capacity, v *jobView, patience func(v *jobView, span int) int) str
 			l = patience(v, span)
 		}
 		if l == 0 {
+			if v.prefers {
+				preferPlan(c, v)
+			}
 			return ""
 		}
 		c.rollbackTo(start)

@@ -5,8 +5,9 @@ import "strconv"
 // RuleKind is what a pod rule asks of the domains of its key.
 type RuleKind int
 
-// The rule kinds, from a pod's required pod anti-affinity (Apart), required pod affinity
-// (Together) and topology spread constraints with whenUnsatisfiable DoNotSchedule (Spread).
+// The rule kinds, from a pod's pod anti-affinity (Apart), pod affinity (Together) and
+// topology spread constraints (Spread). What follows is what a required rule asks; a
+// preferred one (Rule.Weight > 0) asks nothing and only scores (see Rule.Weight).
 const (
 	// RuleApart: a pod that keeps the rule goes only to a domain with no pod the rule
 	// counts; a pod the rule counts goes to no domain with a pod that keeps it.
@@ -29,6 +30,13 @@ type Rule struct {
 	Key  string
 	// MaxSkew bounds the difference of the counts (RuleSpread only).
 	MaxSkew int
+	// Weight is 0 for a required rule (required pod (anti-)affinity, DoNotSchedule spread),
+	// which the placement keeps, and 1-100 for a preferred one (a preferred term's weight;
+	// a ScheduleAnyway spread constraint weighs 100), which never keeps a pod off a node:
+	// among the nodes that fit, a pod preferring it goes where Weight times the pods it
+	// counts in the node's domain scores most, added for together and taken off for apart
+	// and spread (for spread a node without the key scores least).
+	Weight int
 	// Why names the rule for sentences, as a noun phrase: "its required pod anti-affinity
 	// by kubernetes.io/hostname (pods app=a)".
 	Why string
@@ -43,13 +51,25 @@ type Rule struct {
 // String is the rule's Why.
 func (r Rule) String() string { return r.Why }
 
-// HasRules reports whether some pod of the job keeps one of its rules.
+// HasRules reports whether some pod of the job keeps one of its required rules: those
+// jobs are placed pod by pod (rulePlacer); preferred rules alone leave a job to the gang
+// placement (see HasPreferences).
 func (j *Job) HasRules() bool {
+	return j.somePod(func(p *Pod) []int { return p.Keeps })
+}
+
+// HasPreferences reports whether some pod of the job prefers one of its preferred rules.
+func (j *Job) HasPreferences() bool {
+	return j.somePod(func(p *Pod) []int { return p.Prefers })
+}
+
+// somePod reports whether the job has rules and some pod's list of them is not empty.
+func (j *Job) somePod(list func(p *Pod) []int) bool {
 	if len(j.Rules) == 0 {
 		return false
 	}
 	for i := range j.Pods {
-		if len(j.Pods[i].Keeps) > 0 {
+		if len(list(&j.Pods[i])) > 0 {
 			return true
 		}
 	}
@@ -115,6 +135,8 @@ type rulePlacer struct {
 	ps              []int // positions of the job's PS
 	minOf           []int // per rule: the least count over the eligible domains of the pod at hand
 	seen            []bool
+	// prefer: the job's preferred rules steer choose (off where only feasibility counts).
+	prefer bool
 }
 
 // intsFor returns n zeroed ints from c's scratch for a rule placer's counts.
@@ -173,14 +195,17 @@ func newRulePlacer(c *capacity, v *jobView) *rulePlacer {
 }
 
 // count notes pod p at position at in the rules' counts.
-func (g *rulePlacer) count(p *Pod, at int) {
+func (g *rulePlacer) count(p *Pod, at int) { g.tally(p, at, 1) }
+
+// tally adds n (1, or -1 to take a pod out) for pod p at position at to the rules' counts.
+func (g *rulePlacer) tally(p *Pod, at, n int) {
 	for _, r := range p.Counts {
 		if r < 0 || r >= len(g.rules) {
 			continue
 		}
 		if d := g.doms[r].dom[at]; d >= 0 {
-			g.counts[r][d]++
-			g.totals[r]++
+			g.counts[r][d] += n
+			g.totals[r] += n
 		}
 	}
 	for _, r := range p.Keeps {
@@ -188,7 +213,7 @@ func (g *rulePlacer) count(p *Pod, at int) {
 			continue
 		}
 		if d := g.doms[r].dom[at]; d >= 0 {
-			g.keepers[r][d]++
+			g.keepers[r][d] += n
 		}
 	}
 }
@@ -293,19 +318,27 @@ func (g *rulePlacer) spreadScore(p *Pod, at int) int {
 }
 
 // choose is the position in [lo, hi) for pod i of the job, or -1 and the rule that left no
-// node with room (-1 when room was short). Nodes without room are skipped by the max-tree;
-// the walk stops at the first node as good as any can be: its spread rules' domains at their
-// least counts and, for a worker, on a node of its PS (those are tried first).
+// node with room (-1 when room was short). Among the nodes with room that its required rules
+// allow it takes the one whose domains hold the fewest pods its spread rules count, then the
+// one its preferred rules score highest (preference), then, for a worker, a node of its PS
+// (those are tried first), then the first in table order. Nodes without room are skipped by
+// the max-tree; the walk stops at the first node as good as any can be.
 func (g *rulePlacer) choose(i, lo, hi int) (int, int) {
 	p, dm := g.v.toFit[i], g.v.demands[i]
 	g.prepare(p, dm)
-	floor := 0 // the best score any node can have
+	floor := 0 // the least spread score any node can have
 	for _, r := range p.Keeps {
 		if r >= 0 && r < len(g.rules) && g.rules[r].Kind == RuleSpread {
-			floor += 2 * g.minOf[r]
+			floor += g.minOf[r]
 		}
 	}
-	best, bestScore, blame := -1, 0, -1
+	ceiling, prefers := 0, g.prefer && len(p.Prefers) > 0 // the most preference can be
+	if prefers {
+		ceiling = g.preferenceCeiling(p)
+	}
+	offFloor := 0 // 1 once a worker's PS nodes are tried: off them it is off its PS
+	best, blame := -1, -1
+	var bestSpread, bestPref, bestOff int
 	consider := func(at int) bool {
 		if !g.c.usable(at, dm) || !g.c.fits(at, dm.needs) {
 			return false
@@ -320,14 +353,17 @@ func (g *rulePlacer) choose(i, lo, hi int) (int, int) {
 			}
 			return false
 		}
-		score := 2 * g.spreadScore(p, at)
+		spread, pref, off := g.spreadScore(p, at), 0, 0
+		if prefers {
+			pref = g.preference(p, at)
+		}
 		if (p.Role == RolePS && onPS) || (p.Role != RolePS && len(g.ps) > 0 && !onPS) {
-			score++
+			off = 1
 		}
-		if best < 0 || score < bestScore {
-			best, bestScore = at, score
+		if best < 0 || spread < bestSpread || spread == bestSpread && (pref > bestPref || pref == bestPref && off < bestOff) {
+			best, bestSpread, bestPref, bestOff = at, spread, pref, off
 		}
-		return bestScore == floor
+		return bestSpread == floor && bestPref == ceiling && bestOff <= offFloor
 	}
 	if p.Role != RolePS && len(g.ps) > 0 {
 		for _, at := range g.ps {
@@ -335,7 +371,7 @@ func (g *rulePlacer) choose(i, lo, hi int) (int, int) {
 				return best, -1
 			}
 		}
-		floor++ // off its PS's nodes a worker scores one more
+		offFloor = 1
 	}
 	for at := g.c.findIn(dm.needs, lo, hi); at >= 0; at = g.c.findIn(dm.needs, at+1, hi) {
 		if consider(at) {
@@ -430,7 +466,9 @@ func placeRuled(c *capacity, v *jobView, plan *[]plannedPod, all bool) ruleFit {
 		if plan != nil {
 			*plan = (*plan)[:0]
 		}
-		out = newRulePlacer(c, v).run(int(span[0]), int(span[1]), plan, all)
+		g := newRulePlacer(c, v)
+		g.prefer = plan != nil // the fit alone (never-fits) needs no preferences
+		out = g.run(int(span[0]), int(span[1]), plan, all)
 		if out.first < 0 {
 			return out
 		}

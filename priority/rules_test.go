@@ -201,36 +201,42 @@ func TestAdmitRules(t *testing.T) {
 			if tt.perDomain == nil {
 				return
 			}
-			d, _ := q.Lookup("ns/a")
-			labels := map[string]map[string]string{}
-			for _, n := range tt.nodes {
-				labels[n.Name] = n.Labels
-			}
-			domainOf := func(node string) string {
-				if tt.key == priority.HostnameLevel {
-					return node
-				}
-				return labels[node][tt.key]
-			}
-			perDomain := map[string]int{}
-			for _, j := range tt.jobs {
-				if j.Key != "ns/a" {
-					continue
-				}
-				for _, p := range j.Pods {
-					if p.Node != "" {
-						perDomain[domainOf(p.Node)]++
-					}
-				}
-			}
-			for _, node := range d.Plan {
-				perDomain[domainOf(node)]++
-			}
-			if diff := cmp.Diff(tt.perDomain, perDomain); diff != "" {
+			if diff := cmp.Diff(tt.perDomain, podsPerDomain(q, tt.nodes, tt.jobs, tt.key)); diff != "" {
 				t.Errorf("pods per %s domain (-want +got):\n%s", tt.key, diff)
 			}
 		})
 	}
+}
+
+// podsPerDomain is how many pods of job "ns/a" of jobs are bound, held or planned in q in
+// each domain of key over nodes (the node's name for hostname).
+func podsPerDomain(q *priority.Queue, nodes []priority.Node, jobs []priority.Job, key string) map[string]int {
+	labels := map[string]map[string]string{}
+	for _, n := range nodes {
+		labels[n.Name] = n.Labels
+	}
+	domainOf := func(node string) string {
+		if key == priority.HostnameLevel {
+			return node
+		}
+		return labels[node][key]
+	}
+	perDomain := map[string]int{}
+	for _, j := range jobs {
+		if j.Key != "ns/a" {
+			continue
+		}
+		for _, p := range j.Pods {
+			if p.Node != "" {
+				perDomain[domainOf(p.Node)]++
+			}
+		}
+	}
+	d, _ := q.Lookup("ns/a")
+	for _, node := range d.Plan {
+		perDomain[domainOf(node)]++
+	}
+	return perDomain
 }
 
 // TestAdmitRulesKeepTurnPlan: a job that has the turn keeps its previous plan while it

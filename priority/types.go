@@ -54,10 +54,12 @@ type Pod struct {
 	// tolerations leave out the others); nil means every node. Pods with the same
 	// constraints should share one set: the model works out each distinct set once.
 	Nodes *NodeSet
-	// Keeps are the job's Rules (by index) this pod must keep, and Counts those whose
-	// pods it is one of (its labels match their selector): where it runs counts for them.
-	Keeps  []int
-	Counts []int
+	// Keeps are the job's required Rules (by index) this pod must keep, Prefers its
+	// preferred ones (Weight > 0), and Counts those whose pods it is one of (its labels match
+	// their selector): where it runs counts for them.
+	Keeps   []int
+	Prefers []int
+	Counts  []int
 	// MayNotFit names what the pod asks for that the fit does not count (DRA features, as
 	// phrases: "DRA constraints between requests"); nil when the fit's count is exact. The
 	// job's sentence then says it may not fit.
@@ -127,9 +129,10 @@ type Job struct {
 	// PSApart is set when the job's PS must sit on distinct nodes (hard PS anti-affinity):
 	// the placement never plans two of them on one node, since the filter would refuse it.
 	PSApart bool
-	// Rules are the job's pods' required pod (anti-)affinity terms and hard topology
-	// spread constraints, each once (see Rule); the pods name theirs in Keeps and Counts.
-	// A job with rules is placed pod by pod keeping them (rules.go).
+	// Rules are the job's pods' pod (anti-)affinity terms and topology spread constraints,
+	// each once (see Rule); the pods name theirs in Keeps, Prefers and Counts. A job with
+	// required rules is placed pod by pod keeping them (rules.go); preferred ones only steer
+	// the choice among the nodes that fit (prefer.go).
 	Rules []Rule
 	// RunningSince is when the job last had its minimum bound (the latest bind of the pods
 	// that make it run); zero when not known. A job is a preemption victim only after

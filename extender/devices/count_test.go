@@ -61,7 +61,7 @@ func TestCapacity(t *testing.T) {
 	classes := []*resourceapi.DeviceClass{
 		deviceClass("gpu", `device.driver == "gpu.example.com"`, "example.com/gpu"),
 		deviceClass("big", `device.driver == "gpu.example.com" && device.attributes["gpu.example.com"].model == "b200"`, ""),
-		deviceClass("broken", `device.nosuchfield`, ""),
+		deviceClass("broken", `device.nosuchfield`, "example.com/broken"),
 	}
 	twoModels := map[string]string{"g0": "h100", "g1": "h100", "g2": "b200"}
 	h100 := SelectedOf(&resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{{Name: "r",
@@ -78,7 +78,7 @@ func TestCapacity(t *testing.T) {
 	}{
 		{name: "no devices: the allocatable as it is", node: "n1", allocatable: priority.Resources{"cpu": 8000},
 			want: priority.Resources{"cpu": 8000}},
-		{name: "each class counts the devices its selectors accept, the extended name too",
+		{name: "each class counts the devices its selectors accept, the extended name too; one whose selectors cannot be evaluated none",
 			slices: []*resourceapi.ResourceSlice{slice("gpu.example.com", "n1", 1, twoModels)},
 			node:   "n1", allocatable: priority.Resources{"cpu": 8000},
 			want: priority.Resources{"cpu": 8000, gpu: 3, "example.com/gpu": 3, big: 1}},

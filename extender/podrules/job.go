@@ -36,8 +36,9 @@ type Cluster struct {
 }
 
 // Add gives job, whose pods are pods (in job.Pods' order, nil for one not known), its Rules:
-// each distinct term of its pods once, which pods keep and which it counts, and the placed
-// pods of other jobs and of none that it counts, by domain.
+// each distinct term of its pods once, which pods keep (required) or prefer (preferred) it
+// and which it counts, and the placed pods of other jobs and of none that it counts, by
+// domain.
 func (c *Cluster) Add(job *priority.Job, pods []*Pod) {
 	ids := map[string]int{}
 	var terms []*Term
@@ -53,8 +54,12 @@ func (c *Cluster) Add(job *priority.Job, pods []*Pod) {
 				ids[t.ID] = at
 				terms = append(terms, t)
 			}
-			if !slices.Contains(job.Pods[k].Keeps, at) { // a term given twice is one rule
-				job.Pods[k].Keeps = append(job.Pods[k].Keeps, at)
+			list := &job.Pods[k].Keeps
+			if t.Weight > 0 {
+				list = &job.Pods[k].Prefers
+			}
+			if !slices.Contains(*list, at) { // a term given twice is one rule
+				*list = append(*list, at)
 			}
 		}
 	}
@@ -63,7 +68,7 @@ func (c *Cluster) Add(job *priority.Job, pods []*Pod) {
 	}
 	job.Rules = make([]priority.Rule, len(terms))
 	for at, t := range terms {
-		rule := priority.Rule{Kind: t.Kind, Key: t.Topology, MaxSkew: t.MaxSkew, Why: t.Why,
+		rule := priority.Rule{Kind: t.Kind, Key: t.Topology, MaxSkew: t.MaxSkew, Weight: t.Weight, Why: t.Why,
 			Elsewhere: map[string]int{}, Staying: map[string]int{}}
 		for k, p := range pods {
 			if p != nil && t.Counts(p.Namespace, p.Labels) {

@@ -12,7 +12,7 @@ import (
 )
 
 // TestClusterAdd: a job's terms become one rule each however many pods give them; its
-// pods keep and count them; placed pods of other jobs and of none count by their node's
+// pods keep (required) or prefer (preferred) and count them; placed pods of other jobs and of none count by their node's
 // domain (the node's name for hostname), those in no job also as staying, the job's own
 // placed pods not at all, and a term of every namespace counts in every namespace.
 func TestClusterAdd(t *testing.T) {
@@ -24,6 +24,13 @@ func TestClusterAdd(t *testing.T) {
 		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Labels: map[string]string{"app": "train"}},
 			Spec: corev1.PodSpec{Affinity: &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
 				RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{term}}}}}
+	}
+	// both: required anti-affinity by hostname and preferred anti-affinity by zone.
+	both := func() *corev1.Pod {
+		p := anti("kubernetes.io/hostname", false)
+		p.Spec.Affinity.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution = []corev1.WeightedPodAffinityTerm{
+			{Weight: 30, PodAffinityTerm: corev1.PodAffinityTerm{TopologyKey: "zone", LabelSelector: trainSelector()}}}
+		return p
 	}
 	train := map[string]string{"app": "train"}
 	zones := []map[string]string{{"zone": "z1"}, {"zone": "z1"}, {"zone": "z2"}, {}}
@@ -37,6 +44,8 @@ func TestClusterAdd(t *testing.T) {
 		pods  []*corev1.Pod // the job's; nil for a pod not known
 		want  []priority.Rule
 		keeps [][]int
+		// prefers and counts: nil for none and for keeps.
+		prefers, counts [][]int
 	}{
 		{name: "no rules", pods: []*corev1.Pod{{}}, keeps: [][]int{nil}},
 		{name: "one term of two pods, by hostname, in the pods' namespace", pods: []*corev1.Pod{anti("kubernetes.io/hostname", false), anti("kubernetes.io/hostname", false), nil},
@@ -47,6 +56,12 @@ func TestClusterAdd(t *testing.T) {
 			want: []priority.Rule{{Kind: priority.RuleApart, Key: "zone", Why: "its required pod anti-affinity by zone (pods app=train in every namespace)",
 				Elsewhere: map[string]int{"z1": 1, "z2": 1}, Staying: map[string]int{"z2": 1}}},
 			keeps: [][]int{{0}}},
+		{name: "a required and a preferred term: kept and preferred, both counting", pods: []*corev1.Pod{both(), anti("kubernetes.io/hostname", false)},
+			want: []priority.Rule{{Kind: priority.RuleApart, Key: "kubernetes.io/hostname", Why: "its required pod anti-affinity by kubernetes.io/hostname (pods app=train)",
+				Elsewhere: map[string]int{"n1": 1, "n3": 1}, Staying: map[string]int{"n3": 1}},
+				{Kind: priority.RuleApart, Key: "zone", Weight: 30, Why: "its preferred pod anti-affinity by zone (weight 30, pods app=train)",
+					Elsewhere: map[string]int{"z1": 1}, Staying: map[string]int{}}},
+			keeps: [][]int{{0}, {0}}, prefers: [][]int{{1}, nil}, counts: [][]int{{0, 1}, {0, 1}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -64,8 +79,13 @@ func TestClusterAdd(t *testing.T) {
 				t.Errorf("rules (-want +got):\n%s", diff)
 			}
 			for k, p := range job.Pods {
-				if !cmp.Equal(p.Keeps, tt.keeps[k]) || !cmp.Equal(p.Counts, tt.keeps[k]) {
-					t.Errorf("pod %d keeps %v and is counted by %v, want %v", k, p.Keeps, p.Counts, tt.keeps[k])
+				var prefers []int
+				counts := tt.keeps[k]
+				if tt.prefers != nil {
+					prefers, counts = tt.prefers[k], tt.counts[k]
+				}
+				if !cmp.Equal(p.Keeps, tt.keeps[k]) || !cmp.Equal(p.Prefers, prefers) || !cmp.Equal(p.Counts, counts) {
+					t.Errorf("pod %d keeps %v, prefers %v and is counted by %v, want %v, %v and %v", k, p.Keeps, p.Prefers, p.Counts, tt.keeps[k], prefers, counts)
 				}
 			}
 		})

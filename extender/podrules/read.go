@@ -1,7 +1,7 @@
-// Package podrules reads a pod's required pod affinity and anti-affinity and its hard
-// topology spread constraints (Of), and turns those of a job's pods into the model's
-// priority.Rules, counting the placed pods of other jobs and of none by domain (Cluster.Add).
-// It imports priority.
+// Package podrules reads a pod's pod affinity and anti-affinity terms and its topology
+// spread constraints, required and preferred (Of), and turns those of a job's pods into the
+// model's priority.Rules, counting the placed pods of other jobs and of none by domain
+// (Cluster.Add). It imports priority.
 package podrules
 
 import (
@@ -17,10 +17,11 @@ import (
 	"github.com/cps-extender/cps-extender/priority"
 )
 
-// Rules are a pod's placement rules as kube-scheduler enforces them against other pods:
-// its required pod affinity and anti-affinity terms (InterPodAffinity) and its topology
-// spread constraints with whenUnsatisfiable DoNotSchedule (PodTopologySpread). Preferred
-// terms and ScheduleAnyway constraints only score nodes and are not kept here.
+// Rules are a pod's placement rules as kube-scheduler reads them against other pods: its
+// pod affinity and anti-affinity terms (InterPodAffinity) and its topology spread
+// constraints (PodTopologySpread). Required terms and DoNotSchedule constraints are kept
+// (Weight 0); preferred terms, with their weight, and ScheduleAnyway constraints, with
+// weight 100 (the most a preferred term weighs), only steer the plan.
 type Rules struct {
 	// Key is the canonical text of every term: records with equal keys have equal rules.
 	Key   string
@@ -33,6 +34,8 @@ type Term struct {
 	Kind     priority.RuleKind
 	Topology string
 	MaxSkew  int
+	// Weight is 0 for a required term, else the preferred term's weight (1-100).
+	Weight   int
 	selector labels.Selector
 	// Every: the term counts pods of every namespace; else those of Namespaces.
 	Every      bool
@@ -47,26 +50,21 @@ func Of(pod *corev1.Pod) *Rules {
 	var terms []Term
 	if a := pod.Spec.Affinity; a != nil {
 		if pa := a.PodAffinity; pa != nil {
-			for i := range pa.RequiredDuringSchedulingIgnoredDuringExecution {
-				if t, ok := affinityTerm(pod, &pa.RequiredDuringSchedulingIgnoredDuringExecution[i], priority.RuleTogether); ok {
-					terms = append(terms, t)
-				}
-			}
+			terms = affinityTerms(terms, pod, priority.RuleTogether, pa.RequiredDuringSchedulingIgnoredDuringExecution,
+				pa.PreferredDuringSchedulingIgnoredDuringExecution)
 		}
 		if pa := a.PodAntiAffinity; pa != nil {
-			for i := range pa.RequiredDuringSchedulingIgnoredDuringExecution {
-				if t, ok := affinityTerm(pod, &pa.RequiredDuringSchedulingIgnoredDuringExecution[i], priority.RuleApart); ok {
-					terms = append(terms, t)
-				}
-			}
+			terms = affinityTerms(terms, pod, priority.RuleApart, pa.RequiredDuringSchedulingIgnoredDuringExecution,
+				pa.PreferredDuringSchedulingIgnoredDuringExecution)
 		}
 	}
 	for i := range pod.Spec.TopologySpreadConstraints {
 		c := &pod.Spec.TopologySpreadConstraints[i]
-		if c.WhenUnsatisfiable != corev1.DoNotSchedule {
-			continue
+		weight := 0
+		if c.WhenUnsatisfiable == corev1.ScheduleAnyway {
+			weight = scheduleAnywayWeight
 		}
-		t := Term{Kind: priority.RuleSpread, Topology: c.TopologyKey, MaxSkew: int(c.MaxSkew),
+		t := Term{Kind: priority.RuleSpread, Topology: c.TopologyKey, MaxSkew: int(c.MaxSkew), Weight: weight,
 			selector:   withLabelKeys(selectorOf(c.LabelSelector), pod.Labels, c.MatchLabelKeys, selection.In),
 			Namespaces: []string{pod.Namespace}}
 		terms = append(terms, t.named())
@@ -81,11 +79,32 @@ func Of(pod *corev1.Pod) *Rules {
 	return &Rules{Key: strings.Join(ids, "\n"), Terms: terms}
 }
 
-// affinityTerm reads one required pod (anti-)affinity term. A term whose namespaces are
-// chosen by a non-empty namespace selector is not modelled (false): kube-scheduler still
-// enforces it.
-func affinityTerm(pod *corev1.Pod, at *corev1.PodAffinityTerm, kind priority.RuleKind) (Term, bool) {
-	t := Term{Kind: kind, Topology: at.TopologyKey, Namespaces: slices.Clone(at.Namespaces)}
+// scheduleAnywayWeight is the weight of a ScheduleAnyway spread constraint: the most a
+// preferred term weighs (kube-scheduler weighs its spread and affinity scores alike).
+const scheduleAnywayWeight = 100
+
+// affinityTerms appends to terms a pod's required and preferred pod (anti-)affinity terms
+// of one kind that are modelled.
+func affinityTerms(terms []Term, pod *corev1.Pod, kind priority.RuleKind, required []corev1.PodAffinityTerm,
+	preferred []corev1.WeightedPodAffinityTerm) []Term {
+	for i := range required {
+		if t, ok := affinityTerm(pod, &required[i], kind, 0); ok {
+			terms = append(terms, t)
+		}
+	}
+	for i := range preferred {
+		if t, ok := affinityTerm(pod, &preferred[i].PodAffinityTerm, kind, int(preferred[i].Weight)); ok {
+			terms = append(terms, t)
+		}
+	}
+	return terms
+}
+
+// affinityTerm reads one pod (anti-)affinity term, required (weight 0) or preferred. A
+// term whose namespaces are chosen by a non-empty namespace selector is not modelled
+// (false): kube-scheduler still enforces or scores it.
+func affinityTerm(pod *corev1.Pod, at *corev1.PodAffinityTerm, kind priority.RuleKind, weight int) (Term, bool) {
+	t := Term{Kind: kind, Topology: at.TopologyKey, Weight: weight, Namespaces: slices.Clone(at.Namespaces)}
 	sel := withLabelKeys(selectorOf(at.LabelSelector), pod.Labels, at.MatchLabelKeys, selection.In)
 	t.selector = withLabelKeys(sel, pod.Labels, at.MismatchLabelKeys, selection.NotIn)
 	switch ns := at.NamespaceSelector; {
@@ -151,15 +170,23 @@ func (t Term) named() Term {
 	case len(t.Namespaces) > 1:
 		pods += " in namespaces " + strings.Join(t.Namespaces, ",")
 	}
+	how, weighed := "required", ""
+	if t.Weight > 0 {
+		how, weighed = "preferred", "weight "+strconv.Itoa(t.Weight)+", "
+	}
 	switch t.Kind {
 	case priority.RuleApart:
-		t.Why = "its required pod anti-affinity by " + t.Topology + " (" + pods + ")"
+		t.Why = "its " + how + " pod anti-affinity by " + t.Topology + " (" + weighed + pods + ")"
 	case priority.RuleTogether:
-		t.Why = "its required pod affinity by " + t.Topology + " (" + pods + ")"
-	default:
-		t.Why = "its topology spread constraint by " + t.Topology + " (maxSkew " + strconv.Itoa(t.MaxSkew) + ", " + pods + ")"
+		t.Why = "its " + how + " pod affinity by " + t.Topology + " (" + weighed + pods + ")"
+	case priority.RuleSpread:
+		what := "topology spread constraint"
+		if t.Weight > 0 {
+			what = "ScheduleAnyway " + what
+		}
+		t.Why = "its " + what + " by " + t.Topology + " (maxSkew " + strconv.Itoa(t.MaxSkew) + ", " + pods + ")"
 	}
-	t.ID = strconv.Itoa(int(t.Kind)) + "|" + t.Topology + "|" + strconv.Itoa(t.MaxSkew) + "|" + strconv.FormatBool(t.Every) + "|" +
+	t.ID = strconv.Itoa(int(t.Kind)) + "|" + strconv.Itoa(t.Weight) + "|" + t.Topology + "|" + strconv.Itoa(t.MaxSkew) + "|" + strconv.FormatBool(t.Every) + "|" +
 		strings.Join(t.Namespaces, ",") + "|" + t.selector.String()
 	return t
 }

@@ -22,6 +22,7 @@ func TestOf(t *testing.T) {
 		Kind    priority.RuleKind
 		Key     string
 		MaxSkew int
+		Weight  int
 		Why     string
 	}
 	term := func(key string) corev1.PodAffinityTerm {
@@ -40,19 +41,38 @@ func TestOf(t *testing.T) {
 				PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{term("kubernetes.io/hostname")}},
 			}},
 			want: []rule{
-				{priority.RuleTogether, "topology.kubernetes.io/zone", 0, "its required pod affinity by topology.kubernetes.io/zone (pods app=train)"},
-				{priority.RuleApart, "kubernetes.io/hostname", 0, "its required pod anti-affinity by kubernetes.io/hostname (pods app=train)"},
+				{priority.RuleTogether, "topology.kubernetes.io/zone", 0, 0, "its required pod affinity by topology.kubernetes.io/zone (pods app=train)"},
+				{priority.RuleApart, "kubernetes.io/hostname", 0, 0, "its required pod anti-affinity by kubernetes.io/hostname (pods app=train)"},
 			},
 		},
 		{
-			name: "preferred terms and ScheduleAnyway only score: none",
+			name: "preferred terms with their weight, ScheduleAnyway with weight 100, after the required ones of their kind",
 			spec: corev1.PodSpec{
-				Affinity: &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
-					PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{{Weight: 10, PodAffinityTerm: term("kubernetes.io/hostname")}},
-				}},
+				Affinity: &corev1.Affinity{
+					PodAffinity: &corev1.PodAffinity{
+						PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{{Weight: 50, PodAffinityTerm: term("kubernetes.io/hostname")}},
+					},
+					PodAntiAffinity: &corev1.PodAntiAffinity{
+						RequiredDuringSchedulingIgnoredDuringExecution:  []corev1.PodAffinityTerm{term("topology.kubernetes.io/zone")},
+						PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{{Weight: 10, PodAffinityTerm: term("kubernetes.io/hostname")}},
+					},
+				},
 				TopologySpreadConstraints: []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: "topology.kubernetes.io/zone",
 					WhenUnsatisfiable: corev1.ScheduleAnyway, LabelSelector: trainSelector()}},
 			},
+			want: []rule{
+				{priority.RuleTogether, "kubernetes.io/hostname", 0, 50, "its preferred pod affinity by kubernetes.io/hostname (weight 50, pods app=train)"},
+				{priority.RuleApart, "topology.kubernetes.io/zone", 0, 0, "its required pod anti-affinity by topology.kubernetes.io/zone (pods app=train)"},
+				{priority.RuleApart, "kubernetes.io/hostname", 0, 10, "its preferred pod anti-affinity by kubernetes.io/hostname (weight 10, pods app=train)"},
+				{priority.RuleSpread, "topology.kubernetes.io/zone", 1, 100, "its ScheduleAnyway topology spread constraint by topology.kubernetes.io/zone (maxSkew 1, pods app=train)"},
+			},
+		},
+		{
+			name: "a preferred term with a namespace selector with terms is not modelled",
+			spec: corev1.PodSpec{Affinity: &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
+				PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{{Weight: 10, PodAffinityTerm: corev1.PodAffinityTerm{
+					TopologyKey: "kubernetes.io/hostname", LabelSelector: trainSelector(), NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"team": "a"}}}}},
+			}}},
 		},
 		{
 			name: "a hard spread constraint with matchLabelKeys merged from the pod's labels",
@@ -63,8 +83,8 @@ func TestOf(t *testing.T) {
 					LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "train"},
 						MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "run", Operator: metav1.LabelSelectorOpIn, Values: []string{"r7"}}}}}}},
 			want: []rule{
-				{priority.RuleSpread, "topology.kubernetes.io/zone", 2, "its topology spread constraint by topology.kubernetes.io/zone (maxSkew 2, pods app=train,run in (r7))"},
-				{priority.RuleSpread, "topology.kubernetes.io/zone", 2, "its topology spread constraint by topology.kubernetes.io/zone (maxSkew 2, pods app=train,run in (r7))"},
+				{priority.RuleSpread, "topology.kubernetes.io/zone", 2, 0, "its topology spread constraint by topology.kubernetes.io/zone (maxSkew 2, pods app=train,run in (r7))"},
+				{priority.RuleSpread, "topology.kubernetes.io/zone", 2, 0, "its topology spread constraint by topology.kubernetes.io/zone (maxSkew 2, pods app=train,run in (r7))"},
 			},
 		},
 		{
@@ -75,15 +95,15 @@ func TestOf(t *testing.T) {
 				{TopologyKey: "kubernetes.io/hostname", LabelSelector: trainSelector(), Namespaces: []string{"b", "a"}},
 			}}}},
 			want: []rule{
-				{priority.RuleApart, "kubernetes.io/hostname", 0, "its required pod anti-affinity by kubernetes.io/hostname (pods app=train in every namespace)"},
-				{priority.RuleApart, "kubernetes.io/hostname", 0, "its required pod anti-affinity by kubernetes.io/hostname (pods app=train in namespaces a,b)"},
+				{priority.RuleApart, "kubernetes.io/hostname", 0, 0, "its required pod anti-affinity by kubernetes.io/hostname (pods app=train in every namespace)"},
+				{priority.RuleApart, "kubernetes.io/hostname", 0, 0, "its required pod anti-affinity by kubernetes.io/hostname (pods app=train in namespaces a,b)"},
 			},
 		},
 		{
 			name: "a term without a selector counts no pod",
 			spec: corev1.PodSpec{Affinity: &corev1.Affinity{PodAffinity: &corev1.PodAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{
 				{TopologyKey: "kubernetes.io/hostname"}}}}},
-			want: []rule{{priority.RuleTogether, "kubernetes.io/hostname", 0, "its required pod affinity by kubernetes.io/hostname (no pod)"}},
+			want: []rule{{priority.RuleTogether, "kubernetes.io/hostname", 0, 0, "its required pod affinity by kubernetes.io/hostname (no pod)"}},
 		},
 	}
 	for _, tt := range tests {
@@ -97,7 +117,7 @@ func TestOf(t *testing.T) {
 			var got []rule
 			if r := Of(trimmed.(*corev1.Pod)); r != nil {
 				for _, term := range r.Terms {
-					got = append(got, rule{term.Kind, term.Topology, term.MaxSkew, term.Why})
+					got = append(got, rule{term.Kind, term.Topology, term.MaxSkew, term.Weight, term.Why})
 				}
 			}
 			if diff := cmp.Diff(tt.want, got); diff != "" {

@@ -31,7 +31,7 @@ func TrimForCache(obj any) (any, error) {
 		pod.Spec = corev1.PodSpec{
 			NodeName: spec.NodeName, SchedulerName: spec.SchedulerName, Priority: spec.Priority, PriorityClassName: spec.PriorityClassName,
 			SchedulingGates: spec.SchedulingGates, SchedulingGroup: spec.SchedulingGroup, Overhead: spec.Overhead, Resources: spec.Resources, ResourceClaims: spec.ResourceClaims,
-			NodeSelector: spec.NodeSelector, Affinity: requiredAffinity(spec.Affinity), Tolerations: spec.Tolerations,
+			NodeSelector: spec.NodeSelector, Affinity: readAffinity(spec.Affinity), Tolerations: spec.Tolerations,
 			TopologySpreadConstraints: spec.TopologySpreadConstraints,
 			Containers:                containerResources(spec.Containers), InitContainers: containerResources(spec.InitContainers),
 		}
@@ -39,9 +39,9 @@ func TrimForCache(obj any) (any, error) {
 	return obj, nil
 }
 
-// requiredAffinity keeps the required terms of an affinity, which the view reads (nil when
-// there are none).
-func requiredAffinity(a *corev1.Affinity) *corev1.Affinity {
+// readAffinity keeps the terms of an affinity that the view reads (nil when there are
+// none): required node affinity, and pod (anti-)affinity, required and preferred.
+func readAffinity(a *corev1.Affinity) *corev1.Affinity {
 	if a == nil {
 		return nil
 	}
@@ -49,11 +49,11 @@ func requiredAffinity(a *corev1.Affinity) *corev1.Affinity {
 	if na := a.NodeAffinity; na != nil && na.RequiredDuringSchedulingIgnoredDuringExecution != nil {
 		out.NodeAffinity = &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: na.RequiredDuringSchedulingIgnoredDuringExecution}
 	}
-	if pa := a.PodAffinity; pa != nil && len(pa.RequiredDuringSchedulingIgnoredDuringExecution) > 0 {
-		out.PodAffinity = &corev1.PodAffinity{RequiredDuringSchedulingIgnoredDuringExecution: pa.RequiredDuringSchedulingIgnoredDuringExecution}
+	if pa := a.PodAffinity; pa != nil && (len(pa.RequiredDuringSchedulingIgnoredDuringExecution) > 0 || len(pa.PreferredDuringSchedulingIgnoredDuringExecution) > 0) {
+		out.PodAffinity = pa
 	}
-	if pa := a.PodAntiAffinity; pa != nil && len(pa.RequiredDuringSchedulingIgnoredDuringExecution) > 0 {
-		out.PodAntiAffinity = &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: pa.RequiredDuringSchedulingIgnoredDuringExecution}
+	if pa := a.PodAntiAffinity; pa != nil && (len(pa.RequiredDuringSchedulingIgnoredDuringExecution) > 0 || len(pa.PreferredDuringSchedulingIgnoredDuringExecution) > 0) {
+		out.PodAntiAffinity = pa
 	}
 	if out == (corev1.Affinity{}) {
 		return nil

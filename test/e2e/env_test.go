@@ -236,9 +236,11 @@ type podSpec struct {
 	tolerations []corev1.Toleration
 	sidecarCPU  string
 	// apart and spread are the pod's required pod anti-affinity terms and topology spread
-	// constraints, which the admission fit models.
-	apart  []corev1.PodAffinityTerm
-	spread []corev1.TopologySpreadConstraint
+	// constraints, which the admission fit models; preferApart its preferred anti-affinity
+	// terms, which steer the plan.
+	apart       []corev1.PodAffinityTerm
+	preferApart []corev1.WeightedPodAffinityTerm
+	spread      []corev1.TopologySpreadConstraint
 	// gates are the pod's scheduling gates.
 	gates []string
 	// extended adds requests of extended resources (name: quantity) to the pod; claim, when
@@ -273,11 +275,12 @@ func (p podSpec) pod() *corev1.Pod {
 			}},
 		},
 	}
-	if len(p.apart) > 0 {
+	if len(p.apart) > 0 || len(p.preferApart) > 0 {
 		if pod.Spec.Affinity == nil {
 			pod.Spec.Affinity = &corev1.Affinity{}
 		}
-		pod.Spec.Affinity.PodAntiAffinity = &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: p.apart}
+		pod.Spec.Affinity.PodAntiAffinity = &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: p.apart,
+			PreferredDuringSchedulingIgnoredDuringExecution: p.preferApart}
 	}
 	pod.Spec.TopologySpreadConstraints = p.spread
 	for name, q := range p.extended {
@@ -325,10 +328,13 @@ type jobSpec struct {
 	// extended and claim are every pod's (see podSpec).
 	extended map[string]string
 	claim    string
-	// labels are added to every pod's; apart and spread are every pod's (see podSpec).
-	labels map[string]string
-	apart  []corev1.PodAffinityTerm
-	spread []corev1.TopologySpreadConstraint
+	// labels are added to every pod's; apart, spread and preferApart are every pod's (see
+	// podSpec), but preferApart only the workers' when workersPrefer is set.
+	labels        map[string]string
+	apart         []corev1.PodAffinityTerm
+	spread        []corev1.TopologySpreadConstraint
+	preferApart   []corev1.WeightedPodAffinityTerm
+	workersPrefer bool
 }
 
 // pods lists the job's pods, PS first.
@@ -354,9 +360,13 @@ func (j jobSpec) pods() []podSpec {
 		if role == "ps" && j.psCPU != "" {
 			cpu = j.psCPU
 		}
+		prefer := j.preferApart
+		if j.workersPrefer && role != "worker" {
+			prefer = nil
+		}
 		out = append(out, podSpec{name: fmt.Sprintf("%s-%s-%d", j.name, role, i), namespace: j.namespace, cpu: cpu, labels: labels, priority: j.priority,
 			selector: j.selector, tolerations: j.tolerations, sidecarCPU: j.sidecarCPU, gates: j.gates, apart: j.apart, spread: j.spread,
-			extended: j.extended, claim: j.claim})
+			preferApart: prefer, extended: j.extended, claim: j.claim})
 	}
 	for i := 0; i < j.ps; i++ {
 		add("ps", i)

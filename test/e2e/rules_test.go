@@ -17,6 +17,19 @@ import (
 // constraints, as kube-scheduler does: a gang they make impossible is reported and holds
 // nobody back, one they allow is placed as they ask, whole.
 
+// endedWhole checks at a test's end that jobs were bound whole (checkWhole), that no gang
+// watch saw was ever partly bound, and that no gang timed out at bind.
+func (e *env) endedWhole(t *testing.T, rec *bindRecorder, watch *partialWatch, jobs ...jobSpec) {
+	t.Helper()
+	checkWhole(t, rec, jobs...)
+	if partial := watch.Stop(); len(partial) > 0 {
+		t.Errorf("partly bound: %v", partial)
+	}
+	if n := e.holdTimeouts(); n != 0 {
+		t.Errorf("%d hold timeouts", n)
+	}
+}
+
 // onePerNode is "one pod of app=<app> a node": required anti-affinity by hostname.
 func onePerNode(app string) []corev1.PodAffinityTerm {
 	return []corev1.PodAffinityTerm{{TopologyKey: "kubernetes.io/hostname",
@@ -63,13 +76,7 @@ func TestAntiAffinityInTheFit(t *testing.T) {
 	if len(perNode) != 6 {
 		t.Errorf("apart's pods per node: %v, want one on each of 6 nodes", perNode)
 	}
-	checkWhole(t, rec, apart, small)
-	if partial := watch.Stop(); len(partial) > 0 {
-		t.Errorf("partly bound: %v", partial)
-	}
-	if n := e.holdTimeouts(); n != 0 {
-		t.Errorf("%d hold timeouts", n)
-	}
+	e.endedWhole(t, rec, watch, apart, small)
 }
 
 // TestSpreadInTheFit: 6 nodes in 3 zones, zc's two of 2 CPU. A gang of 6 x 1 CPU that
@@ -113,11 +120,60 @@ func TestSpreadInTheFit(t *testing.T) {
 	if n := e.countBound(wide); n != 0 {
 		t.Errorf("wide has %d pods bound", n)
 	}
-	checkWhole(t, rec, spread)
-	if partial := watch.Stop(); len(partial) > 0 {
-		t.Errorf("partly bound: %v", partial)
+	e.endedWhole(t, rec, watch, spread)
+}
+
+// preferApartFrom is "rather not on a node with another pod of job's workers": preferred
+// anti-affinity by hostname, weight 100.
+func preferApartFrom(job string) []corev1.WeightedPodAffinityTerm {
+	return []corev1.WeightedPodAffinityTerm{{Weight: 100, PodAffinityTerm: corev1.PodAffinityTerm{TopologyKey: "kubernetes.io/hostname",
+		LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"cps-extender.io/job": job, "cps-extender.io/role": "worker"}}}}}
+}
+
+// TestPreferredApartSteersThePlan: preferred anti-affinity among a gang's workers steers the
+// plan, which kube-scheduler follows. On 4 nodes of 8 CPU a PS and 4 workers of 1 CPU, which
+// one node holds and the gang placement would put on one, bind whole with the workers on 4
+// nodes. 6 workers of 1 CPU preferring the same on the 4 nodes cannot all be apart: they
+// bind whole all the same, at most two a node. No gang is partly bound, no hold timeout.
+func TestPreferredApartSteersThePlan(t *testing.T) {
+	e := newEnv(t, framework.Nodes("node", 4, "8", "32Gi")...)
+	e.startExtender("")
+	e.startScheduler(true)
+	rec := e.recordBindings("default")
+	spread := jobSpec{name: "spread", ps: 1, workers: 4, cpu: "1", preferApart: preferApartFrom("spread"), workersPrefer: true}
+	packed := jobSpec{name: "packed", workers: 6, cpu: "1", preferApart: preferApartFrom("packed")}
+	watch := e.watchPartial([]jobSpec{spread, packed})
+	workersPerNode := func(j jobSpec) map[string]int {
+		out := map[string]int{}
+		for _, p := range j.pods() {
+			if p.labels["cps-extender.io/role"] == "worker" {
+				out[e.bound("default")[p.name]]++
+			}
+		}
+		return out
 	}
-	if n := e.holdTimeouts(); n != 0 {
-		t.Errorf("%d hold timeouts", n)
+
+	created := time.Now()
+	e.createJobs(spread)
+	e.boundWithin(rec, spread, created, "its creation", 20*time.Second)
+	if got := workersPerNode(spread); len(got) != 4 {
+		t.Errorf("spread's workers per node: %v, want one on each of the 4 nodes", got)
+	} else {
+		t.Logf("spread's workers per node: %v", got)
 	}
+
+	created = time.Now()
+	e.createJobs(packed)
+	e.boundWithin(rec, packed, created, "its creation", 20*time.Second)
+	got := workersPerNode(packed)
+	most := 0
+	for _, n := range got {
+		most = max(most, n)
+	}
+	if len(got) != 4 || most > 2 {
+		t.Errorf("packed's workers per node: %v, want the 6 over the 4 nodes, at most 2 a node", got)
+	} else {
+		t.Logf("packed's workers per node: %v", got)
+	}
+	e.endedWhole(t, rec, watch, spread, packed)
 }
