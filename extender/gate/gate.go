@@ -38,6 +38,9 @@ type JobView interface {
 	// there, schedulable and one the pod may use (view.Cluster.BindCheck). The release of a
 	// gathered gang asks it again for every held pod.
 	BindCheck(ctx context.Context, pod gang.PodRef, node string) error
+	// HoldsSeen is the gate's change count (Gate.Placed) the current queue was computed
+	// from: a gathered gang is released on a queue that has seen it (settle).
+	HoldsSeen() uint64
 }
 
 // PodBinder binds a pod to a node through the API server.
@@ -99,7 +102,35 @@ type Gate struct {
 	gatherings map[string]*gathering
 	failures   *gocache.Cache // job key -> *coolState
 	released   *gocache.Cache // job key -> pod UIDs the gate released: the informer may lag
+	// assumed are the pods whose Binding the gate posts or has just posted, by UID: until
+	// the informer shows them bound the view counts them where they go (Placed), as
+	// kube-scheduler's cache assumes a pod it binds. Without it a bound pod in no job, or a
+	// released gang, is free room for the next queue until the informer catches up, and a
+	// gang may be admitted and bound on it (TestMixedGangsNoHoldTimeout).
+	assumed map[types.UID]assumption
+	// seq counts the changes of the held binds and assumed pods; Placed reports it, and a
+	// gathered gang is released on a queue computed from a state at least that new (settle).
+	seq atomic.Uint64
 }
+
+// assumption is one pod the gate binds: its node, and until when it counts (assumeFor).
+type assumption struct {
+	node  string
+	until time.Time
+}
+
+// assumeFor is how long a posted Binding counts as placed when the informer has not shown
+// the pod bound by then (it shows it within milliseconds on a healthy control plane; a pod
+// the informer shows bound counts where it is bound, whatever the gate assumed).
+const assumeFor = 10 * time.Second
+
+// settleMax bounds how long a gathered gang waits for the view's queue to have seen the
+// gate's state at its gathering (settle); past it the gang is released as the queue last
+// said. settlePoll is how often it looks.
+const (
+	settleMax  = 2 * time.Second
+	settlePoll = 2 * time.Millisecond
+)
 
 // bindLanes is how many gathered gangs post their Bindings at once.
 const bindLanes = 2
@@ -184,6 +215,7 @@ func New(o Options) *Gate {
 		gatherings: map[string]*gathering{},
 		failures:   gocache.New(4*o.Config.MaxCoolDown.Duration, time.Minute),
 		released:   gocache.New(time.Minute, time.Minute),
+		assumed:    map[types.UID]assumption{},
 	}
 }
 
@@ -206,8 +238,11 @@ func (b *ViewBinder) Bind(ctx context.Context, pod gang.PodRef, node string) err
 // Changed is signalled after the held binds or the cool-downs change.
 func (g *Gate) Changed() <-chan struct{} { return g.changed }
 
-// notify signals Changed; many changes before the view reads it make one signal.
+// notify signals Changed; many changes before the view reads it make one signal. Every
+// change of the held binds or assumed pods is followed by a notify (or a bump, when no
+// recompute is needed for it alone).
 func (g *Gate) notify() {
+	g.seq.Add(1)
 	select {
 	case g.changed <- struct{}{}:
 	default:
@@ -255,12 +290,37 @@ func (g *Gate) bind(ctx context.Context, view JobView, pod gang.PodRef, node str
 	}
 }
 
-// bindNow binds a pod that needs no gathering.
+// bindNow binds a pod that needs no gathering. It is assumed on node from before its
+// Binding is posted; no recompute is asked for (the informer's event asks for one), but a
+// gang gathered after it is released on a queue that counts it (settle).
 func (g *Gate) bindNow(ctx context.Context, pod gang.PodRef, node string) (string, error) {
+	g.mu.Lock()
+	g.assume(pod, node)
+	g.mu.Unlock()
+	g.seq.Add(1)
 	if err := g.post(context.WithoutCancel(ctx), pod, node); err != nil {
+		g.unassume(pod)
 		return metrics.OutcomeFailed, err
 	}
 	return metrics.OutcomePassed, nil
+}
+
+// assume counts pod as placed on node for assumeFor (a pod without a UID cannot be told
+// apart in the view: it is not). The caller holds g.mu and bumps seq after.
+func (g *Gate) assume(pod gang.PodRef, node string) {
+	if pod.UID != "" {
+		g.assumed[pod.UID] = assumption{node: node, until: g.clock.Now().Add(assumeFor)}
+	}
+}
+
+// unassume takes back the assumption of pods whose Binding was not posted or failed.
+func (g *Gate) unassume(pods ...gang.PodRef) {
+	g.mu.Lock()
+	for _, pod := range pods {
+		delete(g.assumed, pod.UID)
+	}
+	g.mu.Unlock()
+	g.notify()
 }
 
 // post creates one Binding, counting failures.
@@ -313,6 +373,7 @@ func (g *Gate) hold(ctx context.Context, view JobView, job *priority.Job, d *pri
 	gathered := bound+held >= min
 	if gathered {
 		g.closeGathering(gat)
+		g.assumeHolds(gat)
 	}
 	g.mu.Unlock()
 	g.notify() // held pods count as placed
@@ -366,6 +427,15 @@ func (g *Gate) closeGathering(gat *gathering) {
 		h.timer.Stop()
 	}
 	delete(g.gatherings, gat.job)
+}
+
+// assumeHolds assumes every pod of a gathered gang on its node: they stay placed for the
+// view while the gang waits for its release and its Bindings. The caller holds g.mu, and
+// notifies after.
+func (g *Gate) assumeHolds(gat *gathering) {
+	for _, h := range gat.holds {
+		g.assume(h.pod, h.node)
+	}
 }
 
 // open reports whether gat is its job's open gathering. The caller holds g.mu.
@@ -431,6 +501,7 @@ func (g *Gate) check(gat *gathering) {
 	case ok && len(gat.holds) > 0 && g.boundBeside(gat, job)+len(gat.holds) >= d.MinMember:
 		gat.min = d.MinMember
 		g.closeGathering(gat)
+		g.assumeHolds(gat)
 		g.metrics.GangGathered(g.clock.Since(gat.start))
 		g.log.Info("gang complete with members bound meanwhile: binding", zap.String("job", gat.job), zap.Int("pods", len(gat.holds)), zap.Int("min", gat.min))
 		g.notify() // never blocks
@@ -521,6 +592,15 @@ func (g *Gate) expire(gat *gathering) {
 // everyone else in parallel. If a first-wave bind fails, the rest are not bound. It waits
 // for one of the bind lanes first.
 func (g *Gate) release(gat *gathering) {
+	if d := g.settle(gat); d != nil && d.YieldHeld {
+		holds := make([]*hold, 0, len(gat.holds))
+		for _, h := range gat.holds {
+			holds = append(holds, h)
+		}
+		g.refuseAll(gat.job, holds, fmt.Errorf("not bound: job %s gives its held binds back: %s; the scheduler retries", gat.job, d.Blocker))
+		g.log.Info("gathered gang given back at release", zap.String("job", gat.job), zap.Int("held", len(holds)), zap.String("why", d.Blocker))
+		return
+	}
 	g.laneWaits.Add(1)
 	g.lanes <- struct{}{}
 	g.laneWaits.Add(-1)
@@ -573,14 +653,45 @@ func (g *Gate) release(gat *gathering) {
 	g.failures.Delete(gat.job)
 }
 
+// settle waits, at most settleMax, until the view's queue was computed from the gate's
+// state as it is now (gat's holds, assumed since it gathered, and every Binding posted
+// before), and returns gat's job's decision in it (nil: not in the view). A gang admitted on
+// an older queue, one that had not seen a bind of a moment before (of a pod in no job, of
+// another gang), may be about to take room that a gathering job of higher P needs: the newer
+// queue tells it to give its binds back (Decision.YieldHeld), and release does, instead of
+// binding it and leaving the other never to fit.
+func (g *Gate) settle(gat *gathering) *priority.Decision {
+	if gat.view == nil {
+		return nil
+	}
+	want, start := g.seq.Load(), g.clock.Now()
+	for gat.view.HoldsSeen() < want {
+		if g.clock.Since(start) >= settleMax {
+			g.log.Warn("the queue has not caught up with the gate: a gathered gang is released on the queue as it is",
+				zap.String("job", gat.job), zap.Duration("waited", settleMax))
+			break
+		}
+		<-g.clock.After(settlePoll)
+	}
+	_, d, ok := gat.view.Job(gat.job)
+	if !ok {
+		return nil
+	}
+	return d
+}
+
 // refuseAll answers every held bind of holds with err, binding none; they are taken out of
-// the job's released set first, so that a retry cannot pass as a member of a released gang.
+// the job's released set first, so that a retry cannot pass as a member of a released gang,
+// and are no longer assumed on their nodes.
 func (g *Gate) refuseAll(job string, holds []*hold, err error) {
 	failed := make([]error, 0, len(holds))
+	pods := make([]gang.PodRef, 0, len(holds))
 	for _, h := range holds {
 		failed = append(failed, &unbound{uid: h.pod.UID, err: err})
+		pods = append(pods, h.pod)
 	}
 	g.unrelease(job, failed)
+	g.unassume(pods...)
 	for _, h := range holds {
 		h.result <- &gateError{metrics.OutcomeRefused, err}
 	}
@@ -675,6 +786,7 @@ func (g *Gate) bindAll(job string, holds []*hold) []error {
 			if err := g.post(context.Background(), h.pod, h.node); err != nil {
 				errs[i] = &unbound{uid: h.pod.UID, err: err}
 				g.unrelease(job, errs[i:i+1])
+				g.unassume(h.pod)
 				h.result <- err
 				return
 			}
@@ -730,6 +842,32 @@ func (g *Gate) Held() map[types.UID]string {
 		}
 	}
 	return out
+}
+
+// Placed maps the UID of every pod the gate holds or binds to its node: the held binds and
+// the pods assumed (their Binding posted, or about to be, within assumeFor), held of them
+// held binds. seq is the count of changes the map has seen (HoldsSeen's currency). It
+// forgets the assumptions that ran out.
+func (g *Gate) Placed() (nodes map[types.UID]string, held int, seq uint64) {
+	seq = g.seq.Load() // first: the map built after it has at least the changes it counts
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	now := g.clock.Now()
+	nodes = make(map[types.UID]string, len(g.assumed))
+	for uid, a := range g.assumed {
+		if !now.Before(a.until) {
+			delete(g.assumed, uid)
+			continue
+		}
+		nodes[uid] = a.node
+	}
+	for _, gat := range g.gatherings {
+		for uid, h := range gat.holds {
+			nodes[uid] = h.node
+			held++
+		}
+	}
+	return nodes, held, seq
 }
 
 // CoolDowns maps each cooling job to the end of its cool-down.

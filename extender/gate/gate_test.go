@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"sync"
 	"testing"
@@ -57,6 +58,10 @@ func (f *fakeJobView) update(jobs []priority.Job, nodes []priority.Node) {
 	}
 	f.queue = priority.DefaultModel().Admit(priority.State{Jobs: jobs, Nodes: nodes}, time.Unix(1_700_000_000, 0))
 }
+
+// HoldsSeen says the fake's queue has seen every change of the gate: it is computed from
+// what the test gives, not from the gate.
+func (f *fakeJobView) HoldsSeen() uint64 { return math.MaxUint64 }
 
 // refuseNode makes BindCheck refuse node, saying why ("" takes it back).
 func (f *fakeJobView) refuseNode(node, why string) {

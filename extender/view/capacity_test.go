@@ -31,8 +31,9 @@ func capacityPod(namespace, name, job, node string, cpu int64) *corev1.Pod {
 	return p
 }
 
-// TestFreeAndCapacity: a node's Free is net of every pod on it or held for it; its Capacity
-// only of the pods in no job (and of job pods in an exempt namespace, which the queue does
+// TestFreeAndCapacity: a node's Free is net of every pod on it or held for it (or assumed
+// there: bound by the gate, not yet shown bound; a pod shown bound counts where it is, not
+// where the gate assumed it); its Capacity only of the pods in no job (and of job pods in an exempt namespace, which the queue does
 // not count), since jobs end and the others need not. Pods being deleted or done take
 // nothing from the Capacity.
 func TestFreeAndCapacity(t *testing.T) {
@@ -50,9 +51,11 @@ func TestFreeAndCapacity(t *testing.T) {
 		capacityPod("default", "job-w-0", "job", "n1", 2000),
 		capacityPod("default", "job-w-1", "job", "", 1000), // held for n2
 		capacityPod("kube-system", "sys-0", "sys", "n2", 2000),
+		capacityPod("default", "plain", "", "", 1000),        // assumed on n1
+		capacityPod("default", "job-w-2", "job", "n2", 1000), // assumed on n1, shown bound on n2
 		deleting, done,
 	}
-	holds := &fixedHolds{held: map[types.UID]string{"uid-job-w-1": "n2"}, coolDowns: map[string]time.Time{}}
+	holds := &fixedHolds{held: map[types.UID]string{"uid-job-w-1": "n2", "uid-plain": "n1", "uid-job-w-2": "n1"}, coolDowns: map[string]time.Time{}, seq: 7}
 	c := NewCluster(ClusterOptions{Log: zap.NewNop(), Client: fake.NewClientset(), Config: config.DefaultConfig(), Holds: holds})
 	fillStores(t, c, []*corev1.Node{node("n1"), node("n2")}, pods)
 	c.recompute(time.Unix(1_700_000_000, 0))
@@ -61,11 +64,14 @@ func TestFreeAndCapacity(t *testing.T) {
 		got[n.Name] = [2]priority.Resources{n.Free, n.Capacity}
 	}
 	want := map[string][2]priority.Resources{
-		"n1": {{"cpu": 3000, "pods": 108}, {"cpu": 5000, "pods": 109}},
-		"n2": {{"cpu": 1000, "pods": 107}, {"cpu": 6000, "pods": 109}},
+		"n1": {{"cpu": 2000, "pods": 107}, {"cpu": 4000, "pods": 108}},
+		"n2": {{"cpu": 0, "pods": 106}, {"cpu": 6000, "pods": 109}},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("[Free, Capacity] by node (-want +got):\n%s", diff)
+	}
+	if seen := c.HoldsSeen(); seen != holds.seq {
+		t.Errorf("HoldsSeen %d, want the gate's %d the queue was computed from", seen, holds.seq)
 	}
 }
 

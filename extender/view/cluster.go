@@ -405,6 +405,15 @@ func (c *Cluster) Leaving(job string) bool {
 	return ok && j.Leaving > 0
 }
 
+// HoldsSeen is the gate's change count (HoldSource.Placed) the current snapshot was
+// computed from; 0 before the first, or without a gate.
+func (c *Cluster) HoldsSeen() uint64 {
+	if s := c.Snapshot(); s != nil {
+		return s.holdsSeq
+	}
+	return 0
+}
+
 // Job returns a job and its admission decision in the current snapshot.
 func (c *Cluster) Job(key string) (*priority.Job, *priority.Decision, bool) {
 	return c.Snapshot().Job(key)

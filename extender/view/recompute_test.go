@@ -21,11 +21,12 @@ import (
 type fixedHolds struct {
 	held      map[types.UID]string
 	coolDowns map[string]time.Time
+	seq       uint64
 }
 
-func (h *fixedHolds) Held() map[types.UID]string      { return h.held }
-func (h *fixedHolds) CoolDowns() map[string]time.Time { return h.coolDowns }
-func (h *fixedHolds) Changed() <-chan struct{}        { return nil }
+func (h *fixedHolds) Placed() (map[types.UID]string, int, uint64) { return h.held, len(h.held), h.seq }
+func (h *fixedHolds) CoolDowns() map[string]time.Time             { return h.coolDowns }
+func (h *fixedHolds) Changed() <-chan struct{}                    { return nil }
 
 // recomputeCluster is a view of 40 nodes and 30 jobs of 5, created a minute apart before
 // t0, some of their pods on nodes.

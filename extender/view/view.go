@@ -14,11 +14,13 @@ import (
 	"github.com/cps-extender/cps-extender/priority"
 )
 
-// HoldSource tells the view which binds the gate holds and which jobs cool down, so that
-// held pods count as placed and cooling jobs lose the turn.
+// HoldSource tells the view which binds the gate holds or has just made and which jobs cool
+// down, so that those pods count as placed and cooling jobs lose the turn.
 type HoldSource interface {
-	// Held maps the UID of every pod whose bind is held to its target node.
-	Held() map[types.UID]string
+	// Placed maps the UID of every pod whose bind is held, or whose Binding the gate posted a
+	// moment ago (the informer may not show it yet), to its node; held of them are held
+	// binds. seq counts the gate's changes the map has seen (Cluster.HoldsSeen).
+	Placed() (nodes map[types.UID]string, held int, seq uint64)
 	// CoolDowns maps job keys to the end of their cool-down.
 	CoolDowns() map[string]time.Time
 	// Changed is signalled after either changes.
@@ -83,6 +85,8 @@ type Snapshot struct {
 	cfg     *viewConfig
 	held    map[types.UID]string
 	sources uint64
+	// holdsSeq is the gate's change count held was read at (HoldSource.Placed).
+	holdsSeq uint64
 	// leavingUntil is the first moment a pod counted as leaving stops counting (see
 	// stuckAfter); zero when none does.
 	leavingUntil time.Time
@@ -197,17 +201,20 @@ func (c *Cluster) recompute(now time.Time) {
 	cfg := c.config()
 	sources, changes := c.sourceChanges.Load(), c.index.changes.Load()
 	var held map[types.UID]string
+	var heldBinds int
+	var holdsSeq uint64
 	coolDowns := map[string]time.Time{}
 	if c.holds != nil {
-		held, coolDowns = c.holds.Held(), c.holds.CoolDowns()
+		held, heldBinds, holdsSeq = c.holds.Placed()
+		coolDowns = c.holds.CoolDowns()
 	}
 	if prev := c.Snapshot(); !c.full && prev.onlyTimeMoved(cfg, changes, sources, held, now) {
 		snap := *prev
-		snap.Computed = now
+		snap.Computed, snap.holdsSeq = now, holdsSeq
 		snap.state.CoolDown = coolDowns
 		snap.state.Previous = prev.Queue
 		c.preemptionState(&snap.state, cfg, now)
-		c.admit(&snap, cfg, now, start, len(held))
+		c.admit(&snap, cfg, now, start, heldBinds)
 		return
 	}
 	var moved []types.UID // pods whose held bind changed since the jobs were built
@@ -236,6 +243,7 @@ func (c *Cluster) recompute(now time.Time) {
 		changes:    idx.changes,
 		cfg:        cfg,
 		held:       held,
+		holdsSeq:   holdsSeq,
 		sources:    sources,
 
 		leavingUntil: leavingUntil,
@@ -308,7 +316,7 @@ func (c *Cluster) recompute(now time.Time) {
 		}
 	}
 	snap.state = state
-	c.admit(snap, cfg, now, start, len(held))
+	c.admit(snap, cfg, now, start, heldBinds)
 }
 
 // preemptionState sets what the preemptor reports in s: the jobs it may not evict and how
