@@ -504,6 +504,16 @@ func (c *capacity) nodeIndex(name string) int {
 	return -1
 }
 
+// leftover copies what is left of each node, its dimensions in c.names order, the nodes in
+// the order of the Nodes the table was built from.
+func (c *capacity) leftover() []int64 {
+	out := make([]int64, len(c.order)*c.r)
+	for i, k := range c.order {
+		copy(out[int(k)*c.r:(int(k)+1)*c.r], c.tree[(c.size+i)*c.r:(c.size+i+1)*c.r])
+	}
+	return out
+}
+
 // covers reports whether tree node v has, for every need, some node below it with enough.
 // On a leaf that is exactly "the pod fits on this node".
 func (c *capacity) covers(v int, needs []dimNeed) bool {

@@ -25,6 +25,28 @@ type Queue struct {
 	Levels []TopologyLevel
 
 	byKey map[string]*Decision
+	// unclaimed is what is left of each node (in State.Nodes order, dims per node) once every
+	// admitted plan, reservation and kept room is taken: room no job counts on.
+	unclaimed []int64
+	dims      []string
+}
+
+// Unclaimed reports whether a pod asking request fits in what is left of node (its index in
+// State.Nodes) once every admitted plan, reservation and room kept for an arriving gang is
+// taken: room that no job of the queue counts on. Resources that no job asks for are not
+// counted (no plan takes them). An index out of range, or a nil queue, reports true.
+func (q *Queue) Unclaimed(node int, request Resources) bool {
+	if q == nil || len(q.dims) == 0 || node < 0 || (node+1)*len(q.dims) > len(q.unclaimed) {
+		return true
+	}
+	r := len(q.dims)
+	left := q.unclaimed[node*r : (node+1)*r]
+	for d := 0; d < r-1; d++ {
+		if left[d] < request[q.dims[d]] {
+			return false
+		}
+	}
+	return left[r-1] >= 1 // "pods", always the last dimension
 }
 
 // Lookup returns the decision for a job key, running or not.
@@ -470,6 +492,7 @@ func (m Model) AdmitIn(s State, now time.Time, w *Workspace) *Queue {
 		}
 	}
 	spreadIdle(c, queue, now)
+	q.unclaimed, q.dims = c.leftover(), slices.Clone(c.names)
 
 	q.Order = make([]*Decision, 0, len(queue))
 	var ahead *jobView

@@ -1331,3 +1331,45 @@ func cmpOr[T comparable](vals ...T) T {
 	}
 	return zero
 }
+
+// TestQueueUnclaimed: what is left of each node once the queue's admitted plans, its
+// reservation and the room kept for an arriving gang are taken (Queue.Unclaimed): room no
+// job counts on, where the pods in no job go first.
+func TestQueueUnclaimed(t *testing.T) {
+	arriving := mkJob("ns/a").min(3).gang(0, nil, 1, res(2000, gi))
+	arriving.j.LastCreated = t0.Add(-time.Second)
+	for _, tc := range []struct {
+		name    string
+		jobs    []priority.Job
+		request priority.Resources
+		want    int // nodes of 4000m and 4000m where request fits unclaimed
+	}{
+		{name: "no job", request: res(4000, 0), want: 2},
+		{name: "an admitted plan takes its room", jobs: []priority.Job{workerJob("ns/w", 0, 3000).obj()}, request: res(2000, 0), want: 1},
+		{name: "room kept for an arriving gang", jobs: []priority.Job{arriving.obj()}, request: res(2000, 0), want: 1},
+		{name: "room kept for an arriving gang, larger", jobs: []priority.Job{arriving.obj()}, request: res(3000, 0), want: 0},
+		{name: "a resource no job asks for", jobs: []priority.Job{workerJob("ns/w", 0, 3000).obj()}, request: res(0, 0, "example.com/fpga", 1), want: 2},
+		{name: "a job that never fits takes nothing", jobs: []priority.Job{workerJob("ns/big", 0, 9000).obj()}, request: res(4000, 0), want: 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			nodes := cpuNodes(4000, 4000)
+			for i := range nodes {
+				nodes[i].Capacity = nodes[i].Free
+			}
+			q := priority.DefaultModel().Admit(priority.State{Nodes: nodes, Jobs: tc.jobs}, t0)
+			got := 0
+			for i := range nodes {
+				if q.Unclaimed(i, tc.request) {
+					got++
+				}
+			}
+			if got != tc.want {
+				t.Errorf("%v fits unclaimed on %d nodes, want %d", tc.request, got, tc.want)
+			}
+		})
+	}
+	var none *priority.Queue
+	if !none.Unclaimed(0, res(1, 0)) {
+		t.Error("a nil queue claims room")
+	}
+}

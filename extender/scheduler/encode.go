@@ -162,7 +162,7 @@ func appendFilterAnswer(b []byte, a *filterAnswer) []byte {
 	if len(a.notPlanned) == 0 {
 		b = appendFailedNodes(b, r.FailedNodes)
 	} else {
-		b = appendNamesWithReason(b, a.notPlanned, notPlannedReason(a.planned), r.FailedNodes)
+		b = appendNamesWithReason(b, a.notPlanned, a.why, r.FailedNodes)
 	}
 	b = append(b, `,"FailedAndUnresolvableNodes":`...)
 	if len(a.unresolvable) == 0 {

@@ -66,6 +66,9 @@ type Decisions interface {
 	Score(pod *corev1.Pod, nodes []string, out extenderv1.HostPriorityList) extenderv1.HostPriorityList
 	// Planned is the node the admission plan puts the pod on ("" when none).
 	Planned(pod *corev1.Pod) string
+	// Unclaimed tells, for a pod in no job, whether it fits on a node in room that no job
+	// of the queue counts on.
+	Unclaimed(pod *corev1.Pod) func(node string) bool
 	// MayPreempt says whether the pod may preempt at all, and whether a victim pod (by
 	// UID, namespace and name) may be evicted for it.
 	MayPreempt(pod *corev1.Pod) bool
@@ -363,8 +366,14 @@ func (v *Verbs) decideFilter(d Decisions, adm view.Admission, parked bool, args 
 		}
 	}
 	if ok {
-		if planned := d.Planned(args.Pod); narrowToPlan(pass, names, planned) {
-			answer.notPlanned, answer.planned = sc.notPlanned[:0], planned
+		narrowed := false
+		if planned := d.Planned(args.Pod); planned != "" {
+			narrowed, answer.why = narrowToPlan(pass, names, planned), notPlannedReason(planned)
+		} else if adm.Job == "" {
+			narrowed, answer.why = narrowToUnclaimed(pass, names, d.Unclaimed(args.Pod)), claimedReason
+		}
+		if narrowed {
+			answer.notPlanned = sc.notPlanned[:0]
 			for i, name := range names {
 				if !pass[i] && result.FailedNodes[name] == "" {
 					answer.notPlanned = append(answer.notPlanned, name)
@@ -411,6 +420,31 @@ func narrowToPlan(pass []bool, names []string, planned string) bool {
 	return true
 }
 
+// narrowToUnclaimed keeps, of the passing nodes, those where the pod (in no job) fits in
+// room that no job of the queue counts on, when there are some and not all are, and says
+// whether it narrowed: such a pod goes around the plans, reservations and room kept for
+// arriving gangs when it can (else it takes room a gang was planned on, and that gang, or
+// one of higher P, may then never gather), and anywhere when it cannot: it never waits
+// for the queue.
+func narrowToUnclaimed(pass []bool, names []string, unclaimed func(node string) bool) bool {
+	free := make([]bool, len(names))
+	some, all := false, true
+	for i, name := range names {
+		if pass[i] {
+			free[i] = unclaimed(name)
+			some, all = some || free[i], all && free[i]
+		}
+	}
+	if !some || all {
+		return false
+	}
+	copy(pass, free)
+	return true
+}
+
+// claimedReason is why a node that would do is not one for a pod in no job.
+const claimedReason = "its free room is planned or kept for a queued gang; the pod fits on other nodes"
+
 // filterAnswer is a filter result. A waiting pod's answer has every node unresolvable for
 // one reason: that is kept as the list of names and the reason, not as a map of thousands
 // of entries built for each request; appendFilterAnswer writes it as the map.
@@ -418,10 +452,11 @@ type filterAnswer struct {
 	extenderv1.ExtenderFilterResult
 	unresolvable []string // nodes unresolvable for reason, besides FailedAndUnresolvableNodes
 	reason       string
-	// notPlanned are the nodes that passed every check but are not the node planned for the
-	// pod (planned): failed, besides FailedNodes, with one reason naming it.
+	// notPlanned are the nodes that passed every check but are left out, besides
+	// FailedNodes, for one reason (why): not the node planned for the pod, or, for a pod in
+	// no job, room a queued gang counts on.
 	notPlanned []string
-	planned    string
+	why        string
 }
 
 // notPlannedReason is why a node that would do is not the one for an admitted pod.
@@ -446,9 +481,8 @@ func (a *filterAnswer) result() *extenderv1.ExtenderFilterResult {
 		if r.FailedNodes == nil {
 			r.FailedNodes = extenderv1.FailedNodesMap{}
 		}
-		why := notPlannedReason(a.planned)
 		for _, n := range a.notPlanned {
-			r.FailedNodes[n] = why
+			r.FailedNodes[n] = a.why
 		}
 	}
 	return &r

@@ -51,6 +51,7 @@ type fakeDecider struct {
 	scores    map[string]int64  // node -> score
 	planned   map[string]string // pod name -> the node its job's plan puts it on
 	refuse    map[string]string // "pod/node" -> why BindCheck refuses the bind
+	claimed   map[string]bool   // "pod/node" -> the pod fits there only in room a queued gang counts on
 	// changes and latest are the snapshot's and the view's change counts, on every answer.
 	changes, latest uint64
 }
@@ -95,6 +96,10 @@ func (f *fakeDecider) MayPreempt(pod *corev1.Pod) bool {
 }
 
 func (f *fakeDecider) Planned(pod *corev1.Pod) string { return f.planned[pod.Name] }
+
+func (f *fakeDecider) Unclaimed(pod *corev1.Pod) func(string) bool {
+	return func(node string) bool { return !f.claimed[pod.Name+"/"+node] }
+}
 
 func (f *fakeDecider) BindCheck(_ context.Context, pod gang.PodRef, node string) error {
 	if why, ok := f.refuse[pod.Name+"/"+node]; ok {
@@ -181,6 +186,7 @@ func newTestServer(t *testing.T, ready bool, maxBytes int64) *testServer {
 		// ps1's planned node fails its check: the other passing nodes stay.
 		planned: map[string]string{"planned": "n2", "ps1": "n2", "elsewhere": "n9"},
 		refuse:  map[string]string{"other/n1": `pod default/other is of scheduler "default-scheduler", not one this extender binds for (cps-scheduler)`},
+		claimed: map[string]bool{"loose/n2": true, "crowded/n1": true, "crowded/n2": true},
 	}
 	// The newest snapshot Turns has seen gives job ns/a the turn.
 	tu := &recordingTurns{Turns: turns.New(turns.Options{Log: log, Nudger: noNudger{}})}
@@ -225,6 +231,24 @@ func TestFilter(t *testing.T) {
 			want: extenderv1.ExtenderFilterResult{
 				NodeNames:                  &[]string{"n1", "n2"},
 				FailedNodes:                extenderv1.FailedNodesMap{"ghost": "node ghost is not in the extender's cluster view (yet)"},
+				FailedAndUnresolvableNodes: extenderv1.FailedNodesMap{},
+			},
+		},
+		{
+			name: "a pod in no job goes around the room queued gangs count on",
+			body: `{"Pod":{"metadata":{"name":"loose","namespace":"default"}},"NodeNames":["n1","n2"]}`,
+			want: extenderv1.ExtenderFilterResult{
+				NodeNames:                  &[]string{"n1"},
+				FailedNodes:                extenderv1.FailedNodesMap{"n2": claimedReason},
+				FailedAndUnresolvableNodes: extenderv1.FailedNodesMap{},
+			},
+		},
+		{
+			name: "a pod in no job that fits only in claimed room goes anywhere",
+			body: `{"Pod":{"metadata":{"name":"crowded","namespace":"default"}},"NodeNames":["n1","n2"]}`,
+			want: extenderv1.ExtenderFilterResult{
+				NodeNames:                  &[]string{"n1", "n2"},
+				FailedNodes:                extenderv1.FailedNodesMap{},
 				FailedAndUnresolvableNodes: extenderv1.FailedNodesMap{},
 			},
 		},

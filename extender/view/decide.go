@@ -233,6 +233,19 @@ func (d *Decisions) Score(pod *corev1.Pod, names []string, out extenderv1.HostPr
 	return out
 }
 
+// Unclaimed tells, for a pod in no job, whether it fits on a node in room that no job of
+// the queue counts on (priority.Queue.Unclaimed): not planned for an admitted gang, not
+// reserved, not kept for one whose pods arrive. A node the snapshot does not hold reports
+// true. The pod's request is read once.
+func (d *Decisions) Unclaimed(pod *corev1.Pod) func(node string) bool {
+	snap := d.snap
+	request := gang.PodRequest(pod)
+	return func(node string) bool {
+		at, ok := snap.nodeAt[node]
+		return !ok || snap.Queue.Unclaimed(at, request)
+	}
+}
+
 // Planned is the node the admission plan of the pod's job puts the pod on ("" when none).
 func (d *Decisions) Planned(pod *corev1.Pod) string {
 	key, ok := d.snap.JobOf(pod.UID, pod.Namespace, pod.Name)
