@@ -1368,6 +1368,14 @@ func TestQueueUnclaimed(t *testing.T) {
 			}
 		})
 	}
+	// Nodes not in name order: each index is the node's place in State.Nodes.
+	nodes := []priority.Node{node("n3", res(4000, 64*gi)), node("n1", res(1000, 64*gi)), node("n2", res(3000, 64*gi))}
+	q := priority.DefaultModel().Admit(priority.State{Nodes: nodes, Jobs: []priority.Job{workerJob("ns/w", 0, 3500).obj()}}, t0)
+	for i, want := range []bool{false, true, true} { // the job takes n3: 500m left there
+		if got := q.Unclaimed(i, res(1000, 0)); got != want {
+			t.Errorf("node %d (%s): 1000m unclaimed %v, want %v", i, nodes[i].Name, got, want)
+		}
+	}
 	var none *priority.Queue
 	if !none.Unclaimed(0, res(1, 0)) {
 		t.Error("a nil queue claims room")

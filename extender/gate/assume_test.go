@@ -54,7 +54,8 @@ func stepUntil(t *testing.T, clk *testingclock.FakeClock, step time.Duration, do
 
 // TestGateAssumesPodsItBinds: a pod the gate binds counts as placed on its node for the
 // view (Placed) from before its Binding is posted until assumeFor after, since the informer
-// may not show it bound yet; a failed Binding takes it back. Each change moves seq on.
+// may not show it bound yet; a failed Binding takes it back (only the assumption on its own
+// node). Each change moves seq on.
 func TestGateAssumesPodsItBinds(t *testing.T) {
 	view := newFakeJobView(t, nil, fixture.BigNodes())
 	binder := &fakeBinder{fail: map[string]error{"refused": errors.New("conflict")}}
@@ -73,6 +74,14 @@ func TestGateAssumesPodsItBinds(t *testing.T) {
 	if seq <= seq0 {
 		t.Errorf("seq %d after two binds, was %d", seq, seq0)
 	}
+	// A failed bind of a pod assumed elsewhere by now (a retry) leaves the newer assumption.
+	g.mu.Lock()
+	g.assume(ref("retry"), "n2")
+	g.mu.Unlock()
+	g.unassume(&hold{pod: ref("retry"), node: "n1"})
+	if nodes, _ := placedNodes(g); nodes["uid-retry"] != "n2" {
+		t.Errorf("placed %v after an older bind to n1 failed, want uid-retry still on n2", nodes)
+	}
 	clk.Step(assumeFor)
 	if nodes, _ := placedNodes(g); len(nodes) != 0 {
 		t.Errorf("placed %v %v after the binds, want none", nodes, assumeFor)
@@ -83,13 +92,15 @@ func TestGateAssumesPodsItBinds(t *testing.T) {
 // the gate's state at its gathering (HoldsSeen), its pods assumed on their nodes meanwhile.
 // Told there to give its binds back (a gathering job of higher P needs their room), it
 // binds nothing, does not cool down, and its pods are no longer placed; admitted, it binds
-// whole. A queue that never catches up releases it after settleMax, as the queue last said.
+// whole. A queue that never catches up releases it after settleMax, as the queue last said,
+// heeding a yield only when it is about these held pods.
 func TestReleaseOnASettledQueue(t *testing.T) {
 	yield := priority.Decision{Key: "ns/a", Phase: priority.PhaseWaiting, Held: 3, MinMember: 3, YieldHeld: true,
 		Blocker: "it gives the room of its 3 held binds to ns/gold, which goes first and cannot gather without it"}
 	for _, tc := range []struct {
 		name    string
 		publish *priority.Decision // the settled queue's decision (nil: the fake's own, admitted)
+		about   []string           // the held pods publish is about (nil: the gang's three)
 		catchUp bool               // the queue catches up with the gate
 		bound   int
 		answer  string // in every answer ("": bound)
@@ -97,6 +108,8 @@ func TestReleaseOnASettledQueue(t *testing.T) {
 		{name: "told to yield", publish: &yield, catchUp: true, answer: "not bound: job ns/a gives its held binds back: it gives the room of its 3 held binds to ns/gold"},
 		{name: "admitted", catchUp: true, bound: 3},
 		{name: "the queue never catches up", bound: 3},
+		{name: "the queue never catches up, told to yield about these pods", publish: &yield, answer: "not bound: job ns/a gives its held binds back"},
+		{name: "the queue never catches up, a yield about an earlier gathering", publish: &yield, about: []string{"old-pod"}, bound: 3},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			view := &lagView{switchView: &switchView{fakeJobView: newFakeJobView(t, []priority.Job{fixture.ThreePodJob()}, fixture.BigNodes()), key: "ns/a"}}
@@ -116,7 +129,11 @@ func TestReleaseOnASettledQueue(t *testing.T) {
 				t.Fatalf("%d bound before the queue saw the gathering", n)
 			}
 			if tc.publish != nil {
-				view.publish(*tc.publish, "a-ps-0", "a-w-0", "a-w-1")
+				about := tc.about
+				if about == nil {
+					about = []string{"a-ps-0", "a-w-0", "a-w-1"}
+				}
+				view.publish(*tc.publish, about...)
 			}
 			if tc.catchUp {
 				_, _, seq := g.Placed()

@@ -299,9 +299,10 @@ func (g *Gate) bindNow(ctx context.Context, pod gang.PodRef, node string) (strin
 	g.mu.Unlock()
 	g.seq.Add(1)
 	if err := g.post(context.WithoutCancel(ctx), pod, node); err != nil {
-		g.unassume(pod)
+		g.unassume(&hold{pod: pod, node: node})
 		return metrics.OutcomeFailed, err
 	}
+	g.reassume(pod, node) // it counts assumeFor from its Binding, not from the wait before
 	return metrics.OutcomePassed, nil
 }
 
@@ -313,11 +314,26 @@ func (g *Gate) assume(pod gang.PodRef, node string) {
 	}
 }
 
-// unassume takes back the assumption of pods whose Binding was not posted or failed.
-func (g *Gate) unassume(pods ...gang.PodRef) {
+// reassume counts an assumed pod from now for assumeFor, when it is still assumed on node:
+// a gang may wait for the queue, a bind lane and the client's rate limit before its
+// Bindings go out, and its room must not come free meanwhile.
+func (g *Gate) reassume(pod gang.PodRef, node string) {
 	g.mu.Lock()
-	for _, pod := range pods {
-		delete(g.assumed, pod.UID)
+	defer g.mu.Unlock()
+	if a, ok := g.assumed[pod.UID]; ok && a.node == node {
+		g.assume(pod, node)
+	}
+}
+
+// unassume takes back the assumption of held pods whose Binding was not posted or failed,
+// each only while it is assumed on the hold's node: a retry of the pod may be assumed
+// elsewhere by now.
+func (g *Gate) unassume(holds ...*hold) {
+	g.mu.Lock()
+	for _, h := range holds {
+		if a, ok := g.assumed[h.pod.UID]; ok && a.node == h.node {
+			delete(g.assumed, h.pod.UID)
+		}
 	}
 	g.mu.Unlock()
 	g.notify()
@@ -592,22 +608,22 @@ func (g *Gate) expire(gat *gathering) {
 // everyone else in parallel. If a first-wave bind fails, the rest are not bound. It waits
 // for one of the bind lanes first.
 func (g *Gate) release(gat *gathering) {
-	if d := g.settle(gat); d != nil && d.YieldHeld {
-		holds := make([]*hold, 0, len(gat.holds))
-		for _, h := range gat.holds {
-			holds = append(holds, h)
-		}
-		g.refuseAll(gat.job, holds, fmt.Errorf("not bound: job %s gives its held binds back: %s; the scheduler retries", gat.job, d.Blocker))
-		g.log.Info("gathered gang given back at release", zap.String("job", gat.job), zap.Int("held", len(holds)), zap.String("why", d.Blocker))
+	holds := make([]*hold, 0, len(gat.holds))
+	for _, h := range gat.holds {
+		holds = append(holds, h)
+	}
+	seen := g.settle(gat)
+	if g.gaveBack(gat, holds, seen) {
 		return
 	}
 	g.laneWaits.Add(1)
 	g.lanes <- struct{}{}
 	g.laneWaits.Add(-1)
 	defer func() { <-g.lanes }()
-	holds := make([]*hold, 0, len(gat.holds))
-	for _, h := range gat.holds {
-		holds = append(holds, h)
+	// Asked again: while it waited for a lane, a gathering gang of higher P may have been
+	// given its room.
+	if g.gaveBack(gat, holds, seen) {
+		return
 	}
 	sort.Slice(holds, func(i, j int) bool {
 		if holds[i].role != holds[j].role {
@@ -655,29 +671,50 @@ func (g *Gate) release(gat *gathering) {
 
 // settle waits, at most settleMax, until the view's queue was computed from the gate's
 // state as it is now (gat's holds, assumed since it gathered, and every Binding posted
-// before), and returns gat's job's decision in it (nil: not in the view). A gang admitted on
+// before), and says whether it was (false also without a view). A gang admitted on
 // an older queue, one that had not seen a bind of a moment before (of a pod in no job, of
 // another gang), may be about to take room that a gathering job of higher P needs: the newer
 // queue tells it to give its binds back (Decision.YieldHeld), and release does, instead of
 // binding it and leaving the other never to fit.
-func (g *Gate) settle(gat *gathering) *priority.Decision {
+func (g *Gate) settle(gat *gathering) (seen bool) {
 	if gat.view == nil {
-		return nil
+		return false
 	}
 	want, start := g.seq.Load(), g.clock.Now()
 	for gat.view.HoldsSeen() < want {
 		if g.clock.Since(start) >= settleMax {
 			g.log.Warn("the queue has not caught up with the gate: a gathered gang is released on the queue as it is",
 				zap.String("job", gat.job), zap.Duration("waited", settleMax))
-			break
+			return false
 		}
 		<-g.clock.After(settlePoll)
 	}
-	_, d, ok := gat.view.Job(gat.job)
-	if !ok {
-		return nil
+	return true
+}
+
+// gaveBack gives a gathered gang's binds back when the view's current queue tells it to
+// (Decision.YieldHeld), and says whether it did. On a queue not known to have seen the
+// gathering (seen false), only a decision about these very held pods counts (heldHere): one
+// made for an earlier gathering of the job does not.
+func (g *Gate) gaveBack(gat *gathering, holds []*hold, seen bool) bool {
+	if gat.view == nil {
+		return false
 	}
-	return d
+	job, d, ok := gat.view.Job(gat.job)
+	if !ok || !d.YieldHeld {
+		return false
+	}
+	if !seen {
+		g.mu.Lock()
+		here := g.heldHere(gat, job)
+		g.mu.Unlock()
+		if !here {
+			return false
+		}
+	}
+	g.refuseAll(gat.job, holds, fmt.Errorf("not bound: job %s gives its held binds back: %s; the scheduler retries", gat.job, d.Blocker))
+	g.log.Info("gathered gang given back at release", zap.String("job", gat.job), zap.Int("held", len(holds)), zap.String("why", d.Blocker))
+	return true
 }
 
 // refuseAll answers every held bind of holds with err, binding none; they are taken out of
@@ -685,13 +722,11 @@ func (g *Gate) settle(gat *gathering) *priority.Decision {
 // and are no longer assumed on their nodes.
 func (g *Gate) refuseAll(job string, holds []*hold, err error) {
 	failed := make([]error, 0, len(holds))
-	pods := make([]gang.PodRef, 0, len(holds))
 	for _, h := range holds {
 		failed = append(failed, &unbound{uid: h.pod.UID, err: err})
-		pods = append(pods, h.pod)
 	}
 	g.unrelease(job, failed)
-	g.unassume(pods...)
+	g.unassume(holds...)
 	for _, h := range holds {
 		h.result <- &gateError{metrics.OutcomeRefused, err}
 	}
@@ -783,13 +818,15 @@ func (g *Gate) bindAll(job string, holds []*hold) []error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			g.reassume(h.pod, h.node)
 			if err := g.post(context.Background(), h.pod, h.node); err != nil {
 				errs[i] = &unbound{uid: h.pod.UID, err: err}
 				g.unrelease(job, errs[i:i+1])
-				g.unassume(h.pod)
+				g.unassume(h)
 				h.result <- err
 				return
 			}
+			g.reassume(h.pod, h.node)
 			h.result <- nil
 		}()
 	}

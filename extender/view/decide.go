@@ -239,6 +239,9 @@ func (d *Decisions) Score(pod *corev1.Pod, names []string, out extenderv1.HostPr
 // true. The pod's request is read once.
 func (d *Decisions) Unclaimed(pod *corev1.Pod) func(node string) bool {
 	snap := d.snap
+	if snap == nil {
+		return func(string) bool { return true }
+	}
 	request := gang.PodRequest(pod)
 	return func(node string) bool {
 		at, ok := snap.nodeAt[node]
