@@ -10,7 +10,11 @@ import (
 // PodScheduled condition, and of its spec all
 // but what the view reads (the node, priority, scheduling gates, overhead, and each
 // container's name and resources). At 5000 nodes and 20000 pods they are most of the
-// cache's memory; real training pods carry long env lists, volumes and commands.
+// cache's memory; real training pods carry long env lists, volumes and commands. What is
+// kept of the containers and the tolerations is shared between pods that ask the same
+// (internTable): the pods of a job mostly do, and a pod's containers and resource maps are
+// a third of what is left (5000 nodes, 100k pods: docs/performance.md). Cached objects are
+// read-only, so sharing them is safe.
 func TrimForCache(obj any) (any, error) {
 	if m, ok := obj.(interface {
 		SetManagedFields([]metav1.ManagedFieldsEntry)
@@ -27,14 +31,15 @@ func TrimForCache(obj any) (any, error) {
 			}
 		}
 		pod.Status = status
-		spec := &pod.Spec
+		spec := pod.Spec
 		pod.Spec = corev1.PodSpec{
 			NodeName: spec.NodeName, SchedulerName: spec.SchedulerName, Priority: spec.Priority, PriorityClassName: spec.PriorityClassName,
 			SchedulingGates: spec.SchedulingGates, SchedulingGroup: spec.SchedulingGroup, Overhead: spec.Overhead, Resources: spec.Resources, ResourceClaims: spec.ResourceClaims,
-			NodeSelector: spec.NodeSelector, Affinity: readAffinity(spec.Affinity), Tolerations: spec.Tolerations,
+			NodeSelector: spec.NodeSelector, Affinity: readAffinity(spec.Affinity),
 			TopologySpreadConstraints: spec.TopologySpreadConstraints,
-			Containers:                containerResources(spec.Containers), InitContainers: containerResources(spec.InitContainers),
 		}
+		pod.Spec.Containers, pod.Spec.InitContainers = shared.sharedContainers(spec.Containers), shared.sharedContainers(spec.InitContainers)
+		pod.Spec.Tolerations = shared.sharedTolerations(spec.Tolerations)
 	}
 	return obj, nil
 }
@@ -75,9 +80,6 @@ func containerStatusResources(cs []corev1.ContainerStatus) []corev1.ContainerSta
 
 // containerResources keeps each container's name, resources and restart policy.
 func containerResources(cs []corev1.Container) []corev1.Container {
-	if cs == nil {
-		return nil
-	}
 	out := make([]corev1.Container, len(cs))
 	for i := range cs {
 		out[i] = corev1.Container{Name: cs[i].Name, Resources: cs[i].Resources, RestartPolicy: cs[i].RestartPolicy}

@@ -137,7 +137,7 @@ func TestTrimForCacheKeepsWhatTheViewReads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r := newPodRecord(obj.(*corev1.Pod), cfg); !r.inJob || r.m.JobKey != member.Namespace+"/pg" {
-		t.Errorf("trimmed PodGroup member: in a job %v, key %q; want %s/pg", r.inJob, r.m.JobKey, member.Namespace)
+	if r := newPodRecord(obj.(*corev1.Pod), cfg); !r.inJob || r.jobKey() != member.Namespace+"/pg" {
+		t.Errorf("trimmed PodGroup member: in a job %v, key %q; want %s/pg", r.inJob, r.jobKey(), member.Namespace)
 	}
 }

@@ -61,7 +61,7 @@ func check(t *testing.T, x *viewIndex, step int) {
 	want := map[string][]*podRecord{}
 	for _, r := range x.pods {
 		if r.counted {
-			want[r.m.JobKey] = append(want[r.m.JobKey], r)
+			want[r.jobKey()] = append(want[r.jobKey()], r)
 		}
 	}
 	total := 0

@@ -167,7 +167,8 @@ func (c *Cluster) buildGroup(g jobPods, in groupInputs) *builtGroup {
 	b := &builtGroup{version: g.version, podKeys: make([]int, len(g.pods)), pods: make([]podName, len(g.pods))}
 	warned := tenant.Warned{}
 	for i, pod := range g.pods {
-		m := in.groups.Complete(&pod.m, pod.namespace)
+		pm := pod.membership()
+		m := in.groups.Complete(&pm, pod.namespace)
 		k := 0
 		for k < len(b.jobs) && b.jobs[k].Key != m.JobKey {
 			k++

@@ -307,7 +307,7 @@ func (c *Cluster) recompute(now time.Time) {
 			snap.turnGatedJob[pod.uid] = job
 		}
 		if pod.leaving(now) && pod.inJob && pod.node != "" && !pod.terminated {
-			if job := snap.jobs[groups.Complete(&pod.m, pod.namespace).JobKey]; job != nil {
+			if job := snap.jobs[groups.Complete(new(pod.membership()), pod.namespace).JobKey]; job != nil {
 				job.Leaving++
 				if until := pod.deleteBy.Add(stuckAfter); snap.leavingUntil.IsZero() || until.Before(snap.leavingUntil) {
 					snap.leavingUntil = until // also for a pod on a node the queue does not use
@@ -419,7 +419,7 @@ func (c *Cluster) turnedAway() []TurnedAway {
 	for _, pod := range idx.pods {
 		if pod.counted && pod.turnedAway && pod.node == "" {
 			ns, name, _ := strings.Cut(pod.nsName, "/")
-			out = append(out, TurnedAway{Pod: gang.PodRef{Namespace: ns, Name: name, UID: pod.uid}, Job: groups.Complete(&pod.m, pod.namespace).JobKey})
+			out = append(out, TurnedAway{Pod: gang.PodRef{Namespace: ns, Name: name, UID: pod.uid}, Job: groups.Complete(new(pod.membership()), pod.namespace).JobKey})
 		}
 	}
 	return out
