@@ -868,19 +868,6 @@ func (g *Gate) releasedEnough(job *priority.Job, d *priority.Decision) bool {
 	return n >= d.MinMember
 }
 
-// Held maps the UID of every held pod to its target node.
-func (g *Gate) Held() map[types.UID]string {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	out := map[types.UID]string{}
-	for _, gat := range g.gatherings {
-		for uid, h := range gat.holds {
-			out[uid] = h.node
-		}
-	}
-	return out
-}
-
 // Placed maps the UID of every pod the gate holds or binds to its node: the held binds and
 // the pods assumed (their Binding posted, or about to be, within assumeFor), held of them
 // held binds. seq is the count of changes the map has seen (HoldsSeen's currency). It

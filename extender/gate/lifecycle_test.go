@@ -88,7 +88,7 @@ func TestGateKeepsAGatheringAsLongAsItsTimersSay(t *testing.T) {
 	if len(binder.binds) != 4 || binder.binds[0] != "ns/a-ps-0->n1" {
 		t.Errorf("binds %v: want the whole gang, PS first", binder.binds)
 	}
-	if n := len(g.Held()); n != 0 {
+	if n := heldCount(g); n != 0 {
 		t.Errorf("%d binds still held", n)
 	}
 	fixture.WantSamples(t, fixture.Scrape(t, m), "cps_extender_bind_requests_waiting 0")
@@ -142,7 +142,7 @@ func TestGateCancellation(t *testing.T) {
 		case <-time.After(5 * time.Second):
 			t.Fatal("a cancelled hold was not answered")
 		}
-		if n := len(g.Held()); n != 0 {
+		if n := heldCount(g); n != 0 {
 			t.Errorf("%d held after the cancellation", n)
 		}
 	})

@@ -427,18 +427,20 @@ func narrowToPlan(pass []bool, names []string, planned string) bool {
 // one of higher P, may then never gather), and anywhere when it cannot: it never waits
 // for the queue.
 func narrowToUnclaimed(pass []bool, names []string, unclaimed func(node string) bool) bool {
-	free := make([]bool, len(names))
 	some, all := false, true
 	for i, name := range names {
 		if pass[i] {
-			free[i] = unclaimed(name)
-			some, all = some || free[i], all && free[i]
+			free := unclaimed(name)
+			some, all = some || free, all && free
 		}
 	}
 	if !some || all {
 		return false
 	}
-	copy(pass, free)
+	// Asked again rather than kept from the first pass: no scratch a request.
+	for i, name := range names {
+		pass[i] = pass[i] && unclaimed(name)
+	}
 	return true
 }
 
