@@ -38,7 +38,7 @@ func Fit(nodes []Node, pods []Pod) FitResult {
 		ptrs[i] = &sorted[i]
 	}
 	var dims dimSet
-	demands := dims.demands(ptrs)
+	demands := dims.demands(ptrs, nil)
 	c := newCapacity(nodes, &dims, nil, nil)
 	res := FitResult{OK: true, Placement: make(map[string]string, len(sorted))}
 	var ps []int
@@ -100,20 +100,38 @@ func (ds *dimSet) provisional(name string, index map[string]int) int {
 	return d
 }
 
-// demands turns each pod's request into its demand. Non-positive amounts need nothing; a
-// "pods" entry in a request is ignored, since a pod is one pod. It is meant to be called
-// once per dimSet.
-func (ds *dimSet) demands(pods []*Pod) []demand {
+// demandScratch is the memory demands writes its result into, kept by a caller that
+// computes demands again and again (Workspace); the zero value is ready to use. A result
+// is valid until the next call with the same scratch.
+type demandScratch struct {
+	backing []dimNeed
+	out     []demand
+	sameAs  []int32
+}
+
+// demands turns each pod's request into its demand, in w's memory (nil: fresh memory).
+// Non-positive amounts need nothing; a "pods" entry in a request is ignored, since a pod
+// is one pod. It is meant to be called once per dimSet.
+func (ds *dimSet) demands(pods []*Pod, w *demandScratch) []demand {
+	if w == nil {
+		w = &demandScratch{}
+	}
 	index := map[string]int{}
 	total := 0
 	for _, p := range pods {
 		total += len(p.Request) + 1
 	}
-	backing := make([]dimNeed, 0, total)
-	out := make([]demand, len(pods))
+	if cap(w.backing) < total {
+		w.backing = make([]dimNeed, 0, total)
+	}
+	backing := w.backing[:0]
+	w.out = grown(w.out, len(pods))
+	out := w.out
+	clear(out)
 	// Pods that share one request map (a caller may intern equal requests) and one node
 	// set share one demand: sameAs[i] is the first pod with pod i's map and set, or i.
-	sameAs := make([]int32, len(pods))
+	w.sameAs = grown(w.sameAs, len(pods))
+	sameAs := w.sameAs
 	type requestAndSet struct {
 		request unsafe.Pointer
 		set     *NodeSet

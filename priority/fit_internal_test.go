@@ -33,7 +33,7 @@ func TestCapacityTrials(t *testing.T) {
 			pods = append(pods, &Pod{UID: strconv.Itoa(i), Request: req})
 		}
 		var ds dimSet
-		demands := ds.demands(pods)
+		demands := ds.demands(pods, nil)
 		c := newCapacity(nodes, &ds, nil, nil)
 
 		// The plain matrix, in the table's node order.
@@ -104,8 +104,10 @@ func TestCapacityTrials(t *testing.T) {
 }
 
 // TestDemandsSharedRequests: pods that share one request map get the same demands as pods
-// with equal maps of their own, whatever the order and mix of requests.
+// with equal maps of their own, whatever the order and mix of requests; the shared ones
+// are computed in one scratch reused from round to round, as Admit's Workspace does.
 func TestDemandsSharedRequests(t *testing.T) {
+	var scratch demandScratch
 	shared := []Resources{
 		{"cpu": 1000, "memory": 2 << 30},
 		{"cpu": 2000, "memory": 2 << 30, "nvidia.com/gpu": 1},
@@ -133,7 +135,7 @@ func TestDemandsSharedRequests(t *testing.T) {
 			owning = append(owning, &Pod{UID: uid, Request: own})
 		}
 		var dsShared, dsOwn dimSet
-		got, want := dsShared.demands(sharing), dsOwn.demands(owning)
+		got, want := dsShared.demands(sharing, &scratch), dsOwn.demands(owning, nil)
 		if !slices.Equal(dsShared.names, dsOwn.names) || dsShared.shapes != dsOwn.shapes {
 			t.Fatalf("round %d: dimensions %v/%d, want %v/%d", round, dsShared.names, dsShared.shapes, dsOwn.names, dsOwn.shapes)
 		}
@@ -171,8 +173,8 @@ func TestCapacitySharedFree(t *testing.T) {
 			s, o = append(s, sharing[i]), append(o, owning[i])
 		}
 		var ds1, ds2 dimSet
-		ds1.demands(pods)
-		ds2.demands(pods)
+		ds1.demands(pods, nil)
+		ds2.demands(pods, nil)
 		got, want := newCapacity(s, &ds1, nil, nil), newCapacity(o, &ds2, nil, nil)
 		if !slices.Equal(got.nodes, want.nodes) || !slices.Equal(got.tree[got.r:], want.tree[want.r:]) {
 			t.Errorf("order %v: table %v %v, want %v %v", order, got.nodes, got.tree[got.r:], want.nodes, want.tree[want.r:])

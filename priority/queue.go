@@ -194,6 +194,7 @@ type Workspace struct {
 	pending []*Pod
 	fitPods []*Pod
 	plans   []plannedPod
+	demands demandScratch
 	// free is the table of free capacity, reach the one of the nodes' Capacity.
 	free, reach capacityArrays
 }
@@ -260,7 +261,7 @@ func (m Model) AdmitIn(s State, now time.Time, w *Workspace) *Queue {
 
 	w.queue, w.fitPods, w.pending = queue, fitPods, pendingBuf
 	var dims dimSet
-	demands := dims.demands(append(fitPods, placedPods...))
+	demands := dims.demands(append(fitPods, placedPods...), &w.demands)
 	// One backing array each for every job's demands and plan.
 	w.plans = grown(w.plans, len(fitPods))
 	plans := w.plans
@@ -537,6 +538,7 @@ func (w *Workspace) release() {
 	clear(w.pending[:cap(w.pending)])
 	clear(w.fitPods[:cap(w.fitPods)])
 	clear(w.plans)
+	clear(w.demands.out)
 	clear(w.free.nodes)
 	clear(w.reach.nodes)
 }
