@@ -66,14 +66,16 @@ func readAffinity(a *corev1.Affinity) *corev1.Affinity {
 	return &out
 }
 
-// containerStatusResources keeps each container status's name and resources.
+// containerStatusResources keeps the name and resources of each container status that
+// reports resources (nil when none does). One reporting none reads as no status at all to
+// the request helpers (component-helpers' resource.PodRequests), and is most of them: a
+// running pod without a resize carries one a container.
 func containerStatusResources(cs []corev1.ContainerStatus) []corev1.ContainerStatus {
-	if cs == nil {
-		return nil
-	}
-	out := make([]corev1.ContainerStatus, len(cs))
+	var out []corev1.ContainerStatus
 	for i := range cs {
-		out[i] = corev1.ContainerStatus{Name: cs[i].Name, Resources: cs[i].Resources, AllocatedResources: cs[i].AllocatedResources}
+		if cs[i].Resources != nil || cs[i].AllocatedResources != nil {
+			out = append(out, corev1.ContainerStatus{Name: cs[i].Name, Resources: cs[i].Resources, AllocatedResources: cs[i].AllocatedResources})
+		}
 	}
 	return out
 }

@@ -106,6 +106,8 @@ func TestTrimForCacheKeepsWhatTheViewReads(t *testing.T) {
 	full.Spec.Volumes = []corev1.Volume{{Name: "data"}}
 	full.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: full.Spec.Containers[0].Name, Image: "trainer",
 		AllocatedResources: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("5")}}}
+	// A status that reports no resources reads as none: it is not kept.
+	full.Status.InitContainerStatuses = []corev1.ContainerStatus{{Name: "sidecar", Image: "proxy", Ready: true}}
 	full.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Message: "long"}, {Type: corev1.PodReady}}
 	want := newPodRecord(full, cfg)
 	obj, err := sources.TrimForCache(full.DeepCopy())
@@ -123,7 +125,7 @@ func TestTrimForCacheKeepsWhatTheViewReads(t *testing.T) {
 		t.Errorf("request of the trimmed pod (-want +got):\n%s", diff)
 	}
 	if trimmed.Spec.Volumes != nil || trimmed.Spec.Containers[0].Env != nil || trimmed.Spec.InitContainers[0].Image != "" ||
-		trimmed.Status.ContainerStatuses[0].Image != "" || trimmed.Spec.Affinity.PodAntiAffinity != nil ||
+		trimmed.Status.ContainerStatuses[0].Image != "" || trimmed.Status.InitContainerStatuses != nil || trimmed.Spec.Affinity.PodAntiAffinity != nil ||
 		trimmed.Spec.Affinity.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution != nil || len(trimmed.Status.Conditions) != 1 {
 		t.Errorf("trimmed pod still carries what the view never reads: %+v", trimmed)
 	}

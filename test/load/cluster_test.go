@@ -192,25 +192,38 @@ func cpuTime(pid int) (time.Duration, error) {
 
 // memory reads a process's peak and current resident set size (VmHWM, VmRSS) in bytes.
 func memory(pid int) (peak, current int64, err error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	f, err := procStatus(pid)
 	if err != nil {
 		return 0, 0, err
 	}
+	peak, current = f["VmHWM:"], f["VmRSS:"]
+	if peak == 0 || current == 0 {
+		return 0, 0, fmt.Errorf("no VmHWM/VmRSS in /proc/%d/status", pid)
+	}
+	return peak, current, nil
+}
+
+// rssParts is the resident memory of pid now, in bytes: anonymous (the heap, stacks) and
+// file-backed (the binary's own pages, shared and reclaimable).
+func rssParts(pid int) (anon, file int64, err error) {
+	f, err := procStatus(pid)
+	return f["RssAnon:"], f["RssFile:"], err
+}
+
+// procStatus reads the kB fields of /proc/pid/status, in bytes.
+func procStatus(pid int) (map[string]int64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]int64{}
 	for _, line := range strings.Split(string(b), "\n") {
 		f := strings.Fields(line)
 		if len(f) != 3 || f[2] != "kB" {
 			continue
 		}
 		n, _ := strconv.ParseInt(f[1], 10, 64)
-		switch f[0] {
-		case "VmHWM:":
-			peak = n << 10
-		case "VmRSS:":
-			current = n << 10
-		}
+		out[f[0]] = n << 10
 	}
-	if peak == 0 || current == 0 {
-		return 0, 0, fmt.Errorf("no VmHWM/VmRSS in /proc/%d/status", pid)
-	}
-	return peak, current, nil
+	return out, nil
 }
