@@ -22,9 +22,11 @@ import (
 
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
+	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
@@ -115,14 +117,18 @@ type ClusterOptions struct {
 func NewCluster(o ClusterOptions) *Cluster {
 	factory := informers.NewSharedInformerFactory(o.Client, o.Config.ResyncPeriod.Duration)
 	nodeInf := factory.Core().V1().Nodes()
-	podInf := factory.Core().V1().Pods()
+	// The pod informer keeps no namespace index: nothing lists pods by namespace (a
+	// lister's Get is a key lookup), and at 100k pods the index holds some 3.5 MB.
+	podInf := factory.InformerFor(&corev1.Pod{}, func(client kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
+		return coreinformers.NewPodInformer(client, metav1.NamespaceAll, resync, cache.Indexers{})
+	})
 	nsInf := factory.Core().V1().Namespaces()
 	c := &Cluster{
 		log:       o.Log,
 		client:    o.Client,
 		factory:   factory,
 		nodes:     nodeInf.Lister(),
-		pods:      podInf.Lister(),
+		pods:      corelisters.NewPodLister(podInf.GetIndexer()),
 		tenants:   tenant.NewReader(nsInf.Lister()),
 		metrics:   o.Metrics,
 		turns:     o.Turns,
@@ -132,18 +138,18 @@ func NewCluster(o ClusterOptions) *Cluster {
 		interval:  o.Config.Gate.RecomputeInterval.Duration,
 		kick:      make(chan struct{}, 1),
 		index:     newViewIndex(),
-		synced:    []cache.InformerSynced{nodeInf.Informer().HasSynced, podInf.Informer().HasSynced, nsInf.Informer().HasSynced},
+		synced:    []cache.InformerSynced{nodeInf.Informer().HasSynced, podInf.HasSynced, nsInf.Informer().HasSynced},
 	}
 	if c.now == nil {
 		c.now = time.Now
 	}
 	c.index.devices = o.Devices
 	c.health = sources.NewHealth(o.Log, c.now)
-	for name, inf := range map[string]cache.SharedIndexInformer{"nodes": nodeInf.Informer(), "pods": podInf.Informer(), "namespaces": nsInf.Informer()} {
+	for name, inf := range map[string]cache.SharedIndexInformer{"nodes": nodeInf.Informer(), "pods": podInf, "namespaces": nsInf.Informer()} {
 		c.health.Follow(name, inf)
 	}
 	c.informers.Store(&map[string]cache.InformerSynced{
-		"nodes": nodeInf.Informer().HasSynced, "pods": podInf.Informer().HasSynced, "namespaces": nsInf.Informer().HasSynced,
+		"nodes": nodeInf.Informer().HasSynced, "pods": podInf.HasSynced, "namespaces": nsInf.Informer().HasSynced,
 	})
 	c.cfg.Store(&viewConfig{gang: o.Config.Gang, model: o.Config.Model.PriorityModel(), affinity: o.Config.Affinity, schedulerNames: o.Config.SchedulerNames})
 	sourceChanged := func() {
@@ -155,7 +161,7 @@ func NewCluster(o ClusterOptions) *Cluster {
 		UpdateFunc: func(any, any) { sourceChanged() },
 		DeleteFunc: func(any) { sourceChanged() },
 	}
-	for _, inf := range []cache.SharedIndexInformer{nodeInf.Informer(), podInf.Informer()} {
+	for _, inf := range []cache.SharedIndexInformer{nodeInf.Informer(), podInf} {
 		if err := inf.SetTransform(sources.TrimForCache); err != nil {
 			o.Log.Error("setting an informer transform", zap.Error(err))
 		}
@@ -163,7 +169,7 @@ func NewCluster(o ClusterOptions) *Cluster {
 	for _, h := range []struct {
 		inf     cache.SharedIndexInformer
 		handler cache.ResourceEventHandler
-	}{{nodeInf.Informer(), c.nodeEvents()}, {podInf.Informer(), c.podEvents()}, {nsInf.Informer(), onChange}} {
+	}{{nodeInf.Informer(), c.nodeEvents()}, {podInf, c.podEvents()}, {nsInf.Informer(), onChange}} {
 		if _, err := h.inf.AddEventHandler(h.handler); err != nil {
 			o.Log.Error("adding an event handler", zap.Error(err))
 		}

@@ -1,7 +1,10 @@
 package view
 
 import (
+	"flag"
+	"os"
 	"runtime"
+	"runtime/pprof"
 	"testing"
 	"time"
 
@@ -12,6 +15,10 @@ import (
 	"github.com/cps-extender/cps-extender/extender/sources"
 	loadfixture "github.com/cps-extender/cps-extender/test/load/fixture"
 )
+
+// heapProfile, when set, is where BenchmarkHeapAtEnvelope writes a heap profile while the
+// cluster it measured is alive (go tool pprof -sample_index=inuse_space).
+var heapProfile = flag.String("heap.profile", "", "write the envelope's live heap profile to this file")
 
 // liveHeap is the heap in use after two collections.
 func liveHeap() uint64 {
@@ -52,10 +59,25 @@ func BenchmarkHeapAtEnvelope(b *testing.B) {
 		c.recompute(time.Now())
 		c.recompute(time.Now().Add(time.Second))
 		computed := liveHeap()
+		if *heapProfile != "" {
+			writeHeapProfile(b, *heapProfile)
+		}
 		runtime.KeepAlive(c)
 		cache, view = stored-base, computed-stored
 	}
 	b.ReportMetric(float64(cache)/(1<<20), "cache-MiB")
 	b.ReportMetric(float64(view)/(1<<20), "view-MiB")
 	b.ReportMetric(float64(cache)/100000, "cache-B/pod")
+}
+
+// writeHeapProfile writes the heap profile, as of the last collection, to path.
+func writeHeapProfile(b *testing.B, path string) {
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+		b.Fatal(err)
+	}
 }

@@ -3,6 +3,7 @@ package view
 import (
 	"reflect"
 	"testing"
+	"unsafe"
 
 	"github.com/cps-extender/cps-extender/priority"
 )
@@ -44,5 +45,13 @@ func TestInternRequests(t *testing.T) {
 	}
 	if got := x.intern(priority.Resources{"cpu": 1000, "memory": 2 << 30}); !reflect.DeepEqual(got, a) {
 		t.Errorf("after the reset: %v, want %v", got, a)
+	}
+}
+
+// TestPodRecordSize holds a pod record to the 256-byte size class: one record a pod, at
+// 100k pods each size class up is 3.2 MB more.
+func TestPodRecordSize(t *testing.T) {
+	if got := unsafe.Sizeof(podRecord{}); got > 256 {
+		t.Errorf("a podRecord is %d bytes, past the 256-byte size class", got)
 	}
 }

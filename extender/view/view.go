@@ -346,6 +346,9 @@ func (c *Cluster) admit(snap *Snapshot, cfg *viewConfig, now, start time.Time, h
 	}
 	snap.Queue = cfg.model.AdmitIn(snap.state, now, w)
 	c.admitSpace.Put(w)
+	// The next recompute takes this queue as its Previous; the one before is not kept
+	// alive by this snapshot (at 20k jobs its decisions, plans and reasons are ~20 MB).
+	snap.state.Previous = nil
 	c.publish(snap)
 	if c.turns != nil {
 		c.turns.Published(snap)
