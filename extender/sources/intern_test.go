@@ -2,11 +2,15 @@ package sources
 
 import (
 	"strconv"
+	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 func container(name, cpu string) corev1.Container {
@@ -113,6 +117,99 @@ func TestInternTableBounded(t *testing.T) {
 		}
 		if n := len(table.containers); n > internLimit {
 			t.Fatalf("%d entries, limit %d", n, internLimit)
+		}
+	}
+}
+
+// servedPod is a pod of job j on node as decoded: every string its own allocation.
+func servedPod(j int, role, node string) *corev1.Pod {
+	own := func(s string) string { return string([]byte(s)) }
+	prio := int32(0)
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: own("job-" + strconv.Itoa(j) + "-" + role), Namespace: own("team-a"), GenerateName: own("job-" + strconv.Itoa(j) + "-"),
+			Labels:          map[string]string{own("cps.io/job"): own("job-" + strconv.Itoa(j)), own("cps.io/role"): own(role)},
+			Annotations:     map[string]string{own("note"): own("short"), own("long"): own(strings.Repeat("x", 65))},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: own("kubeflow.org/v1"), Kind: own("TFJob"), Name: own("job-" + strconv.Itoa(j)), UID: types.UID(own("u-" + strconv.Itoa(j)))}},
+		},
+		Spec: corev1.PodSpec{NodeName: own(node), SchedulerName: own("default-scheduler"), PriorityClassName: own("batch"), Priority: &prio},
+		Status: corev1.PodStatus{Phase: corev1.PodPhase(own("Running")), Conditions: []corev1.PodCondition{{
+			Type: corev1.PodConditionType(own("PodScheduled")), Status: corev1.ConditionStatus(own("True")), Reason: own("")}}},
+	}
+}
+
+// TestShareStrings: pods that repeat a string end up with one copy of it (label keys and
+// values, namespace, owner, node, scheduler, phase, conditions, priority), long annotation
+// values and the pods' own names stay their own, and no value changes.
+func TestShareStrings(t *testing.T) {
+	table := newInternTable()
+	a, b := servedPod(1, "worker", "node-1"), servedPod(1, "ps", "node-1")
+	wantA, wantB := a.DeepCopy(), b.DeepCopy()
+	table.shareStrings(a)
+	table.shareStrings(b)
+	for i, p := range []*corev1.Pod{a, b} {
+		if diff := cmp.Diff([]*corev1.Pod{wantA, wantB}[i], p); diff != "" {
+			t.Errorf("pod %d changed (-want +got):\n%s", i, diff)
+		}
+	}
+	same := func(x, y string) bool { return unsafe.StringData(x) == unsafe.StringData(y) }
+	key := func(m map[string]string, k string) string {
+		for mk := range m {
+			if mk == k {
+				return mk
+			}
+		}
+		t.Fatalf("no key %s", k)
+		return ""
+	}
+	shared := []struct {
+		what string
+		x, y string
+	}{
+		{"namespace", a.Namespace, b.Namespace},
+		{"generate name", a.GenerateName, b.GenerateName},
+		{"label key", key(a.Labels, "cps.io/job"), key(b.Labels, "cps.io/job")},
+		{"label value", a.Labels["cps.io/job"], b.Labels["cps.io/job"]},
+		{"annotation key", key(a.Annotations, "note"), key(b.Annotations, "note")},
+		{"short annotation value", a.Annotations["note"], b.Annotations["note"]},
+		{"owner kind", a.OwnerReferences[0].Kind, b.OwnerReferences[0].Kind},
+		{"owner name", a.OwnerReferences[0].Name, b.OwnerReferences[0].Name},
+		{"owner UID", string(a.OwnerReferences[0].UID), string(b.OwnerReferences[0].UID)},
+		{"node", a.Spec.NodeName, b.Spec.NodeName},
+		{"scheduler", a.Spec.SchedulerName, b.Spec.SchedulerName},
+		{"priority class", a.Spec.PriorityClassName, b.Spec.PriorityClassName},
+		{"phase", string(a.Status.Phase), string(b.Status.Phase)},
+		{"condition type", string(a.Status.Conditions[0].Type), string(b.Status.Conditions[0].Type)},
+		{"condition status", string(a.Status.Conditions[0].Status), string(b.Status.Conditions[0].Status)},
+	}
+	for _, s := range shared {
+		if !same(s.x, s.y) {
+			t.Errorf("%s %q: two copies", s.what, s.x)
+		}
+	}
+	if a.Spec.Priority != b.Spec.Priority {
+		t.Errorf("priority: two copies")
+	}
+	if same(a.Annotations["long"], b.Annotations["long"]) {
+		t.Errorf("a long annotation value is shared")
+	}
+	if !same(key(a.Labels, "cps.io/role"), key(b.Labels, "cps.io/role")) || same(a.Labels["cps.io/role"], b.Labels["cps.io/role"]) {
+		t.Errorf("role label: the key should be shared and the values (worker, ps) not")
+	}
+}
+
+// TestShareStringsBounded: past stringLimit distinct strings the table starts again, and
+// each pod keeps its own values.
+func TestShareStringsBounded(t *testing.T) {
+	table := newInternTable()
+	for i := range stringLimit + 100 {
+		p := servedPod(i, "worker", "node-"+strconv.Itoa(i%7))
+		table.shareStrings(p)
+		if want := "job-" + strconv.Itoa(i); p.Labels["cps.io/job"] != want || p.OwnerReferences[0].Name != want {
+			t.Fatalf("pod %d: label %s, owner %s, want %s", i, p.Labels["cps.io/job"], p.OwnerReferences[0].Name, want)
+		}
+		if n := len(table.strings); n > stringLimit {
+			t.Fatalf("%d strings, limit %d", n, stringLimit)
 		}
 	}
 }

@@ -13,8 +13,8 @@ import (
 // cache's memory; real training pods carry long env lists, volumes and commands. What is
 // kept of the containers and the tolerations is shared between pods that ask the same
 // (internTable): the pods of a job mostly do, and a pod's containers and resource maps are
-// a third of what is left (5000 nodes, 100k pods: docs/performance.md). Cached objects are
-// read-only, so sharing them is safe.
+// a third of what is left (5000 nodes, 100k pods: docs/performance.md); so are the strings
+// many pods repeat (shareStrings). Cached objects are read-only, so sharing them is safe.
 func TrimForCache(obj any) (any, error) {
 	if m, ok := obj.(interface {
 		SetManagedFields([]metav1.ManagedFieldsEntry)
@@ -40,6 +40,7 @@ func TrimForCache(obj any) (any, error) {
 		}
 		pod.Spec.Containers, pod.Spec.InitContainers = shared.sharedContainers(spec.Containers), shared.sharedContainers(spec.InitContainers)
 		pod.Spec.Tolerations = shared.sharedTolerations(spec.Tolerations)
+		shared.shareStrings(pod)
 	}
 	return obj, nil
 }
