@@ -17,6 +17,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"regexp"
 	"runtime"
 	"slices"
 	"syscall"
@@ -430,7 +431,13 @@ func loadConfig(args []string, stderr io.Writer) (config.Config, configSource, e
 // process collectors.
 func newMetrics() *metrics.Metrics {
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	// Beside the defaults: the live heap after the last collection (go_gc_heap_live_bytes),
+	// what a memory limit must hold, and the last cycle in which the GC's CPU limiter let
+	// the heap past GOMEMLIMIT (go_gc_limiter_last_enabled_gc_cycle).
+	goRuntime := collectors.WithGoCollectorRuntimeMetrics(collectors.GoRuntimeMetricsRule{
+		Matcher: regexp.MustCompile(`^/gc/heap/live:bytes$|^/gc/limiter/last-enabled:gc-cycle$`),
+	})
+	reg.MustRegister(collectors.NewGoCollector(goRuntime), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return metrics.New(reg)
 }
 

@@ -69,6 +69,9 @@ func TestLoad(t *testing.T) {
 	if peak, current, err := memory(ext.Pid()); err == nil {
 		t.Logf("cps-extender memory once ready: VmHWM %d MiB, VmRSS %d MiB", peak>>20, current>>20)
 	}
+	if line, err := goMemory(addr); err == nil {
+		t.Logf("cps-extender once ready: %s", line)
+	}
 
 	dir := t.TempDir()
 	n, err := fixture.WriteBodies(dir, pods, nodes, 20, false)
@@ -133,6 +136,11 @@ func TestLoad(t *testing.T) {
 	}
 	t.Logf("cps-extender memory with %d nodes and %d pods after the kube-scheduler verbs: VmHWM %d MiB, VmRSS %d MiB (anonymous %d, file %d)",
 		len(nodes), len(pods), peak>>20, current>>20, anon>>20, file>>20)
+	if line, err := goMemory(addr); err == nil {
+		t.Logf("cps-extender after the verbs: %s", line)
+	} else {
+		t.Errorf("reading the Go runtime's memory: %v", err)
+	}
 	if limit := rssLimit(len(pods)); len(nodes) >= 5000 && len(pods) >= 20000 && peak > limit {
 		t.Errorf("peak RSS %d MiB is over the %d MiB floor", peak>>20, limit>>20)
 	}
