@@ -432,10 +432,7 @@ func (m Model) AdmitIn(s State, now time.Time, w *Workspace) *Queue {
 				if v.hasTurn {
 					d.TurnSince = v.turn.Since
 				}
-				d.Plan = make(map[string]string, len(v.plan))
-				for _, pp := range v.plan {
-					d.Plan[pp.uid] = c.nodes[pp.node]
-				}
+				d.Plan = planOf(s.Previous, v.job.Key, c, v.plan)
 				d.Placement = summarize(c, v.placed, v.plan)
 			case neverFits(v):
 				c.rollback()
@@ -492,7 +489,7 @@ func (m Model) AdmitIn(s State, now time.Time, w *Workspace) *Queue {
 			}
 		}
 	}
-	spreadIdle(c, queue, now)
+	spreadIdle(c, queue, s.Previous, now)
 	q.unclaimed, q.dims = c.leftover(), slices.Clone(c.names)
 
 	q.Order = make([]*Decision, 0, len(queue))
@@ -915,6 +912,32 @@ func heldGivenBack(n int) string {
 	return "its " + heldBinds(n) + plural(n, " is", " are") + " given back"
 }
 
+// planOf is a job's plan by pod UID: the previous queue's map for the job when it holds
+// the same plan (published decisions are never written, so it is shared), else a new one.
+// A recompute that only moved the clock mostly finds the plans as they were: at 10k
+// admitted jobs that is some 3 MB less to allocate and collect a recompute.
+func planOf(prev *Queue, key string, c *capacity, plan []plannedPod) map[string]string {
+	if prev != nil {
+		if d, ok := prev.Lookup(key); ok && d.Plan != nil && len(d.Plan) == len(plan) {
+			same := true
+			for _, pp := range plan {
+				if d.Plan[pp.uid] != c.nodes[pp.node] {
+					same = false
+					break
+				}
+			}
+			if same {
+				return d.Plan
+			}
+		}
+	}
+	out := make(map[string]string, len(plan))
+	for _, pp := range plan {
+		out[pp.uid] = c.nodes[pp.node]
+	}
+	return out
+}
+
 // spreadIdle admits, spread, each job that waits for one domain by choice (patient: see
 // Model.patience) when its wait would leave idle the room it could run in now. Waiting for
 // a domain costs the job its wait and costs the cluster nothing only while the jobs behind
@@ -923,7 +946,7 @@ func heldGivenBack(n int) string {
 // no job behind needed that room: it is admitted where it fits. The jobs that waited beside
 // its reservation then wait as jobs that do not fit (the room it released is theirs from
 // the next queue on).
-func spreadIdle(c *capacity, queue []*jobView, now time.Time) {
+func spreadIdle(c *capacity, queue []*jobView, prev *Queue, now time.Time) {
 	for _, v := range queue {
 		d := v.d
 		if !v.patient || d.Phase != PhaseWaiting {
@@ -951,10 +974,7 @@ func spreadIdle(c *capacity, queue []*jobView, now time.Time) {
 		if v.hasTurn {
 			d.TurnSince = v.turn.Since
 		}
-		d.Plan = make(map[string]string, len(v.plan))
-		for _, pp := range v.plan {
-			d.Plan[pp.uid] = c.nodes[pp.node]
-		}
+		d.Plan = planOf(prev, v.job.Key, c, v.plan)
 		d.Placement = summarize(c, v.placed, v.plan)
 		for _, w := range queue {
 			if w.blocking == v && w.kind == waitBesideReserve {

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"math"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -1379,5 +1380,40 @@ func TestQueueUnclaimed(t *testing.T) {
 	var none *priority.Queue
 	if !none.Unclaimed(0, res(1, 0)) {
 		t.Error("a nil queue claims room")
+	}
+}
+
+// TestAdmitSharesUnchangedPlans: a job admitted again with the same plan takes the previous
+// queue's plan map, which stays as it was when the plan moves.
+func TestAdmitSharesUnchangedPlans(t *testing.T) {
+	m := priority.DefaultModel()
+	job := mkJob("ns/a").gang(1, res(1000, gi), 1, res(1000, gi)).obj()
+	on := func(name string) []priority.Node { return []priority.Node{node(name, res(4000, 8*gi))} }
+	plan := func(q *priority.Queue) map[string]string {
+		d, ok := q.Lookup("ns/a")
+		if !ok || d.Phase != priority.PhaseAdmitted {
+			t.Fatalf("ns/a is not admitted: %+v", d)
+		}
+		return d.Plan
+	}
+	same := func(a, b map[string]string) bool {
+		return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
+	}
+	first := m.Admit(priority.State{Nodes: on("n0"), Jobs: []priority.Job{job}}, t0)
+	second := m.Admit(priority.State{Nodes: on("n0"), Jobs: []priority.Job{job}, Previous: first}, t0.Add(time.Second))
+	if !same(plan(first), plan(second)) {
+		t.Errorf("the same plan a second later: a new map")
+	}
+	third := m.Admit(priority.State{Nodes: on("n1"), Jobs: []priority.Job{job}, Previous: second}, t0.Add(2*time.Second))
+	if same(plan(second), plan(third)) {
+		t.Errorf("a moved plan shares the previous map")
+	}
+	want := map[string]string{"uid-a-ps-0": "n0", "uid-a-w-0": "n0"}
+	if diff := cmp.Diff(want, plan(second)); diff != "" {
+		t.Errorf("the previous plan changed (-want +got):\n%s", diff)
+	}
+	want = map[string]string{"uid-a-ps-0": "n1", "uid-a-w-0": "n1"}
+	if diff := cmp.Diff(want, plan(third)); diff != "" {
+		t.Errorf("the moved plan (-want +got):\n%s", diff)
 	}
 }
