@@ -79,12 +79,17 @@ LOAD_JOBS ?= 4000
 LOAD_PODS_PER_JOB ?= 5
 LOAD_CONCURRENCY ?= 1 4
 LOAD_REQUESTS ?= 2000
+# The same throughput backlog once more on this many nodes, native gang and cps-extender only.
+THROUGHPUT_ENVELOPE_NODES ?= 5000
 .PHONY: load
-load: controlplane ## Load test: LOAD_NODES kwok nodes + LOAD_JOBS x LOAD_PODS_PER_JOB pending pods, curl replay (test/load/run.sh), RSS; then throughput, a backlog at scheduler start and 10k waiting pods.
+load: controlplane ## Load test: LOAD_NODES kwok nodes + LOAD_JOBS x LOAD_PODS_PER_JOB pending pods, curl replay (test/load/run.sh), RSS; then throughput, a backlog at scheduler start and 10k waiting pods; then throughput on THROUGHPUT_ENVELOPE_NODES nodes.
 	CPS_CONTROLPLANE_BIN=$$(test/tools/build-controlplane.sh | tail -n1) \
 	  LOAD_NODES=$(LOAD_NODES) LOAD_JOBS=$(LOAD_JOBS) LOAD_PODS_PER_JOB=$(LOAD_PODS_PER_JOB) \
 	  LOAD_CONCURRENCY='$(LOAD_CONCURRENCY)' LOAD_REQUESTS=$(LOAD_REQUESTS) \
 	  $(GO) test -tags load -count=1 -timeout 60m -v ./test/load/
+	CPS_CONTROLPLANE_BIN=$$(test/tools/build-controlplane.sh | tail -n1) \
+	  THROUGHPUT_NODES=$(THROUGHPUT_ENVELOPE_NODES) THROUGHPUT_RUNS='native gang,cps-extender webhook' \
+	  $(GO) test -tags load -count=1 -timeout 30m -run 'TestThroughput$$' -v ./test/load/
 
 .PHONY: e2e
 e2e: controlplane volcano controllers ## End-to-end tests on a real local control plane (etcd, kube-apiserver, kube-scheduler, kwok; vc-scheduler for the Volcano tests; kube-controller-manager, training-operator and JobSet for the workload tests).

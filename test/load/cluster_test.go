@@ -5,6 +5,8 @@ package load
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -129,7 +131,11 @@ func extenderBinary(t *testing.T) string {
 			buildErr = err
 			return
 		}
-		buildBin, buildErr = framework.BuildExtender(dir, "-trimpath")
+		flags := []string{"-trimpath"}
+		if os.Getenv("LOAD_PROFILE") != "" {
+			flags = append(flags, "-tags", "profile") // profile.go: Go's profiles on CPS_PROFILE_ADDR
+		}
+		buildBin, buildErr = framework.BuildExtender(dir, flags...)
 	})
 	if buildErr != nil {
 		t.Fatal(buildErr)
@@ -226,4 +232,27 @@ func procStatus(pid int) (map[string]int64, error) {
 		out[f[0]] = n << 10
 	}
 	return out, nil
+}
+
+// saveProfile fetches a Go profile from url into path.
+func saveProfile(t *testing.T, url, path string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Errorf("fetching %s: %v", url, err)
+		return
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err == nil && resp.StatusCode != http.StatusOK {
+		err = fmt.Errorf("%s: %s", resp.Status, body)
+	}
+	if err == nil {
+		err = os.WriteFile(path, body, 0o644)
+	}
+	if err != nil {
+		t.Errorf("saving the profile %s: %v", path, err)
+		return
+	}
+	t.Logf("heap profile: %s (go tool pprof -sample_index=inuse_space %s)", path, path)
 }

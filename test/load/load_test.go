@@ -63,6 +63,12 @@ func TestLoad(t *testing.T) {
 	} else if limit != "" {
 		env = append(env, "GOMEMLIMIT="+limit)
 	}
+	// LOAD_PROFILE (a folder) keeps the extender's heap profile after the verbs there.
+	profileAddr := ""
+	if os.Getenv("LOAD_PROFILE") != "" {
+		profileAddr = framework.FreeAddr(t)
+		env = append(env, "CPS_PROFILE_ADDR="+profileAddr)
+	}
 	t.Logf("cps-extender environment: %v", env)
 	ext := startExtender(t, cp, addr, "", env...)
 	t.Logf("cps-extender ready after %v with %d nodes and %d pods in its informers", time.Since(began).Round(time.Millisecond), len(nodes), len(pods))
@@ -140,6 +146,9 @@ func TestLoad(t *testing.T) {
 		t.Logf("cps-extender after the verbs: %s", line)
 	} else {
 		t.Errorf("reading the Go runtime's memory: %v", err)
+	}
+	if dir := os.Getenv("LOAD_PROFILE"); dir != "" {
+		saveProfile(t, "http://"+profileAddr+"/debug/pprof/heap?gc=1", filepath.Join(dir, "heap.prof"))
 	}
 	if limit := rssLimit(len(pods)); len(nodes) >= 5000 && len(pods) >= 20000 && peak > limit {
 		t.Errorf("peak RSS %d MiB is over the %d MiB floor", peak>>20, limit>>20)
