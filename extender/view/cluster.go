@@ -10,7 +10,6 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -68,9 +67,11 @@ type Cluster struct {
 	// sourceChanges counts namespace and PodGroup events: the jobs' users, sizes and
 	// priorities come from them too, outside the index.
 	sourceChanges atomic.Uint64
-	// admitSpace pools *priority.Workspace: Admit's scratch space, reused recompute after
-	// recompute instead of allocated anew.
-	admitSpace sync.Pool
+	// admitSpace is Admit's scratch space, reused recompute after recompute instead of
+	// allocated anew; only the recompute uses it. Not a sync.Pool: a collection empties a
+	// pool, and at 50k pending pods, where collections come every second or two, the ~12
+	// MB it holds were then allocated again.
+	admitSpace priority.Workspace
 	// jobs is the jobs the last recompute built, by group of the index (jobs.go); only the
 	// recompute reads and writes it. full: build every job on every recompute, and take
 	// nothing over from the previous snapshot (the reference the tests compare with).

@@ -340,12 +340,7 @@ func (s *Snapshot) onlyTimeMoved(cfg *viewConfig, changes, sources uint64, held 
 
 // admit computes snap's queue from its state and publishes it.
 func (c *Cluster) admit(snap *Snapshot, cfg *viewConfig, now, start time.Time, held int) {
-	w, ok := c.admitSpace.Get().(*priority.Workspace)
-	if !ok {
-		w = &priority.Workspace{}
-	}
-	snap.Queue = cfg.model.AdmitIn(snap.state, now, w)
-	c.admitSpace.Put(w)
+	snap.Queue = cfg.model.AdmitIn(snap.state, now, &c.admitSpace)
 	// The next recompute takes this queue as its Previous; the one before is not kept
 	// alive by this snapshot (at 20k jobs its decisions, plans and reasons are ~20 MB).
 	snap.state.Previous = nil
