@@ -89,7 +89,7 @@ func BenchmarkAdmit(b *testing.B) {
 					}
 					s.Jobs[i].Rules = []priority.Rule{rule}
 					for k := range s.Jobs[i].Pods {
-						s.Jobs[i].Pods[k].Keeps, s.Jobs[i].Pods[k].Counts = []int{0}, []int{0}
+						s.Jobs[i].Pods[k].RuleRefs = &priority.RuleRefs{Keeps: []int{0}, Counts: []int{0}}
 					}
 				}
 			}

@@ -14,7 +14,7 @@ import "slices"
 // the rule counts, and one more, were there.
 func (g *rulePlacer) preference(p *Pod, at int) int {
 	s := 0
-	for _, r := range p.Prefers {
+	for _, r := range p.prefers() {
 		if r < 0 || r >= len(g.rules) {
 			continue
 		}
@@ -38,7 +38,7 @@ func (g *rulePlacer) preference(p *Pod, at int) int {
 // spread, every counted pod where together. A node reaching it is as good as any.
 func (g *rulePlacer) preferenceCeiling(p *Pod) int {
 	s := 0
-	for _, r := range p.Prefers {
+	for _, r := range p.prefers() {
 		if r >= 0 && r < len(g.rules) && g.rules[r].Kind == RuleTogether {
 			s += g.rules[r].Weight * g.totals[r]
 		}
@@ -109,7 +109,7 @@ func preferPlan(c *capacity, v *jobView) {
 		moved := false
 		for k := range v.plan {
 			p, dm := v.toFit[pods[k]], v.demands[pods[k]]
-			if len(p.Prefers) == 0 {
+			if len(p.prefers()) == 0 {
 				continue
 			}
 			from := v.plan[k].node

@@ -27,9 +27,12 @@ func preferring(b *jobB, rule priority.Rule, counted bool, roles ...priority.Rol
 		if len(roles) > 0 && !containsRole(roles, p.Role) {
 			continue
 		}
-		p.Prefers = append(p.Prefers, at)
+		if p.RuleRefs == nil {
+			p.RuleRefs = &priority.RuleRefs{}
+		}
+		p.RuleRefs.Prefers = append(p.RuleRefs.Prefers, at)
 		if counted {
-			p.Counts = append(p.Counts, at)
+			p.RuleRefs.Counts = append(p.RuleRefs.Counts, at)
 		}
 	}
 	return b

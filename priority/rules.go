@@ -55,12 +55,12 @@ func (r Rule) String() string { return r.Why }
 // jobs are placed pod by pod (rulePlacer); preferred rules alone leave a job to the gang
 // placement (see HasPreferences).
 func (j *Job) HasRules() bool {
-	return j.somePod(func(p *Pod) []int { return p.Keeps })
+	return j.somePod(func(p *Pod) []int { return p.keeps() })
 }
 
 // HasPreferences reports whether some pod of the job prefers one of its preferred rules.
 func (j *Job) HasPreferences() bool {
-	return j.somePod(func(p *Pod) []int { return p.Prefers })
+	return j.somePod(func(p *Pod) []int { return p.prefers() })
 }
 
 // somePod reports whether the job has rules and some pod's list of them is not empty.
@@ -199,7 +199,7 @@ func (g *rulePlacer) count(p *Pod, at int) { g.tally(p, at, 1) }
 
 // tally adds n (1, or -1 to take a pod out) for pod p at position at to the rules' counts.
 func (g *rulePlacer) tally(p *Pod, at, n int) {
-	for _, r := range p.Counts {
+	for _, r := range p.counts() {
 		if r < 0 || r >= len(g.rules) {
 			continue
 		}
@@ -208,7 +208,7 @@ func (g *rulePlacer) tally(p *Pod, at, n int) {
 			g.totals[r] += n
 		}
 	}
-	for _, r := range p.Keeps {
+	for _, r := range p.keeps() {
 		if r < 0 || r >= len(g.rules) || g.rules[r].Kind != RuleApart {
 			continue
 		}
@@ -221,7 +221,7 @@ func (g *rulePlacer) tally(p *Pod, at, n int) {
 // prepare works out, for pod p of demand dm, the least count of each spread rule it keeps
 // over its eligible domains.
 func (g *rulePlacer) prepare(p *Pod, dm demand) {
-	for _, r := range p.Keeps {
+	for _, r := range p.keeps() {
 		if r < 0 || r >= len(g.rules) || g.rules[r].Kind != RuleSpread {
 			continue
 		}
@@ -256,7 +256,7 @@ func (g *rulePlacer) prepare(p *Pod, dm demand) {
 
 // broken is the first rule pod p would break at position at, or -1.
 func (g *rulePlacer) broken(p *Pod, at int) int {
-	for _, r := range p.Keeps {
+	for _, r := range p.keeps() {
 		if r < 0 || r >= len(g.rules) {
 			continue
 		}
@@ -281,7 +281,7 @@ func (g *rulePlacer) broken(p *Pod, at int) int {
 		}
 	}
 	// A pod an anti-affinity rule counts stays out of the domains of the pods keeping it.
-	for _, r := range p.Counts {
+	for _, r := range p.counts() {
 		if r < 0 || r >= len(g.rules) || g.rules[r].Kind != RuleApart {
 			continue
 		}
@@ -292,8 +292,8 @@ func (g *rulePlacer) broken(p *Pod, at int) int {
 	return -1
 }
 
-func countsFor(p *Pod, r int) bool { return containsInt(p.Counts, r) }
-func keeps(p *Pod, r int) bool     { return containsInt(p.Keeps, r) }
+func countsFor(p *Pod, r int) bool { return containsInt(p.counts(), r) }
+func keeps(p *Pod, r int) bool     { return containsInt(p.keeps(), r) }
 
 func containsInt(s []int, v int) bool {
 	for _, x := range s {
@@ -307,7 +307,7 @@ func containsInt(s []int, v int) bool {
 // spreadScore is how many pods the spread rules pod p keeps count in the domains of at.
 func (g *rulePlacer) spreadScore(p *Pod, at int) int {
 	s := 0
-	for _, r := range p.Keeps {
+	for _, r := range p.keeps() {
 		if r >= 0 && r < len(g.rules) && g.rules[r].Kind == RuleSpread {
 			if d := g.doms[r].dom[at]; d >= 0 {
 				s += g.counts[r][d]
@@ -327,12 +327,12 @@ func (g *rulePlacer) choose(i, lo, hi int) (int, int) {
 	p, dm := g.v.toFit[i], g.v.demands[i]
 	g.prepare(p, dm)
 	floor := 0 // the least spread score any node can have
-	for _, r := range p.Keeps {
+	for _, r := range p.keeps() {
 		if r >= 0 && r < len(g.rules) && g.rules[r].Kind == RuleSpread {
 			floor += g.minOf[r]
 		}
 	}
-	ceiling, prefers := 0, g.prefer && len(p.Prefers) > 0 // the most preference can be
+	ceiling, prefers := 0, g.prefer && len(p.prefers()) > 0 // the most preference can be
 	if prefers {
 		ceiling = g.preferenceCeiling(p)
 	}

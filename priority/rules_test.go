@@ -28,7 +28,7 @@ func ruled(key string, n int, rule priority.Rule) *jobB {
 	b := mkJob(key).gang(0, nil, n, res(1000, gi))
 	b.j.Rules = []priority.Rule{rule}
 	for i := range b.j.Pods {
-		b.j.Pods[i].Keeps, b.j.Pods[i].Counts = []int{0}, []int{0}
+		b.j.Pods[i].RuleRefs = &priority.RuleRefs{Keeps: []int{0}, Counts: []int{0}}
 	}
 	return b
 }
@@ -178,7 +178,7 @@ func TestAdmitRules(t *testing.T) {
 			jobs: func() []priority.Job {
 				b := ruled("ns/a", 2, apartByHost)
 				b.pods(mkPod("a-ps-0", priority.RolePS, 0).req(res(1000, gi)))
-				b.j.Pods[2].Counts = []int{0}
+				b.j.Pods[2].RuleRefs = &priority.RuleRefs{Counts: []int{0}}
 				return []priority.Job{b.obj()}
 			}(),
 			want: []row{{"ns/a", priority.PhaseAdmitted, ""}},

@@ -54,16 +54,44 @@ type Pod struct {
 	// tolerations leave out the others); nil means every node. Pods with the same
 	// constraints should share one set: the model works out each distinct set once.
 	Nodes *NodeSet
-	// Keeps are the job's required Rules (by index) this pod must keep, Prefers its
-	// preferred ones (Weight > 0), and Counts those whose pods it is one of (its labels match
-	// their selector): where it runs counts for them.
-	Keeps   []int
-	Prefers []int
-	Counts  []int
+	// RuleRefs names the job's Rules that concern the pod; nil when none does (most pods:
+	// a pointer keeps the Pod at 128 bytes, not 192).
+	RuleRefs *RuleRefs
 	// MayNotFit names what the pod asks for that the fit does not count (DRA features, as
 	// phrases: "DRA constraints between requests"); nil when the fit's count is exact. The
 	// job's sentence then says it may not fit.
 	MayNotFit []string
+}
+
+// RuleRefs are the job's Rules, by index, that concern one pod: Keeps the required ones it
+// must keep, Prefers its preferred ones (Weight > 0), and Counts those whose pods it is one
+// of (its labels match their selector): where it runs counts for them.
+type RuleRefs struct {
+	Keeps   []int
+	Prefers []int
+	Counts  []int
+}
+
+// keeps, prefers and counts are p's RuleRefs lists (nil when it has none).
+func (p *Pod) keeps() []int {
+	if p.RuleRefs == nil {
+		return nil
+	}
+	return p.RuleRefs.Keeps
+}
+
+func (p *Pod) prefers() []int {
+	if p.RuleRefs == nil {
+		return nil
+	}
+	return p.RuleRefs.Prefers
+}
+
+func (p *Pod) counts() []int {
+	if p.RuleRefs == nil {
+		return nil
+	}
+	return p.RuleRefs.Counts
 }
 
 // NodeSet is a set of nodes, by name, that a pod may use, with words that say which.
@@ -130,7 +158,7 @@ type Job struct {
 	// the placement never plans two of them on one node, since the filter would refuse it.
 	PSApart bool
 	// Rules are the job's pods' pod (anti-)affinity terms and topology spread constraints,
-	// each once (see Rule); the pods name theirs in Keeps, Prefers and Counts. A job with
+	// each once (see Rule); the pods name theirs in their RuleRefs. A job with
 	// required rules is placed pod by pod keeping them (rules.go); preferred ones only steer
 	// the choice among the nodes that fit (prefer.go).
 	Rules []Rule

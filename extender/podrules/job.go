@@ -35,6 +35,15 @@ type Cluster struct {
 	namespaces []string
 }
 
+// ruleRefs is p's RuleRefs, made when it has none. The pods Add is given are the job's
+// own, built for this recompute: nothing else holds their RuleRefs.
+func ruleRefs(p *priority.Pod) *priority.RuleRefs {
+	if p.RuleRefs == nil {
+		p.RuleRefs = &priority.RuleRefs{}
+	}
+	return p.RuleRefs
+}
+
 // Add gives job, whose pods are pods (in job.Pods' order, nil for one not known), its Rules:
 // each distinct term of its pods once, which pods keep (required) or prefer (preferred) it
 // and which it counts, and the placed pods of other jobs and of none that it counts, by
@@ -54,9 +63,10 @@ func (c *Cluster) Add(job *priority.Job, pods []*Pod) {
 				ids[t.ID] = at
 				terms = append(terms, t)
 			}
-			list := &job.Pods[k].Keeps
+			refs := ruleRefs(&job.Pods[k])
+			list := &refs.Keeps
 			if t.Weight > 0 {
-				list = &job.Pods[k].Prefers
+				list = &refs.Prefers
 			}
 			if !slices.Contains(*list, at) { // a term given twice is one rule
 				*list = append(*list, at)
@@ -72,7 +82,8 @@ func (c *Cluster) Add(job *priority.Job, pods []*Pod) {
 			Elsewhere: map[string]int{}, Staying: map[string]int{}}
 		for k, p := range pods {
 			if p != nil && t.Counts(p.Namespace, p.Labels) {
-				job.Pods[k].Counts = append(job.Pods[k].Counts, at)
+				refs := ruleRefs(&job.Pods[k])
+				refs.Counts = append(refs.Counts, at)
 			}
 		}
 		namespaces := t.Namespaces

@@ -84,8 +84,12 @@ func TestClusterAdd(t *testing.T) {
 				if tt.prefers != nil {
 					prefers, counts = tt.prefers[k], tt.counts[k]
 				}
-				if !cmp.Equal(p.Keeps, tt.keeps[k]) || !cmp.Equal(p.Prefers, prefers) || !cmp.Equal(p.Counts, counts) {
-					t.Errorf("pod %d keeps %v, prefers %v and is counted by %v, want %v, %v and %v", k, p.Keeps, p.Prefers, p.Counts, tt.keeps[k], prefers, counts)
+				refs := p.RuleRefs
+				if refs == nil {
+					refs = &priority.RuleRefs{}
+				}
+				if !cmp.Equal(refs.Keeps, tt.keeps[k]) || !cmp.Equal(refs.Prefers, prefers) || !cmp.Equal(refs.Counts, counts) {
+					t.Errorf("pod %d keeps %v, prefers %v and is counted by %v, want %v, %v and %v", k, refs.Keeps, refs.Prefers, refs.Counts, tt.keeps[k], prefers, counts)
 				}
 			}
 		})

@@ -58,8 +58,8 @@ func TestRecomputeRules(t *testing.T) {
 		t.Errorf("rules (-want +got):\n%s", diff)
 	}
 	for _, p := range job.Pods {
-		if !cmp.Equal(p.Keeps, []int{0}) || !cmp.Equal(p.Counts, []int{0}) {
-			t.Errorf("pod %s keeps %v and is counted by %v, want [0] and [0]", p.Name, p.Keeps, p.Counts)
+		if p.RuleRefs == nil || !cmp.Equal(p.RuleRefs.Keeps, []int{0}) || !cmp.Equal(p.RuleRefs.Counts, []int{0}) {
+			t.Errorf("pod %s rule refs %+v, want keeps [0] and counted by [0]", p.Name, p.RuleRefs)
 		}
 	}
 	const never = "never fits: only 5 of the 6 pods it needs can be placed keeping its required pod anti-affinity by kubernetes.io/hostname (pods app=train), even with no other job's pods on the nodes"
