@@ -69,8 +69,8 @@ type Cluster struct {
 	sourceChanges atomic.Uint64
 	// admitSpace is Admit's scratch space, reused recompute after recompute instead of
 	// allocated anew; only the recompute uses it. Not a sync.Pool: a collection empties a
-	// pool, and at 50k pending pods, where collections come every second or two, the ~12
-	// MB it holds were then allocated again.
+	// pool, and at 100k pods (50k pending), where collections come every second or two, the
+	// ~16 MB it holds were then allocated again (HeapAtEnvelope; docs/history.md).
 	admitSpace priority.Workspace
 	// jobs is the jobs the last recompute built, by group of the index (jobs.go); only the
 	// recompute reads and writes it. full: build every job on every recompute, and take
