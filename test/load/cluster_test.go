@@ -254,5 +254,5 @@ func saveProfile(t *testing.T, url, path string) {
 		t.Errorf("saving the profile %s: %v", path, err)
 		return
 	}
-	t.Logf("heap profile: %s (go tool pprof -sample_index=inuse_space %s)", path, path)
+	t.Logf("profile: %s (go tool pprof %s)", path, path)
 }

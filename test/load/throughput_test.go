@@ -3,12 +3,14 @@
 package load
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -71,6 +73,14 @@ func TestThroughput(t *testing.T) {
 	createNodes(t, cp.Client, fixture.Nodes(fixture.Spec{Nodes: nodeCount, KwokNodes: true}))
 
 	var cpsAddr string // cps-extender's, once its run started
+	// LOAD_PROFILE (a folder) keeps a CPU profile of each cps-extender run there, taken
+	// from the backlog's creation on for THROUGHPUT_PROFILE_SECONDS (20).
+	var profileAddr string
+	var extenderEnv []string
+	if os.Getenv("LOAD_PROFILE") != "" {
+		profileAddr = framework.FreeAddr(t)
+		extenderEnv = append(extenderEnv, "CPS_PROFILE_ADDR="+profileAddr)
+	}
 	// Each extender starts just before its own run and stops after it, so that no run
 	// shares the cores with an extender it does not use (a cps-extender left running
 	// watches and recomputes through the next run: it cost the webhook run, which followed
@@ -89,7 +99,7 @@ func TestThroughput(t *testing.T) {
 		cpsAddr = framework.FreeAddr(t)
 		hookAddr := framework.FreeAddr(t)
 		framework.RegisterRepoTurnGateWebhook(t, cp.Client, hookAddr)
-		p := startExtender(t, cp, cpsAddr, framework.TurnGateWebhookConfig(hookAddr)+extraConfig)
+		p := startExtender(t, cp, cpsAddr, framework.TurnGateWebhookConfig(hookAddr)+extraConfig, extenderEnv...)
 		framework.WaitTurnGateWebhook(t, cp.Client, hookAddr, calls, time.Minute)
 		return "http://" + cpsAddr + "/scheduler", func() {
 			stopProcess(p)()
@@ -109,7 +119,7 @@ func TestThroughput(t *testing.T) {
 		{name: "native gang", namespace: "gang", nativeGang: true, wholeGangs: true},
 		{name: "cps-extender", namespace: "cps", wholeGangs: true, extender: func() (string, func()) {
 			cpsAddr = framework.FreeAddr(t)
-			p := startExtender(t, cp, cpsAddr, "")
+			p := startExtender(t, cp, cpsAddr, "", extenderEnv...)
 			return "http://" + cpsAddr + "/scheduler", stopProcess(p)
 		}},
 		// As deployed, with the turn-gate webhook: a pod created while a job waits comes with
@@ -162,6 +172,17 @@ func TestThroughput(t *testing.T) {
 		}
 		binds := watchBindings(t, cp.Client, run.namespace)
 		sched := cp.StartScheduler(t, schedulerConfig(t, cp, extenderURL), schedulerArgs...)
+		cpuBefore := processesCPU(cp)
+		profiled := make(chan struct{})
+		if dir := os.Getenv("LOAD_PROFILE"); dir != "" && strings.HasPrefix(run.name, "cps-extender") {
+			seconds := envInt(t, "THROUGHPUT_PROFILE_SECONDS", 20)
+			go func() {
+				defer close(profiled)
+				saveProfile(t, fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", profileAddr, seconds), filepath.Join(dir, run.namespace+"-cpu.prof"))
+			}()
+		} else {
+			close(profiled)
+		}
 		// The backlog arrives while the scheduler runs, a few jobs at a time, faster than
 		// it is bound; see the README's known limits for a backlog already there when
 		// kube-scheduler starts.
@@ -170,6 +191,8 @@ func TestThroughput(t *testing.T) {
 			return err
 		})
 		bound := binds.waitBound(len(pods), 10*time.Minute)
+		logCPU(t, run.name, cpuBefore, processesCPU(cp))
+		<-profiled
 		if err := sched.Stop(); err != nil {
 			t.Logf("stopping kube-scheduler: %v", err)
 		}
@@ -230,6 +253,49 @@ func TestThroughput(t *testing.T) {
 	}
 }
 
+// processesCPU reads the CPU time each running process of cp has used so far, by name, and
+// this test process's own under "test" (it creates the pods and watches the bindings).
+func processesCPU(cp *framework.ControlPlane) map[string]time.Duration {
+	out := map[string]time.Duration{}
+	for _, p := range cp.Processes() {
+		if p.Exited() {
+			continue
+		}
+		if d, err := cpuTime(p.Pid()); err == nil {
+			out[p.Name] = d
+		}
+	}
+	if d, err := cpuTime(os.Getpid()); err == nil {
+		out["test"] = d
+	}
+	return out
+}
+
+// logCPU logs the CPU time each process used between two readings of processesCPU, the
+// largest first: on a machine of few cores, the binding rate is bounded by what every
+// process of the run takes from the scheduler's cores, not by the scheduler alone.
+func logCPU(t *testing.T, run string, before, after map[string]time.Duration) {
+	t.Helper()
+	type use struct {
+		name string
+		cpu  time.Duration
+	}
+	var uses []use
+	var total time.Duration
+	for name, d := range after {
+		if d -= before[name]; d > 0 {
+			uses = append(uses, use{name, d})
+			total += d
+		}
+	}
+	slices.SortFunc(uses, func(a, b use) int { return cmp.Compare(b.cpu, a.cpu) })
+	parts := make([]string, len(uses))
+	for i, u := range uses {
+		parts[i] = fmt.Sprintf("%s %.2fs", u.name, u.cpu.Seconds())
+	}
+	t.Logf("%s: CPU from the scheduler's start to the last binding %.2fs: %s", run, total.Seconds(), strings.Join(parts, ", "))
+}
+
 // logViewWaits logs how long, in all, the filter of the extender at addr held kube-scheduler's
 // cycle waiting for a newer snapshot, by cause, against the filter's whole time: the cycle
 // places one pod at a time, so those waits come straight off the binding rate.
@@ -245,6 +311,8 @@ func logViewWaits(t *testing.T, addr string) {
 		`cps_extender_filter_view_wait_seconds_count{cause="gathering"}`,
 		`cps_extender_filter_view_wait_seconds_sum{cause="behind"}`,
 		`cps_extender_filter_view_wait_seconds_count{cause="behind"}`,
+		`cps_extender_queue_recompute_seconds_sum`,
+		`cps_extender_queue_recompute_seconds_count`,
 	} {
 		v, err := metric(addr, sample)
 		if err != nil {
