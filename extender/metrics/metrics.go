@@ -39,6 +39,7 @@ type Metrics struct {
 	evictedPods   *prometheus.CounterVec
 	viewWaits     *prometheus.HistogramVec
 	webhookOn     prometheus.Gauge
+	recomputes    prometheus.Histogram
 	informers     *informerCollector
 	jobs          *jobMetrics
 	// names are the metric names served, a histogram's as its series (see Names).
@@ -145,6 +146,11 @@ func New(reg *prometheus.Registry) *Metrics {
 		// Bounded by ViewCatchUp (250 ms); a recompute takes milliseconds.
 		Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5},
 	}, "cause")
+	m.recomputes = m.histogram(prometheus.HistogramOpts{
+		Name:    "cps_extender_queue_recompute_seconds",
+		Help:    "Time each recompute of the queue took (informer records to published snapshot): its count is how often the view recomputed, its sum the CPU it spent doing so.",
+		Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1},
+	})
 	m.webhookOn = m.gauge(prometheus.GaugeOpts{
 		Name: "cps_extender_turn_gate_webhook_on",
 		Help: "1 while the extender has the API server call the turn-gate webhook on pod creations (a job waits, or waited within webhook.offAfter), 0 while it has switched the calls off.",
@@ -159,7 +165,7 @@ func New(reg *prometheus.Registry) *Metrics {
 	m.names = append(m.names, "cps_extender_informer_synced", "cps_extender_ready", "cps_extender_snapshot_age_seconds")
 	m.jobs = newJobMetrics(m)
 	reg.MustRegister(m.requests, m.refused, m.leader, m.duration, m.decisions, m.queueJobs, m.queueLength, m.heldBinds,
-		m.bindWaiting, m.bindFailures, m.waitingEvents, m.reloads, m.nudges, m.lifts, m.preemptions, m.evictedPods, m.viewWaits, m.webhookOn, m.informers)
+		m.bindWaiting, m.bindFailures, m.waitingEvents, m.reloads, m.nudges, m.lifts, m.preemptions, m.evictedPods, m.viewWaits, m.recomputes, m.webhookOn, m.informers)
 	m.jobs.register(reg)
 	for _, state := range []priority.JobPhase{priority.PhaseWaiting, priority.PhaseAdmitted, priority.PhaseRunning, priority.PhaseUnschedulable, priority.PhasePreempting} {
 		m.queueJobs.WithLabelValues(phaseLabel(state))
@@ -196,6 +202,11 @@ func (m *Metrics) gaugeVec(opts prometheus.GaugeOpts, labels ...string) *prometh
 func (m *Metrics) histogramVec(opts prometheus.HistogramOpts, labels ...string) *prometheus.HistogramVec {
 	m.names = append(m.names, opts.Name+"_bucket", opts.Name+"_sum", opts.Name+"_count")
 	return prometheus.NewHistogramVec(opts, labels)
+}
+
+func (m *Metrics) histogram(opts prometheus.HistogramOpts) prometheus.Histogram {
+	m.names = append(m.names, opts.Name+"_bucket", opts.Name+"_sum", opts.Name+"_count")
+	return prometheus.NewHistogram(opts)
 }
 
 // Handler serves the registry in the Prometheus exposition format.
@@ -307,6 +318,14 @@ func (m *Metrics) ViewWait(cause string, took time.Duration) {
 		return
 	}
 	m.viewWaits.WithLabelValues(cause).Observe(took.Seconds())
+}
+
+// Recomputed observes how long one recompute of the queue took.
+func (m *Metrics) Recomputed(took time.Duration) {
+	if m == nil {
+		return
+	}
+	m.recomputes.Observe(took.Seconds())
 }
 
 // The results counted by cps_extender_preemptions_total.

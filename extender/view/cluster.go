@@ -244,6 +244,8 @@ func (c *Cluster) loop(ctx context.Context) {
 	if c.holds != nil {
 		holdsChanged = c.holds.Changed()
 	}
+	var last time.Time
+	var took time.Duration
 	for {
 		select {
 		case <-ctx.Done():
@@ -252,8 +254,34 @@ func (c *Cluster) loop(ctx context.Context) {
 		case <-holdsChanged:
 		case <-ticker.C:
 		}
+		if wait := time.Until(nextRecompute(last, took)); wait > 0 {
+			timer := time.NewTimer(wait)
+			select {
+			case <-ctx.Done():
+				timer.Stop()
+				return
+			case <-timer.C:
+			}
+		}
+		last = time.Now()
 		c.recompute(c.now())
+		took = time.Since(last)
 	}
+}
+
+// recomputeGap is the least time from the start of one recompute to the start of the next:
+// the changes that come meanwhile are taken together. Without it a burst of pod events cost
+// about two recomputes a pod (created, then held or bound), half the extender's CPU in
+// TestThroughput on 1000 nodes; with it, one run: 951 recomputes instead of 4020 for 2040
+// pods, extender CPU 7.6 -> 4.9 s, no filter waiting for the view (docs/history.md).
+const recomputeGap = 20 * time.Millisecond
+
+// nextRecompute is the earliest start of the recompute after one that started at last and
+// took took: recomputeGap after it, and no sooner than took after it ended, so that the
+// view spends at most half a core on recomputes however long the queue (a recompute at 50k
+// pending pods takes ~50 ms).
+func nextRecompute(last time.Time, took time.Duration) time.Time {
+	return last.Add(max(recomputeGap, 2*took))
 }
 
 // Trigger asks for a recompute soon; many triggers before it runs make one recompute.

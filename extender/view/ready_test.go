@@ -36,3 +36,23 @@ func TestReadyTellsTheTruth(t *testing.T) {
 		t.Errorf("not ready after a recompute: %q", c.NotReadyReason())
 	}
 }
+
+func TestNextRecompute(t *testing.T) {
+	last := time.Date(2026, 12, 7, 17, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name string
+		took time.Duration
+		want time.Duration // after last
+	}{
+		{"first recompute", 0, recomputeGap},
+		{"a quick one waits out the gap", time.Millisecond, recomputeGap},
+		{"half the gap still waits the gap", recomputeGap / 2, recomputeGap},
+		{"a long one rests as long as it took", 50 * time.Millisecond, 100 * time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := nextRecompute(last, tc.took).Sub(last); got != tc.want {
+				t.Errorf("nextRecompute after %v: %v after the last start, want %v", tc.took, got, tc.want)
+			}
+		})
+	}
+}

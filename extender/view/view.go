@@ -352,6 +352,7 @@ func (c *Cluster) admit(snap *Snapshot, cfg *viewConfig, now, start time.Time, h
 		c.preemptor.Published(snap)
 	}
 	c.metrics.ObserveQueue(snap.Queue, held)
+	c.metrics.Recomputed(time.Since(start))
 	c.waits.Observe(c.metrics, snap.Queue, snap.jobs, cfg.model, c.priorityClassOf, now)
 	c.levels.note(c.log, snap.Queue.Levels)
 	if ce := c.log.Check(zap.DebugLevel, "queue recomputed"); ce != nil {
