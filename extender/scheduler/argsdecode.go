@@ -28,10 +28,8 @@ type scratch struct {
 	names  nodeNames
 	passed []string
 	pass   []bool
-	// notPlanned lends a filter answer its list of the nodes that are not the plan's.
-	notPlanned []string
-	scores     extenderv1.HostPriorityList
-	pool       *sync.Pool // the pool to give it back to
+	scores extenderv1.HostPriorityList
+	pool   *sync.Pool // the pool to give it back to
 }
 
 // maxPooledBody is the largest body buffer kept for reuse: an occasional huge body should

@@ -159,11 +159,7 @@ func appendFilterAnswer(b []byte, a *filterAnswer) []byte {
 		b = append(b, ']')
 	}
 	b = append(b, `,"FailedNodes":`...)
-	if len(a.notPlanned) == 0 {
-		b = appendFailedNodes(b, r.FailedNodes)
-	} else {
-		b = appendNamesWithReason(b, a.notPlanned, a.why, r.FailedNodes)
-	}
+	b = appendFailedNodes(b, r.FailedNodes)
 	b = append(b, `,"FailedAndUnresolvableNodes":`...)
 	if len(a.unresolvable) == 0 {
 		b = appendFailedNodes(b, r.FailedAndUnresolvableNodes)

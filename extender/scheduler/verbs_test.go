@@ -235,11 +235,11 @@ func TestFilter(t *testing.T) {
 			},
 		},
 		{
-			name: "a pod in no job goes around the room queued gangs count on",
+			name: "a pod in no job goes around the room queued gangs count on; the node left out is not listed",
 			body: `{"Pod":{"metadata":{"name":"loose","namespace":"default"}},"NodeNames":["n1","n2"]}`,
 			want: extenderv1.ExtenderFilterResult{
 				NodeNames:                  &[]string{"n1"},
-				FailedNodes:                extenderv1.FailedNodesMap{"n2": claimedReason},
+				FailedNodes:                extenderv1.FailedNodesMap{},
 				FailedAndUnresolvableNodes: extenderv1.FailedNodesMap{},
 			},
 		},
@@ -304,12 +304,11 @@ func TestFilter(t *testing.T) {
 			notified: []string{"default/waiter: " + waiterReason},
 		},
 		{
-			name: "an admitted pod with a plan passes its planned node alone; the others fail naming it",
+			name: "an admitted pod with a plan passes its planned node alone; the node left out is not listed",
 			body: `{"Pod":{"metadata":{"name":"planned","namespace":"default"}},"NodeNames":["n1","ghost","n2"]}`,
 			want: extenderv1.ExtenderFilterResult{
 				NodeNames: &[]string{"n2"},
 				FailedNodes: extenderv1.FailedNodesMap{
-					"n1":    "the job's plan puts this pod on node n2",
 					"ghost": "node ghost is not in the extender's cluster view (yet)",
 				},
 				FailedAndUnresolvableNodes: extenderv1.FailedNodesMap{},
@@ -320,7 +319,7 @@ func TestFilter(t *testing.T) {
 			body: `{"Pod":{"metadata":{"name":"planned","namespace":"default"}},"Nodes":{"items":[{"metadata":{"name":"n1"}},{"metadata":{"name":"n2"}}]}}`,
 			want: extenderv1.ExtenderFilterResult{
 				Nodes:                      &corev1.NodeList{Items: []corev1.Node{{ObjectMeta: metav1.ObjectMeta{Name: "n2"}}}},
-				FailedNodes:                extenderv1.FailedNodesMap{"n1": "the job's plan puts this pod on node n2"},
+				FailedNodes:                extenderv1.FailedNodesMap{},
 				FailedAndUnresolvableNodes: extenderv1.FailedNodesMap{},
 			},
 		},
@@ -862,6 +861,31 @@ func TestFilterDecidesAgainWhenTheTurnCame(t *testing.T) {
 			}
 			if got := len(tu.parked) > 0; got != tt.wantParked {
 				t.Errorf("recorded as parked: %v (%v), want %v", got, tu.parked, tt.wantParked)
+			}
+		})
+	}
+}
+
+func TestFilterSummary(t *testing.T) {
+	names := func(n ...string) *[]string { return &n }
+	for _, tc := range []struct {
+		name   string
+		answer filterAnswer
+		want   string
+	}{
+		{"every node passes", filterAnswer{ExtenderFilterResult: extenderv1.ExtenderFilterResult{NodeNames: names("n1", "n2")}},
+			"passed 2, failed 0, unresolvable 0"},
+		{"the plan's node alone, the others counted as left out", filterAnswer{
+			ExtenderFilterResult: extenderv1.ExtenderFilterResult{NodeNames: names("n2"), FailedNodes: extenderv1.FailedNodesMap{"ghost": "unknown"}},
+			leftOut:              998, why: notPlannedReason("n2")},
+			"passed 1, failed 1, unresolvable 0, left out 998 (the job's plan puts this pod on node n2)"},
+		{"a waiting pod", filterAnswer{ExtenderFilterResult: extenderv1.ExtenderFilterResult{NodeNames: names()},
+			unresolvable: []string{"n1", "n2"}, reason: "waits"},
+			"passed 0, failed 0, unresolvable 2"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tc.answer.summary(); got != tc.want {
+				t.Errorf("summary %q, want %q", got, tc.want)
 			}
 		})
 	}
