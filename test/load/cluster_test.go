@@ -234,10 +234,10 @@ func procStatus(pid int) (map[string]int64, error) {
 	return out, nil
 }
 
-// saveProfile fetches a Go profile from url into path.
-func saveProfile(t *testing.T, url, path string) {
+// saveProfile fetches a Go profile from url into path with client.
+func saveProfile(t *testing.T, client *http.Client, url, path string) {
 	t.Helper()
-	resp, err := http.Get(url)
+	resp, err := client.Get(url)
 	if err != nil {
 		t.Errorf("fetching %s: %v", url, err)
 		return

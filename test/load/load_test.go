@@ -5,6 +5,7 @@
 package load
 
 import (
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -148,7 +149,7 @@ func TestLoad(t *testing.T) {
 		t.Errorf("reading the Go runtime's memory: %v", err)
 	}
 	if dir := os.Getenv("LOAD_PROFILE"); dir != "" {
-		saveProfile(t, "http://"+profileAddr+"/debug/pprof/heap?gc=1", filepath.Join(dir, "heap.prof"))
+		saveProfile(t, http.DefaultClient, "http://"+profileAddr+"/debug/pprof/heap?gc=1", filepath.Join(dir, "heap.prof"))
 	}
 	if limit := rssLimit(len(pods)); len(nodes) >= 5000 && len(pods) >= 20000 && peak > limit {
 		t.Errorf("peak RSS %d MiB is over the %d MiB floor", peak>>20, limit>>20)

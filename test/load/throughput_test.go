@@ -5,6 +5,7 @@ package load
 import (
 	"cmp"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -170,18 +171,29 @@ func TestThroughput(t *testing.T) {
 		if run.extender != nil {
 			extenderURL, stopExtender = run.extender()
 		}
+		profileDir := os.Getenv("LOAD_PROFILE")
+		if profileDir != "" {
+			// kube-scheduler serves Go's profiles on its secure port; this lets the test
+			// read them without credentials (the port is on loopback).
+			schedulerArgs = append(schedulerArgs, "--authorization-always-allow-paths=/healthz,/readyz,/livez,/debug/pprof/*")
+		}
 		binds := watchBindings(t, cp.Client, run.namespace)
 		sched := cp.StartScheduler(t, schedulerConfig(t, cp, extenderURL), schedulerArgs...)
 		cpuBefore := processesCPU(cp)
-		profiled := make(chan struct{})
-		if dir := os.Getenv("LOAD_PROFILE"); dir != "" && strings.HasPrefix(run.name, "cps-extender") {
+		var profiles []<-chan struct{}
+		if profileDir != "" {
 			seconds := envInt(t, "THROUGHPUT_PROFILE_SECONDS", 20)
-			go func() {
-				defer close(profiled)
-				saveProfile(t, fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", profileAddr, seconds), filepath.Join(dir, run.namespace+"-cpu.prof"))
-			}()
-		} else {
-			close(profiled)
+			query := fmt.Sprintf("/debug/pprof/profile?seconds=%d", seconds)
+			if strings.HasPrefix(run.name, "cps-extender") {
+				profiles = append(profiles, profileInBackground(t, http.DefaultClient, "http://"+profileAddr+query,
+					filepath.Join(profileDir, run.namespace+"-cpu.prof")))
+			}
+			if addr := servingAddr(t, sched); addr != "" {
+				// Its serving certificate is self-signed; the port is this test's, on loopback.
+				insecure := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+				profiles = append(profiles, profileInBackground(t, insecure, "https://"+addr+query,
+					filepath.Join(profileDir, run.namespace+"-kube-scheduler-cpu.prof")))
+			}
 		}
 		// The backlog arrives while the scheduler runs, a few jobs at a time, faster than
 		// it is bound; see the README's known limits for a backlog already there when
@@ -192,7 +204,9 @@ func TestThroughput(t *testing.T) {
 		})
 		bound := binds.waitBound(len(pods), 10*time.Minute)
 		logCPU(t, run.name, cpuBefore, processesCPU(cp))
-		<-profiled
+		for _, done := range profiles {
+			<-done
+		}
 		if err := sched.Stop(); err != nil {
 			t.Logf("stopping kube-scheduler: %v", err)
 		}
@@ -269,6 +283,33 @@ func processesCPU(cp *framework.ControlPlane) map[string]time.Duration {
 		out["test"] = d
 	}
 	return out
+}
+
+// profileInBackground saves the profile at url into path with client, and closes the
+// channel it returns when done.
+func profileInBackground(t *testing.T, client *http.Client, url, path string) <-chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		saveProfile(t, client, url, path)
+	}()
+	return done
+}
+
+// servingAddr is the host:port kube-scheduler p logged it serves on ("" if none).
+func servingAddr(t *testing.T, p *framework.Process) string {
+	out, err := p.Output()
+	if err != nil {
+		t.Logf("reading %s's log: %v", p.Name, err)
+		return ""
+	}
+	_, after, ok := strings.Cut(string(out), "Serving securely on ")
+	if !ok {
+		t.Logf("%s logged no serving address", p.Name)
+		return ""
+	}
+	addr, _, _ := strings.Cut(after, "\n")
+	return strings.TrimSpace(addr)
 }
 
 // logCPU logs the CPU time each process used between two readings of processesCPU, the
