@@ -148,7 +148,7 @@ func New(reg *prometheus.Registry) *Metrics {
 	}, "cause")
 	m.recomputes = m.histogram(prometheus.HistogramOpts{
 		Name:    "cps_extender_queue_recompute_seconds",
-		Help:    "Time each recompute of the queue took (informer records to published snapshot): its count is how often the view recomputed, its sum the CPU it spent doing so.",
+		Help:    "Time each recompute of the queue took (informer records to published snapshot): its count is how often the view recomputed, its sum the wall time spent doing so.",
 		Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1},
 	})
 	m.webhookOn = m.gauge(prometheus.GaugeOpts{

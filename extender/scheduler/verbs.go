@@ -198,8 +198,8 @@ func (v *Verbs) fresh(ctx context.Context, d Decisions, pod *corev1.Pod) (Decisi
 // on a snapshot older than the changes the view had received when the request came
 // (latest). kube-scheduler tries a parked pod again on the event that frees room for it,
 // often before the view has recomputed for that event; turned away then, the pod would come
-// back only after its backoff. The last wait is bounded by one recompute, not by the
-// changes that come meanwhile.
+// back only after its backoff. The last wait is bounded by the next recompute (and the rest
+// before it, see view.nextRecompute), not by the changes that come meanwhile.
 func awaits(adm view.Admission, latest uint64) bool {
 	return adm.Retry || adm.Gathering || (adm.Queued && adm.Changes < latest)
 }
@@ -366,10 +366,12 @@ func (v *Verbs) decideFilter(d Decisions, adm view.Admission, parked bool, args 
 		}
 	}
 	if ok {
-		// The nodes a narrowing leaves out are not reported as failed: kube-scheduler reads
-		// the failed nodes' reasons only when no node passes, and a narrowing always leaves
-		// one. Listed, they were most of the answer (999 reasons on 1000 nodes), and decoding
-		// them most of kube-scheduler's time in the extender (docs/history.md, 2026-12-07).
+		// The nodes a narrowing leaves out are not reported as failed. kube-scheduler uses
+		// the failed nodes' reasons only when no node passes every extender, and this answer
+		// always passes one; should a later extender reject it, the nodes left out count
+		// as unresolvable without a reason (docs/operations.md). Listed, they were most of
+		// the answer (999 reasons on 1000 nodes), and decoding them most of kube-scheduler's
+		// time in the extender (docs/history.md, 2026-12-07).
 		before := count(pass)
 		if planned := d.Planned(args.Pod); planned != "" {
 			if narrowToPlan(pass, names, planned) {

@@ -47,7 +47,8 @@ func TestNextRecompute(t *testing.T) {
 		{"first recompute", 0, recomputeGap},
 		{"a quick one waits out the gap", time.Millisecond, recomputeGap},
 		{"half the gap still waits the gap", recomputeGap / 2, recomputeGap},
-		{"a long one rests as long as it took", 50 * time.Millisecond, 100 * time.Millisecond},
+		{"a long one rests as long as it took", 40 * time.Millisecond, 80 * time.Millisecond},
+		{"a longer one rests maxRest", 150 * time.Millisecond, 150*time.Millisecond + maxRest},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := nextRecompute(last, tc.took).Sub(last); got != tc.want {
