@@ -74,13 +74,16 @@ func TestThroughput(t *testing.T) {
 	createNodes(t, cp.Client, fixture.Nodes(fixture.Spec{Nodes: nodeCount, KwokNodes: true}))
 
 	var cpsAddr string // cps-extender's, once its run started
-	// LOAD_PROFILE (a folder) keeps a CPU profile of each cps-extender run there, taken
-	// from the backlog's creation on for THROUGHPUT_PROFILE_SECONDS (20).
-	var profileAddr string
-	var extenderEnv []string
-	if os.Getenv("LOAD_PROFILE") != "" {
+	// LOAD_PROFILE (a folder) keeps CPU profiles there of kube-scheduler in every run and of
+	// cps-extender in its runs, taken from the backlog's creation on for
+	// THROUGHPUT_PROFILE_SECONDS (20).
+	var profileAddr string // cps-extender's profile address, once its run started
+	extenderEnv := func() []string {
+		if os.Getenv("LOAD_PROFILE") == "" {
+			return nil
+		}
 		profileAddr = framework.FreeAddr(t)
-		extenderEnv = append(extenderEnv, "CPS_PROFILE_ADDR="+profileAddr)
+		return []string{"CPS_PROFILE_ADDR=" + profileAddr}
 	}
 	// Each extender starts just before its own run and stops after it, so that no run
 	// shares the cores with an extender it does not use (a cps-extender left running
@@ -100,7 +103,7 @@ func TestThroughput(t *testing.T) {
 		cpsAddr = framework.FreeAddr(t)
 		hookAddr := framework.FreeAddr(t)
 		framework.RegisterRepoTurnGateWebhook(t, cp.Client, hookAddr)
-		p := startExtender(t, cp, cpsAddr, framework.TurnGateWebhookConfig(hookAddr)+extraConfig, extenderEnv...)
+		p := startExtender(t, cp, cpsAddr, framework.TurnGateWebhookConfig(hookAddr)+extraConfig, extenderEnv()...)
 		framework.WaitTurnGateWebhook(t, cp.Client, hookAddr, calls, time.Minute)
 		return "http://" + cpsAddr + "/scheduler", func() {
 			stopProcess(p)()
@@ -120,7 +123,7 @@ func TestThroughput(t *testing.T) {
 		{name: "native gang", namespace: "gang", nativeGang: true, wholeGangs: true},
 		{name: "cps-extender", namespace: "cps", wholeGangs: true, extender: func() (string, func()) {
 			cpsAddr = framework.FreeAddr(t)
-			p := startExtender(t, cp, cpsAddr, "", extenderEnv...)
+			p := startExtender(t, cp, cpsAddr, "", extenderEnv()...)
 			return "http://" + cpsAddr + "/scheduler", stopProcess(p)
 		}},
 		// As deployed, with the turn-gate webhook: a pod created while a job waits comes with
@@ -185,13 +188,13 @@ func TestThroughput(t *testing.T) {
 			seconds := envInt(t, "THROUGHPUT_PROFILE_SECONDS", 20)
 			query := fmt.Sprintf("/debug/pprof/profile?seconds=%d", seconds)
 			if strings.HasPrefix(run.name, "cps-extender") {
-				profiles = append(profiles, profileInBackground(t, http.DefaultClient, "http://"+profileAddr+query,
+				profiles = append(profiles, profileInBackground(t, http.DefaultClient, seconds, "http://"+profileAddr+query,
 					filepath.Join(profileDir, run.namespace+"-cpu.prof")))
 			}
 			if addr := servingAddr(t, sched); addr != "" {
 				// Its serving certificate is self-signed; the port is this test's, on loopback.
 				insecure := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
-				profiles = append(profiles, profileInBackground(t, insecure, "https://"+addr+query,
+				profiles = append(profiles, profileInBackground(t, insecure, seconds, "https://"+addr+query,
 					filepath.Join(profileDir, run.namespace+"-kube-scheduler-cpu.prof")))
 			}
 		}
@@ -286,13 +289,19 @@ func processesCPU(cp *framework.ControlPlane) map[string]time.Duration {
 }
 
 // profileInBackground saves the profile at url into path with client, and closes the
-// channel it returns when done.
-func profileInBackground(t *testing.T, client *http.Client, url, path string) <-chan struct{} {
+// channel it returns when done; the test's cleanup waits for it too, should the test stop
+// first. client's Timeout, when not set, becomes the profile's seconds and a minute.
+func profileInBackground(t *testing.T, client *http.Client, seconds int, url, path string) <-chan struct{} {
+	c := *client
+	if c.Timeout == 0 {
+		c.Timeout = time.Duration(seconds)*time.Second + time.Minute
+	}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		saveProfile(t, client, url, path)
+		saveProfile(t, &c, url, path)
 	}()
+	t.Cleanup(func() { <-done })
 	return done
 }
 
