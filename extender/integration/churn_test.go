@@ -37,9 +37,8 @@ import (
 // handler while other goroutines add and remove nodes and pods through the API (real
 // informers over a fake clientset). Under -race: no race; every answer is 200; filter
 // passes only requested nodes that existed at some time and answers each at most once;
-// prioritize scores every requested
-// node, in order, 0..10. Then a deleted job's pods are no longer admitted once the view
-// shows the deletion.
+// prioritize scores every requested node, in order, 0..10. Then a deleted job's pods are no
+// longer admitted once the view shows the deletion.
 func TestConcurrentVerbsDuringChurn(t *testing.T) {
 	spec := loadfixture.Spec{Nodes: 40, Jobs: 10, PodsPerJob: 4}
 	nodes, pods := loadfixture.Nodes(spec), loadfixture.Pods(spec)
