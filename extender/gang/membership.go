@@ -155,7 +155,7 @@ type GroupPart struct {
 	created            time.Time
 	hardPSAntiAffinity bool
 	requiredTopology   string
-	// found: the object was read (a PodGroup that is not there adds nothing).
+	// found: the object was read (its pods wait, size unknown, until it is).
 	found bool
 	// unknown and finished are GroupInfo's; stages its Stages.
 	unknown, finished string
@@ -194,13 +194,17 @@ func (m Membership) WithGroupPart(g GroupPart) Membership {
 		m.JobKey += "." + stage.Suffix
 		m.MinMember = stage.MinMember
 	}
-	if !HasPodGroup(m.Source) && m.Lookup != "" {
-		// A workload: its pods wait until it is read.
+	if m.Lookup != "" {
+		// A PodGroup or a workload: its pods wait until it is read. A pod seen before its
+		// PodGroup (another informer, another watch) would otherwise be a gang of the pods
+		// seen so far, and could be bound alone.
+		ns, _, _ := strings.Cut(m.JobKey, "/")
 		switch {
+		case !g.found && HasPodGroup(m.Source):
+			m.SizeUnknown = "its PodGroup " + ns + "/" + m.Owner + " is not in the extender's view"
 		case !g.found:
-			ns, _, _ := strings.Cut(m.JobKey, "/")
 			m.SizeUnknown = "its " + m.Lookup + " " + ns + "/" + m.Owner + " is not in the extender's view"
-		case g.unknown != "":
+		case g.unknown != "" && !HasPodGroup(m.Source):
 			m.SizeUnknown = g.unknown
 		}
 	}

@@ -68,6 +68,13 @@ func TestMembershipOf(t *testing.T) {
 			inJob:  true,
 		},
 		{
+			name:   "a PodGroup not read yet, and no min-member label: the pod waits, saying why",
+			labels: map[string]string{CoschedulingLabel: "missing"},
+			want: Membership{JobKey: "ns/missing", Source: SourceCoscheduling, Role: priority.RoleOther, Index: -1, Lookup: SourceCoscheduling, Owner: "missing",
+				SizeUnknown: "its PodGroup ns/missing is not in the extender's view"},
+			inJob: true,
+		},
+		{
 			name:   "kubeflow labels on a pod no Kubeflow job owns: the size is not known",
 			labels: map[string]string{KubeflowJobLabel: "tf", KubeflowReplicaType: "PS", KubeflowReplicaIndex: "0", g.UserLabel: "alice"},
 			want: Membership{JobKey: "ns/tf", Source: SourceKubeflow, Role: priority.RolePS, Index: 0, User: "alice",
