@@ -24,7 +24,7 @@ type Queue struct {
 	// nil without one): a level on no node takes no part in the placement.
 	Levels []TopologyLevel
 
-	byKey map[string]*Decision
+	byKey map[string]queueEntry
 	// unclaimed is what is left of each node (in State.Nodes order, dims per node) once every
 	// admitted plan, reservation and kept room is taken: room no job counts on.
 	unclaimed []int64
@@ -49,13 +49,25 @@ func (q *Queue) Unclaimed(node int, request Resources) bool {
 	return left[r-1] >= 1 // "pods", always the last dimension
 }
 
+// queueEntry is a job's decision and, when admitted, its plan in the walk's terms (see
+// keptNodes): what the next Admit reads of it.
+type queueEntry struct {
+	d       *Decision
+	planned []keptPod
+}
+
 // Lookup returns the decision for a job key, running or not.
 func (q *Queue) Lookup(key string) (*Decision, bool) {
+	e := q.entry(key)
+	return e.d, e.d != nil
+}
+
+// entry is Lookup's entry (zero when the key is not there).
+func (q *Queue) entry(key string) queueEntry {
 	if q == nil {
-		return nil, false
+		return queueEntry{}
 	}
-	d, ok := q.byKey[key]
-	return d, ok
+	return q.byKey[key]
 }
 
 // Contended reports whether a job of the queue waits with its whole gang there, for room or
@@ -137,9 +149,16 @@ type jobView struct {
 	fitBlocker string
 	// preemptNote says why a job that may preempt does not: "; it may not preempt: ...".
 	preemptNote string
-	// turn is the job's Turn from State.Previous, when it keeps it (hasTurn).
-	turn    Turn
-	hasTurn bool
+	// prev is the job's decision in State.Previous (nil: none), looked up once, and
+	// prevPlanned its plan in that walk's terms; planned is this walk's (see keptNodes).
+	prev                 *Decision
+	prevPlanned, planned []keptPod
+	// turn is the job's Turn from State.Previous, when it keeps it (hasTurn); keptPlan:
+	// place kept that turn's plan whole, so the plan map is the previous one.
+	turn              Turn
+	hasTurn, keptPlan bool
+	// samePlanned: keepPlan took the plan from prevPlanned as it was (see keptNodes).
+	samePlanned bool
 	// reservedIn is the domain the job reserved in State.Previous (level name and domain
 	// name; empty when it reserved none, or over the whole cluster): it keeps it while that
 	// domain can hold it (see reserveDomain).
@@ -193,6 +212,8 @@ type Workspace struct {
 	queue   []*jobView
 	pending []*Pod
 	fitPods []*Pod
+	order   []queueKey
+	slots   []int32
 	plans   []plannedPod
 	demands demandScratch
 	// free is the table of free capacity, reach the one of the nodes' Capacity.
@@ -227,7 +248,7 @@ func (m Model) AdmitIn(s State, now time.Time, w *Workspace) *Queue {
 	w.views = grown(w.views, len(s.Jobs))
 	views := w.views
 	clear(views)
-	q := &Queue{byKey: make(map[string]*Decision, len(s.Jobs))}
+	q := &Queue{byKey: make(map[string]queueEntry, len(s.Jobs))}
 	queue := w.queue[:0]
 	fitPods := w.fitPods[:0]
 	total := 0
@@ -245,12 +266,13 @@ func (m Model) AdmitIn(s State, now time.Time, w *Workspace) *Queue {
 		v.job, v.d = &s.Jobs[i], &decisions[i]
 		v.hasRules = v.job.HasRules()
 		v.prefers = !v.hasRules && v.job.HasPreferences()
-		if t, ok := s.Previous.turn(v.job.Key); ok && m.TurnHold > 0 && now.Sub(t.Since) < m.TurnHold {
+		prev := s.Previous.entry(v.job.Key)
+		v.prev, v.prevPlanned = prev.d, prev.planned
+		if t, ok := turnOf(v.prev); ok && m.TurnHold > 0 && now.Sub(t.Since) < m.TurnHold {
 			v.turn, v.hasTurn = t, true
 		}
-		v.reservedIn = s.Previous.reservation(v.job.Key)
+		v.reservedIn = reservationOf(v.prev)
 		if m.viewJob(v, s.CoolDown, now, &pendingBuf) {
-			q.Running = append(q.Running, v.d)
 			running = append(running, v)
 			continue
 		}
@@ -325,8 +347,12 @@ func (m Model) AdmitIn(s State, now time.Time, w *Workspace) *Queue {
 		return v.never != ""
 	}
 
-	slices.SortFunc(queue, compareQueue)
-	slices.SortFunc(q.Running, func(a, b *Decision) int { return strings.Compare(a.Key, b.Key) })
+	sortQueue(queue, w)
+	runningByKey := slices.Clone(running)
+	slices.SortFunc(runningByKey, func(a, b *jobView) int { return strings.Compare(a.job.Key, b.job.Key) })
+	for _, v := range runningByKey {
+		q.Running = append(q.Running, v.d)
+	}
 
 	policy := m.Policy
 	if !ValidPolicy(policy) {
@@ -432,7 +458,7 @@ func (m Model) AdmitIn(s State, now time.Time, w *Workspace) *Queue {
 				if v.hasTurn {
 					d.TurnSince = v.turn.Since
 				}
-				d.Plan = planOf(s.Previous, v.job.Key, c, v.plan)
+				d.Plan, v.planned = planOf(v, c), plannedOf(v, c)
 				d.Placement = summarize(c, v.placed, v.plan)
 			case neverFits(v):
 				c.rollback()
@@ -518,11 +544,22 @@ func (m Model) AdmitIn(s State, now time.Time, w *Workspace) *Queue {
 	}
 	// Keys are unique by contract; should one repeat, Lookup finds the first in queue
 	// order, then the first running, which does not depend on the input order.
-	for _, list := range [][]*Decision{q.Order, q.Running, q.Unschedulable} {
-		for _, d := range list {
-			if _, dup := q.byKey[d.Key]; !dup {
-				q.byKey[d.Key] = d
-			}
+	add := func(v *jobView) {
+		if _, dup := q.byKey[v.job.Key]; !dup {
+			q.byKey[v.job.Key] = queueEntry{d: v.d, planned: v.planned}
+		}
+	}
+	for _, v := range queue {
+		if v.d.Phase != PhaseUnschedulable {
+			add(v)
+		}
+	}
+	for _, v := range runningByKey {
+		add(v)
+	}
+	for _, v := range queue {
+		if v.d.Phase == PhaseUnschedulable {
+			add(v)
 		}
 	}
 	return q
@@ -796,12 +833,13 @@ func namespaceOf(key string) string {
 // of the nearest topology level (span: the level of the smallest domain holding it all): a
 // level above 0 at which the job should rather wait for one domain, or 0.
 func place(c *capacity, v *jobView, patience func(v *jobView, span int) int) string {
-	v.plan = v.plan[:0]
+	v.plan, v.keptPlan = v.plan[:0], false
 	start := c.mark()
 	if v.hasRules {
 		return placeWithRules(c, v, start)
 	}
 	if v.hasTurn && keepPlan(c, v) {
+		v.keptPlan = true
 		return ""
 	}
 	c.rollbackTo(start)
@@ -916,19 +954,23 @@ func heldGivenBack(n int) string {
 // the same plan (published decisions are never written, so it is shared), else a new one.
 // A recompute that only moved the clock mostly finds the plans as they were: at 10k
 // admitted jobs that is some 3 MB less to allocate and collect a recompute.
-func planOf(prev *Queue, key string, c *capacity, plan []plannedPod) map[string]string {
-	if prev != nil {
-		if d, ok := prev.Lookup(key); ok && d.Plan != nil && len(d.Plan) == len(plan) {
-			same := true
-			for _, pp := range plan {
-				if d.Plan[pp.uid] != c.nodes[pp.node] {
-					same = false
-					break
-				}
+func planOf(v *jobView, c *capacity) map[string]string {
+	plan := v.plan
+	if d := v.prev; d != nil && d.Plan != nil && len(d.Plan) == len(plan) {
+		// A kept plan is the turn's, pod by pod (v.turn.Plan is d.Plan), and the pods'
+		// UIDs are distinct: of the same length, it is the same map.
+		if v.keptPlan {
+			return d.Plan
+		}
+		same := true
+		for _, pp := range plan {
+			if d.Plan[pp.uid] != c.nodes[pp.node] {
+				same = false
+				break
 			}
-			if same {
-				return d.Plan
-			}
+		}
+		if same {
+			return d.Plan
 		}
 	}
 	out := make(map[string]string, len(plan))
@@ -974,7 +1016,7 @@ func spreadIdle(c *capacity, queue []*jobView, prev *Queue, now time.Time) {
 		if v.hasTurn {
 			d.TurnSince = v.turn.Since
 		}
-		d.Plan = planOf(prev, v.job.Key, c, v.plan)
+		d.Plan, v.planned = planOf(v, c), plannedOf(v, c)
 		d.Placement = summarize(c, v.placed, v.plan)
 		for _, w := range queue {
 			if w.blocking == v && w.kind == waitBesideReserve {
@@ -1048,29 +1090,29 @@ func spanLevel(c *capacity, placed []*Pod, plan []plannedPod) int {
 // of them still has a planned node that it may use and that has room: kube-scheduler may
 // be placing them there already. It reports whether they all did.
 func keepPlan(c *capacity, v *jobView) bool {
+	if !keptNodes(c, v) {
+		v.plan = v.plan[:0]
+		return false
+	}
 	// The pods planned on one node (mostly the whole gang) are summed and taken at once:
 	// one update of the tree a node, as for a gang placed on one node.
 	kept := c.kept[:0]
 	defer func() { c.kept = kept[:0] }()
-	lastNode, lastAt, k := "", -1, -1
-	for i, p := range v.toFit {
-		at := -1
-		if node, ok := v.turn.Plan[p.UID]; ok {
-			if node != lastNode || lastAt < 0 { // a gang's pods mostly share a node
-				lastNode, lastAt = node, c.nodeIndex(node)
-				k = -1
-				for j := range kept {
-					if kept[j].at == lastAt {
-						k = j
-					}
-				}
-			}
-			at = lastAt
-		}
+	lastAt, k := -1, -1
+	for i, pp := range v.plan {
+		at := pp.node
 		d := v.demands[i]
-		if at < 0 || !c.usable(at, d) {
+		if !c.usable(at, d) {
 			v.plan = v.plan[:0]
 			return false
+		}
+		if at != lastAt { // a gang's pods mostly share a node
+			lastAt, k = at, -1
+			for j := range kept {
+				if kept[j].at == at {
+					k = j
+				}
+			}
 		}
 		if k < 0 {
 			k = len(kept)
@@ -1086,7 +1128,6 @@ func keepPlan(c *capacity, v *jobView) bool {
 		for _, n := range d.needs {
 			kept[k].sum[n.dim] += n.amount
 		}
-		v.plan = append(v.plan, plannedPod{uid: p.UID, node: at, role: p.Role})
 	}
 	needs := c.keptNeeds[:0]
 	defer func() { c.keptNeeds = needs[:0] }()
@@ -1106,26 +1147,88 @@ func keepPlan(c *capacity, v *jobView) bool {
 	return true
 }
 
+// keptPod is one pod of an admitted job's plan: its UID, its node and the node's index in
+// the table of the Admit that planned it. The queue keeps an admitted job's plan as a
+// list of them, in the order of its pods to fit, for the next Admit to keep the plan
+// without looking pods and nodes up by name (see keptNodes); decisions that keep the
+// plan share the list.
+type keptPod struct {
+	uid, node string
+	at        int
+}
+
+// keptNodes sets v.plan to the turn's plan, pod by pod in the order of v.toFit, and
+// reports whether every pod to fit has a planned node that is in c. The previous
+// queue's planned list serves when it holds the same pods in the same order and its
+// indices name the same nodes in c (samePlanned); else each pod and node is looked up
+// by name.
+func keptNodes(c *capacity, v *jobView) bool {
+	v.plan, v.samePlanned = v.plan[:0], false
+	if pl := v.prevPlanned; len(pl) == len(v.toFit) {
+		same := true
+		for i, p := range v.toFit {
+			if k := pl[i]; k.uid != p.UID || k.at >= len(c.nodes) || c.nodes[k.at] != k.node {
+				same = false
+				break
+			}
+		}
+		if same {
+			for i, p := range v.toFit {
+				v.plan = append(v.plan, plannedPod{uid: p.UID, node: pl[i].at, role: p.Role})
+			}
+			v.samePlanned = true
+			return true
+		}
+	}
+	lastNode, lastAt := "", -1
+	for _, p := range v.toFit {
+		node, ok := v.turn.Plan[p.UID]
+		if !ok {
+			return false
+		}
+		if node != lastNode || lastAt < 0 {
+			lastNode, lastAt = node, c.nodeIndex(node)
+		}
+		if lastAt < 0 {
+			return false
+		}
+		v.plan = append(v.plan, plannedPod{uid: p.UID, node: lastAt, role: p.Role})
+	}
+	return true
+}
+
+// plannedOf is v.planned for an admitted job: the previous queue's when the plan is the
+// same list (kept whole from it), else a new one.
+func plannedOf(v *jobView, c *capacity) []keptPod {
+	if v.keptPlan && v.samePlanned {
+		return v.prevPlanned
+	}
+	out := make([]keptPod, len(v.plan))
+	for i, pp := range v.plan {
+		out[i] = keptPod{uid: pp.uid, node: c.nodes[pp.node], at: pp.node}
+	}
+	return out
+}
+
 // keptNode is what a kept plan puts on one node, summed by resource dimension.
 type keptNode struct {
 	at  int
 	sum []int64
 }
 
-// turn is the turn q gave a job: when it had the turn and where its pods were planned.
-// reservation is the domain a job reserved in q (level and domain name), if one.
-func (q *Queue) reservation(key string) [2]string {
-	d, ok := q.Lookup(key)
+// turnOf is the turn a job's previous decision gave it: when it had the turn and where
+// its pods were planned. reservationOf is the domain it reserved there (level and domain
+// name), if one.
+func reservationOf(d *Decision) [2]string {
 	// Only a waiting job's Placement is its reservation (Admit sets it on no other).
-	if !ok || d.Phase != PhaseWaiting || len(d.Placement.Domains) != 1 || d.Placement.Level == "cluster" {
+	if d == nil || d.Phase != PhaseWaiting || len(d.Placement.Domains) != 1 || d.Placement.Level == "cluster" {
 		return [2]string{}
 	}
 	return [2]string{d.Placement.Level, d.Placement.Domains[0]}
 }
 
-func (q *Queue) turn(key string) (Turn, bool) {
-	d, ok := q.Lookup(key)
-	if !ok || d.Phase != PhaseAdmitted {
+func turnOf(d *Decision) (Turn, bool) {
+	if d == nil || d.Phase != PhaseAdmitted {
 		return Turn{}, false
 	}
 	return Turn{Since: d.TurnSince, Plan: d.Plan}, true
@@ -1163,21 +1266,76 @@ func boolByte(b bool) byte {
 	return 0
 }
 
-// compareQueue is the walk order: class, then (starved: oldest first) P highest first,
-// then older first, then key.
-func compareQueue(a, b *jobView) int {
+// queueKey is a job's place in the walk order, copied out of its view and decision so
+// that the sort compares adjacent memory.
+type queueKey struct {
+	class   int
+	p       float64
+	created time.Time
+	v       *jobView
+}
+
+// sortQueue sorts queue in walk order (compareQueue), through keys kept in w. The keys
+// start in the previous queue's order, jobs new to it after: between two recomputes few
+// jobs move, and pdqsort finishes runs already in order in linear time. The order is
+// total, so where the keys start does not change the result.
+func sortQueue(queue []*jobView, w *Workspace) {
+	slots := w.slots[:0]
+	for i, v := range queue {
+		if d := v.prev; d != nil && d.Position >= 1 && d.Position <= 4*len(queue) {
+			for len(slots) < d.Position {
+				slots = append(slots, -1)
+			}
+			if slots[d.Position-1] < 0 {
+				slots[d.Position-1] = int32(i)
+			}
+		}
+	}
+	keys := w.order[:0]
+	for _, i := range slots {
+		if i >= 0 {
+			keys = append(keys, keyOf(queue[i]))
+			queue[i] = nil
+		}
+	}
+	for _, v := range queue {
+		if v != nil {
+			keys = append(keys, keyOf(v))
+		}
+	}
+	slices.SortFunc(keys, compareKeys)
+	for i := range keys {
+		queue[i] = keys[i].v
+	}
+	clear(keys)
+	w.order, w.slots = keys[:0], slots[:0]
+}
+
+// compareKeys is compareQueue on keys.
+func compareKeys(a, b queueKey) int {
 	if c := cmp.Compare(a.class, b.class); c != 0 {
 		return c
 	}
 	if a.class != classStarved {
-		if c := cmp.Compare(b.d.P, a.d.P); c != 0 {
+		if c := cmp.Compare(b.p, a.p); c != 0 {
 			return c
 		}
 	}
-	if c := a.job.Created.Compare(b.job.Created); c != 0 {
+	if c := a.created.Compare(b.created); c != 0 {
 		return c
 	}
-	return strings.Compare(a.job.Key, b.job.Key)
+	return strings.Compare(a.v.job.Key, b.v.job.Key)
+}
+
+// compareQueue is the walk order: class, then (starved: oldest first) P highest first,
+// then older first, then key.
+func compareQueue(a, b *jobView) int {
+	return compareKeys(keyOf(a), keyOf(b))
+}
+
+// keyOf is v's queueKey.
+func keyOf(v *jobView) queueKey {
+	return queueKey{class: v.class, p: v.d.P, created: v.job.Created, v: v}
 }
 
 func plural(n int, one, many string) string {

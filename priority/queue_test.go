@@ -1417,3 +1417,58 @@ func TestAdmitSharesUnchangedPlans(t *testing.T) {
 		t.Errorf("the moved plan (-want +got):\n%s", diff)
 	}
 }
+
+// TestKeptPlanFollowsNodesByName: a job keeping its turn keeps its plan on the nodes it
+// names, when the table of nodes changes between queues (a node comes before its node,
+// or goes), and when one of its pods was bound meanwhile.
+func TestKeptPlanFollowsNodesByName(t *testing.T) {
+	m := priority.DefaultModel()
+	job := mkJob("ns/a").gang(1, res(1000, gi), 2, res(1000, gi)).obj()
+	big := func(name string) priority.Node { return node(name, res(16000, 32*gi)) }
+	first := m.Admit(priority.State{Nodes: []priority.Node{big("n1"), big("n2")}, Jobs: []priority.Job{job}}, t0)
+	d, _ := first.Lookup("ns/a")
+	want := maps.Clone(d.Plan)
+	oneBound := job
+	oneBound.Pods = slices.Clone(job.Pods)
+	for i := range oneBound.Pods {
+		if p := &oneBound.Pods[i]; p.Role == priority.RoleWorker {
+			p.State, p.Node = priority.PodBound, want[p.UID]
+			delete(want, p.UID)
+			break
+		}
+	}
+	for _, tc := range []struct {
+		name  string
+		nodes []priority.Node
+		job   priority.Job
+		want  map[string]string
+	}{
+		{"the same nodes", []priority.Node{big("n1"), big("n2")}, job, d.Plan},
+		{"a node before its nodes", []priority.Node{big("n0"), big("n1"), big("n2")}, job, d.Plan},
+		{"a node gone after its nodes", []priority.Node{big("n1")}, job, d.Plan},
+		{"a pod bound meanwhile", []priority.Node{big("n0"), big("n1"), big("n2")}, oneBound, want},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			prev := first
+			for i := range 2 { // the second queue keeps the plan from the first one kept
+				q := m.Admit(priority.State{Nodes: tc.nodes, Jobs: []priority.Job{tc.job}, Previous: prev}, t0.Add(time.Duration(i+1)*time.Second))
+				got, _ := q.Lookup("ns/a")
+				if got.Phase != priority.PhaseAdmitted || got.TurnSince != t0 {
+					t.Fatalf("queue %d: %s since %v; want admitted since %v", i+1, got.Phase, got.TurnSince, t0)
+				}
+				if diff := cmp.Diff(tc.want, got.Plan); diff != "" {
+					t.Fatalf("queue %d: the plan (-want +got):\n%s", i+1, diff)
+				}
+				// The room taken is where the plan says: a node it names is no longer
+				// wholly free, any other is.
+				for k, n := range tc.nodes {
+					used := slices.Contains(slices.Collect(maps.Values(tc.want)), n.Name)
+					if free := q.Unclaimed(k, n.Free); free == used {
+						t.Errorf("queue %d: node %s wholly unclaimed = %v, but the plan uses it: %v", i+1, n.Name, free, used)
+					}
+				}
+				prev = q
+			}
+		})
+	}
+}

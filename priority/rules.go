@@ -498,6 +498,7 @@ func ruleNever(r *capacity, v *jobView, f ruleFit) string {
 // keeps from its turn while that still keeps its rules, else placeRuled's.
 func placeWithRules(c *capacity, v *jobView, start mark) string {
 	if v.hasTurn && keepPlan(c, v) && newRulePlacer(c, v).keepsPlan(v.plan) {
+		v.keptPlan = true
 		return ""
 	}
 	c.rollbackTo(start)
