@@ -214,8 +214,10 @@ type Workspace struct {
 	fitPods []*Pod
 	order   []queueKey
 	slots   []int32
-	plans   []plannedPod
-	demands demandScratch
+	// sentence is the buffer the reasons are written in.
+	sentence sentence
+	plans    []plannedPod
+	demands  demandScratch
 	// free is the table of free capacity, reach the one of the nodes' Capacity.
 	free, reach capacityArrays
 }
@@ -539,7 +541,13 @@ func (m Model) AdmitIn(s State, now time.Time, w *Workspace) *Queue {
 		if d.Phase == PhaseRunning {
 			d.Reason = runningReason(d)
 		} else {
-			d.Reason, d.Wait = m.queuedReason(&views[i]), waitSentence(&views[i])
+			v := &views[i]
+			var prevReason, prevWait string
+			if v.prev != nil {
+				prevReason, prevWait = v.prev.Reason, v.prev.Wait
+			}
+			note := mayNotFit(v.job)
+			d.Reason, d.Wait = m.queuedReason(&w.sentence, v, note, prevReason), waitSentence(&w.sentence, v, note, prevWait)
 		}
 	}
 	// Keys are unique by contract; should one repeat, Lookup finds the first in queue
