@@ -597,6 +597,61 @@ func (c *capacity) firstFitFrom(d demand, from int) int {
 	return c.find(1, 0, c.size, from, needs)
 }
 
+// room is a node position and how many copies of a demand its free capacity holds.
+type room struct {
+	at     int
+	copies int64
+}
+
+// appendRooms appends to buf, in position order, each node in [lo, hi) that d may use and
+// that holds at least one copy of it, with how many. The nodes are found down the tree of
+// maxima: a subtree whose maxima hold no copy is passed over whole.
+func (c *capacity) appendRooms(buf []room, d demand, lo, hi int) []room {
+	hi = min(hi, len(c.nodes))
+	if d.set != nil {
+		list := c.maskOf(d.set).list
+		i, _ := slices.BinarySearch(list, int32(lo))
+		for ; i < len(list) && int(list[i]) < hi; i++ {
+			if n := c.copies(int(list[i]), d.needs); n > 0 {
+				buf = append(buf, room{int(list[i]), n})
+			}
+		}
+		return buf
+	}
+	return c.appendRoomsIn(buf, 1, 0, c.size, lo, hi, d.needs)
+}
+
+func (c *capacity) appendRoomsIn(buf []room, v, vlo, vhi, lo, hi int, needs []dimNeed) []room {
+	if vhi <= lo || vlo >= hi || !c.covers(v, needs) {
+		return buf
+	}
+	if vhi-vlo <= roomsScan { // a few nodes: each looked at costs less than the tree
+		for at := max(vlo, lo); at < min(vhi, hi); at++ {
+			if n := c.copies(at, needs); n > 0 {
+				buf = append(buf, room{at, n})
+			}
+		}
+		return buf
+	}
+	mid := (vlo + vhi) / 2
+	buf = c.appendRoomsIn(buf, 2*v, vlo, mid, lo, hi, needs)
+	return c.appendRoomsIn(buf, 2*v+1, mid, vhi, lo, hi, needs)
+}
+
+// roomsScan is the size of a subtree appendRooms looks at node by node.
+const roomsScan = 32
+
+// copies is how many copies of needs node's free capacity holds (each need's amount is
+// positive: every demand needs a pod slot).
+func (c *capacity) copies(node int, needs []dimNeed) int64 {
+	base := (c.size + node) * c.r
+	n := int64(math.MaxInt64)
+	for _, need := range needs {
+		n = min(n, max(c.tree[base+need.dim], 0)/need.amount)
+	}
+	return n
+}
+
 func (c *capacity) find(v, lo, hi, from int, needs []dimNeed) int {
 	if hi <= from || lo >= len(c.nodes) || !c.covers(v, needs) {
 		return -1

@@ -114,6 +114,36 @@ func BenchmarkRecomputeTimeOnly(b *testing.B) {
 	}
 }
 
+// BenchmarkRecomputeWaitingBacklog is the periodic recompute with a backlog that mostly
+// waits: nodes of nodecpu cores, where a job's 5 pods (a PS of 2 cores, workers of 1) need
+// 6. With 1 core no PS fits any node and every job can never fit; with 2 a sixth of the
+// jobs at 50k pods fit and the rest wait for room.
+func BenchmarkRecomputeWaitingBacklog(b *testing.B) {
+	for _, n := range benchNodes {
+		for _, pj := range benchJobs {
+			for _, cpu := range []int64{1, 2} {
+				b.Run(fmt.Sprintf("nodes=%d/pods=%d/jobs=%d/nodecpu=%d", n, pj.pods, pj.jobs, cpu), func(b *testing.B) {
+					spec := loadfixture.Spec{Nodes: n, Jobs: pj.jobs, PodsPerJob: pj.pods / pj.jobs, NodeCPU: cpu}
+					c := NewCluster(ClusterOptions{Log: zap.NewNop(), Client: fake.NewClientset(), Config: config.DefaultConfig()})
+					fillStores(b, c, loadfixture.Nodes(spec), loadfixture.Pods(spec))
+					now := time.Now()
+					c.recompute(now)
+					if q := c.Snapshot().Queue; len(q.Order)+len(q.Unschedulable) != pj.jobs {
+						b.Fatalf("%d jobs in the queue, want %d", len(q.Order)+len(q.Unschedulable), pj.jobs)
+					}
+					b.ReportAllocs()
+					cpuTime := startCPU()
+					defer cpuTime.report(b)
+					for b.Loop() {
+						now = now.Add(time.Second)
+						c.recompute(now)
+					}
+				})
+			}
+		}
+	}
+}
+
 // cpuTimer reports the process CPU time per op next to the wall time: on a shared machine
 // the wall time also counts the time other processes held the cores.
 type cpuTimer struct{ start time.Duration }

@@ -1,0 +1,165 @@
+package priority
+
+import (
+	"math"
+	"math/rand/v2"
+	"strconv"
+	"testing"
+)
+
+// roomiestScan is roomiest as it was before appendRooms: every node of [lo, hi) is looked
+// at. It is the reference the walk down the tree must agree with.
+func roomiestScan(g *gangPlacer, grp *podGroup, lo, hi, scope int) int {
+	pod := grp.ps
+	if len(grp.members) > 0 {
+		pod = grp.members[0]
+	}
+	if pod < 0 || lo >= hi {
+		return -1
+	}
+	d := g.demands[pod]
+	r := g.c.r
+	copies := make([]int64, hi-lo)
+	for at := lo; at < hi; at++ {
+		if !g.c.usable(at, d) {
+			continue
+		}
+		n := int64(math.MaxInt64)
+		for _, need := range d.needs {
+			n = min(n, max(g.c.tree[(g.c.size+at)*r+need.dim], 0)/need.amount)
+		}
+		copies[at-lo] = n
+	}
+	for l := min(scope-1, g.lay.levels()); l >= 1; l-- {
+		best, most := -1, int64(-1)
+		for dom := g.lay.domainOf(l, lo); dom <= g.lay.domainOf(l, hi-1); dom++ {
+			dlo, dhi := g.lay.spanOf(l, dom)
+			var n int64
+			for _, c := range copies[dlo-lo : dhi-lo] {
+				n += c
+			}
+			if n > most {
+				best, most = dom, n
+			}
+		}
+		dlo, dhi := g.lay.spanOf(l, best)
+		copies, lo, hi = copies[dlo-lo:dhi-lo], dlo, dhi
+	}
+	best, most := lo, int64(-1)
+	for at := lo; at < hi; at++ {
+		if n := copies[at-lo]; n > most {
+			best, most = at, n
+		}
+	}
+	return best
+}
+
+// randomPlacement is a random cluster of racks in zones, mostly full, and a job's pods: a
+// PS and workers, some limited to a few nodes. It returns the table in placement order and
+// a view of the job with its demands.
+func randomPlacement(r *rand.Rand) (*capacity, *jobView) {
+	var nodes []Node
+	for i := range 1 + r.IntN(150) {
+		free := Resources{"cpu": int64(r.IntN(5)) * 1000, "memory": int64(r.IntN(5)), "pods": int64(r.IntN(4))}
+		if r.IntN(2) == 0 {
+			free["cpu"] = 0 // a full node
+		}
+		labels := map[string]string{"rack": "r" + strconv.Itoa(r.IntN(8)), "zone": "z" + strconv.Itoa(r.IntN(3))}
+		if r.IntN(10) == 0 {
+			labels = nil // a node without topology labels: a domain of its own
+		}
+		nodes = append(nodes, Node{Name: "n" + strconv.Itoa(i), Free: free, Labels: labels})
+	}
+	var subset []string
+	for i := range nodes {
+		if r.IntN(3) == 0 {
+			subset = append(subset, nodes[i].Name)
+		}
+	}
+	set := NewNodeSet("a node selector", subset)
+	job := &Job{Key: "ns/j", PSApart: r.IntN(2) == 0}
+	var pods []*Pod
+	for i := range 1 + r.IntN(6) {
+		p := &Pod{UID: "p" + strconv.Itoa(i), Role: RoleWorker, Request: Resources{"cpu": int64(1+r.IntN(3)) * 1000, "memory": int64(r.IntN(3))}}
+		if i < r.IntN(3) {
+			p.Role = RolePS
+		}
+		if r.IntN(4) == 0 {
+			p.Nodes = set
+		}
+		pods = append(pods, p)
+	}
+	var ds dimSet
+	demands := ds.demands(pods, nil)
+	lay := newLayout(nodes, []string{"rack", "zone"}, nil)
+	c := newCapacity(nodes, &ds, nil, lay)
+	v := &jobView{job: job, toFit: pods, demands: demands}
+	v.levels(lay, lay.levels()+1)
+	return c, v
+}
+
+// TestRoomiestMatchesScan: the node roomiest picks, found down the tree of maxima, is the
+// one a look at every node picks, in every domain of every level of random clusters.
+func TestRoomiestMatchesScan(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 13))
+	picked := 0
+	for round := range 400 {
+		c, v := randomPlacement(r)
+		g := &c.placer
+		g.reset(c, v, v.required, v.preferred)
+		top := c.lay.levels() + 1
+		for range 10 {
+			grp := podGroup{ps: -1, psAt: -1}
+			for i := range v.toFit {
+				if r.IntN(2) == 0 {
+					grp.members = append(grp.members, i)
+				} else if grp.ps < 0 {
+					grp.ps = i
+				}
+			}
+			scope := 1 + r.IntN(top)
+			lo, hi := 0, len(c.nodes)
+			if scope < top {
+				lo, hi = c.lay.spanOf(scope, c.lay.domainOf(scope, r.IntN(len(c.nodes))))
+			}
+			got, want := g.roomiest(&grp, lo, hi, scope), roomiestScan(g, &grp, lo, hi, scope)
+			if got != want {
+				t.Fatalf("round %d: roomiest in [%d, %d) of level %d = %d, a scan says %d", round, lo, hi, scope, got, want)
+			}
+			if got > lo {
+				picked++
+			}
+		}
+	}
+	if picked == 0 {
+		t.Fatal("no case picked a node other than the first of its range")
+	}
+}
+
+// TestEachHasRoomIsNecessary: a job one of whose pods has no node with room for it alone
+// is never placed by the gang placer, so place may skip it.
+func TestEachHasRoomIsNecessary(t *testing.T) {
+	r := rand.New(rand.NewPCG(17, 19))
+	without, placed := 0, 0
+	for round := range 2000 {
+		c, v := randomPlacement(r)
+		g := &c.placer
+		g.reset(c, v, v.required, v.preferred)
+		has := eachHasRoom(c, v)
+		c.begin()
+		fits := g.run()
+		c.rollback()
+		if fits && !has {
+			t.Fatalf("round %d: the gang placer placed a job with a pod no node has room for", round)
+		}
+		if !has {
+			without++
+		}
+		if fits {
+			placed++
+		}
+	}
+	if without == 0 || placed == 0 {
+		t.Fatalf("%d jobs with a pod without room, %d placed: the cases do not cover both", without, placed)
+	}
+}
