@@ -311,8 +311,6 @@ func (m Model) AdmitIn(s State, now time.Time, w *Workspace) *Queue {
 	}
 	c := newCapacity(s.Nodes, &dims, &w.free, lay)
 	var reach *capacity // the nodes' Capacity, built when a job first does not fit
-	// Jobs with nothing placed yet and the same roles and demand shapes, in order, get the
-	// same answer: the table is the same for each check.
 	var sameGang map[string]reachFit
 	var key []byte
 	reachTable := func() *capacity {
@@ -322,30 +320,35 @@ func (m Model) AdmitIn(s State, now time.Time, w *Workspace) *Queue {
 		}
 		return reach
 	}
+	// reachOf is tryReach on the nodes' Capacity: once for all the jobs with nothing placed
+	// and the same levels, roles and demand shapes, in order (the table is the same for each).
+	reachOf := func(v *jobView) reachFit {
+		reachTable()
+		if len(v.placed) > 0 {
+			return tryReach(reach, v)
+		}
+		key = key[:0]
+		key = binary.AppendUvarint(key, uint64(v.required))
+		key = binary.AppendUvarint(key, uint64(v.preferred))
+		key = append(key, boolByte(v.job.PSApart))
+		for i, p := range v.toFit {
+			key = append(key, byte(p.Role))
+			key = binary.AppendUvarint(key, uint64(v.demands[i].shape))
+		}
+		f, seen := sameGang[string(key)]
+		if !seen {
+			f = tryReach(reach, v)
+			sameGang[string(key)] = f
+		}
+		return f
+	}
 	neverFits := func(v *jobView) bool {
 		reachTable()
-		var f reachFit
 		if v.hasRules {
 			v.never = ruleNever(reach, v, reachRuled(reach, v))
 			return v.never != ""
 		}
-		if len(v.placed) > 0 {
-			f = tryReach(reach, v)
-		} else {
-			key = key[:0]
-			key = binary.AppendUvarint(key, uint64(v.required))
-			key = append(key, boolByte(v.job.PSApart))
-			for i, p := range v.toFit {
-				key = append(key, byte(p.Role))
-				key = binary.AppendUvarint(key, uint64(v.demands[i].shape))
-			}
-			var seen bool
-			if f, seen = sameGang[string(key)]; !seen {
-				f = tryReach(reach, v)
-				sameGang[string(key)] = f
-			}
-		}
-		v.never = neverText(reach, v, f)
+		v.never = neverText(reach, v, reachOf(v))
 		return v.never != ""
 	}
 
@@ -446,7 +449,7 @@ func (m Model) AdmitIn(s State, now time.Time, w *Workspace) *Queue {
 			c.begin()
 			var patience func(v *jobView, span int) int
 			if v.class > classGathering { // a gang with pods placed is not moved to one domain
-				patience = func(v *jobView, span int) int { return m.patience(reachTable, v, span) }
+				patience = func(v *jobView, span int) int { return m.patience(reachOf, v, span) }
 			}
 			blocker := place(c, v, patience)
 			if blocker != "" && v.class == classGathering && gatherInHeldRoom(c, v, queue[i+1:]) {
@@ -1063,21 +1066,21 @@ func (m Model) reserves(policy Policy, v *jobView) bool {
 // patience is the level of the nearest-level domain a job should wait for rather than be
 // spread up to span (see Model.SpreadAfter): the lowest topology level below span one of
 // whose domains (nodes that carry its label) could hold the job were the other jobs gone
-// (reach: the table of the nodes' Capacity), while the job is younger than SpreadAfter and
-// not starved, and the policy is not strict; 0 otherwise. Whether the wait would leave
-// room idle is known only after the walk: spreadIdle.
-func (m Model) patience(reach func() *capacity, v *jobView, span int) int {
+// (reach: tryReach on the table of the nodes' Capacity, once for each gang shape), while
+// the job is younger than SpreadAfter and not starved, and the policy is not strict; 0
+// otherwise. Whether the wait would leave room idle is known only after the walk:
+// spreadIdle.
+func (m Model) patience(reach func(v *jobView) reachFit, v *jobView, span int) int {
 	// Under strict a job that waits stops every job behind it: its locality is not worth
 	// that.
 	if m.SpreadAfter <= 0 || v.wait >= m.SpreadAfter || v.d.Starved || m.Policy == PolicyStrict {
 		return 0
 	}
-	r := reach()
 	saved := v.required
 	defer func() { v.required = saved }()
-	for l := 1; l < span && l <= r.lay.levels(); l++ {
+	for l := 1; l < span; l++ {
 		v.required = l
-		if tryReach(r, v).first < 0 {
+		if reach(v).first < 0 {
 			return l
 		}
 	}
