@@ -255,6 +255,8 @@ type capacity struct {
 	cursor []int
 
 	byName map[string]int // node index by name, built on first use
+	// dupNames is 1 when two nodes share a name, -1 when none do, 0 until asked.
+	dupNames int8
 
 	// sets holds, for each node set some pod is limited to, the nodes of the set.
 	sets map[*NodeSet]*nodeMask
@@ -498,6 +500,27 @@ func (c *capacity) maskOf(set *NodeSet) *nodeMask {
 // usable reports whether a pod of demand d may use node n.
 func (c *capacity) usable(n int, d demand) bool {
 	return d.set == nil || c.maskOf(d.set).in[n]
+}
+
+// uniqueNames reports whether no two nodes of the table share a name (by contract they
+// do not; nodeIndex finds the first of a name when they do).
+func (c *capacity) uniqueNames() bool {
+	if c.dupNames == 0 {
+		c.dupNames = -1
+		if c.lay != nil {
+			if len(c.lay.pos) != len(c.nodes) {
+				c.dupNames = 1
+			}
+		} else {
+			for i := 1; i < len(c.nodes); i++ { // in name order: equal names are adjacent
+				if c.nodes[i] == c.nodes[i-1] {
+					c.dupNames = 1
+					break
+				}
+			}
+		}
+	}
+	return c.dupNames < 0
 }
 
 // nodeIndex finds a node by name (-1 when absent).

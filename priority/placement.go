@@ -2,6 +2,7 @@ package priority
 
 import (
 	"cmp"
+	"math"
 	"slices"
 	"strconv"
 	"time"
@@ -398,7 +399,7 @@ func (g *gangPlacer) roomiest(grp *podGroup, lo, hi, scope int) int {
 		for k := 0; k < len(rooms); {
 			dom, n := g.lay.domainOf(l, rooms[k].at), int64(0)
 			for ; k < len(rooms) && g.lay.domainOf(l, rooms[k].at) == dom; k++ {
-				n += rooms[k].copies
+				n = addCopies(n, rooms[k].copies)
 			}
 			if n > most {
 				best, most = dom, n
@@ -416,6 +417,16 @@ func (g *gangPlacer) roomiest(grp *podGroup, lo, hi, scope int) int {
 		}
 	}
 	return best
+}
+
+// addCopies is a + b, both >= 0, saturating: a node without a pod limit holds copies of a
+// pod that asks for nothing else without end (unlimited), and a few such nodes would wrap
+// a plain sum to below zero.
+func addCopies(a, b int64) int64 {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
 }
 
 // nearJob is the position of the job's last placed or planned pod inside [lo, hi), or -1.

@@ -8,7 +8,8 @@ import (
 )
 
 // roomiestScan is roomiest as it was before appendRooms: every node of [lo, hi) is looked
-// at. It is the reference the walk down the tree must agree with.
+// at, and the domains' sums saturate (they wrapped). It is the reference the walk down the
+// tree must agree with.
 func roomiestScan(g *gangPlacer, grp *podGroup, lo, hi, scope int) int {
 	pod := grp.ps
 	if len(grp.members) > 0 {
@@ -36,7 +37,7 @@ func roomiestScan(g *gangPlacer, grp *podGroup, lo, hi, scope int) int {
 			dlo, dhi := g.lay.spanOf(l, dom)
 			var n int64
 			for _, c := range copies[dlo-lo : dhi-lo] {
-				n += c
+				n = addCopies(n, c)
 			}
 			if n > most {
 				best, most = dom, n
@@ -64,6 +65,9 @@ func randomPlacement(r *rand.Rand) (*capacity, *jobView) {
 		if r.IntN(2) == 0 {
 			free["cpu"] = 0 // a full node
 		}
+		if r.IntN(4) == 0 {
+			delete(free, "pods") // no pod limit: copies of a pod that asks for nothing else are unlimited
+		}
 		labels := map[string]string{"rack": "r" + strconv.Itoa(r.IntN(8)), "zone": "z" + strconv.Itoa(r.IntN(3))}
 		if r.IntN(10) == 0 {
 			labels = nil // a node without topology labels: a domain of its own
@@ -81,6 +85,9 @@ func randomPlacement(r *rand.Rand) (*capacity, *jobView) {
 	var pods []*Pod
 	for i := range 1 + r.IntN(6) {
 		p := &Pod{UID: "p" + strconv.Itoa(i), Role: RoleWorker, Request: Resources{"cpu": int64(1+r.IntN(3)) * 1000, "memory": int64(r.IntN(3))}}
+		if r.IntN(5) == 0 {
+			p.Request = nil // best effort: it asks for a pod slot only
+		}
 		if i < r.IntN(3) {
 			p.Role = RolePS
 		}

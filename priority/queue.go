@@ -321,7 +321,8 @@ func (m Model) AdmitIn(s State, now time.Time, w *Workspace) *Queue {
 		return reach
 	}
 	// reachOf is tryReach on the nodes' Capacity: once for all the jobs with nothing placed
-	// and the same levels, roles and demand shapes, in order (the table is the same for each).
+	// and the same levels, PSApart, roles and demand shapes, in order (the table is the
+	// same for each).
 	reachOf := func(v *jobView) reachFit {
 		reachTable()
 		if len(v.placed) > 0 {
@@ -520,7 +521,7 @@ func (m Model) AdmitIn(s State, now time.Time, w *Workspace) *Queue {
 			}
 		}
 	}
-	spreadIdle(c, queue, s.Previous, now)
+	spreadIdle(c, queue, now)
 	q.unclaimed, q.dims = c.leftover(), slices.Clone(c.names)
 
 	q.Order = make([]*Decision, 0, len(queue))
@@ -982,8 +983,8 @@ func heldGivenBack(n int) string {
 func planOf(v *jobView, c *capacity) map[string]string {
 	plan := v.plan
 	if d := v.prev; d != nil && d.Plan != nil && len(d.Plan) == len(plan) {
-		// A kept plan is the turn's, pod by pod (v.turn.Plan is d.Plan), and the pods'
-		// UIDs are distinct: of the same length, it is the same map.
+		// A kept plan is the turn's, pod by pod (d.Plan, or prevPlanned made from it), and
+		// the pods' UIDs are distinct: of the same length, it is the same map.
 		if v.keptPlan {
 			return d.Plan
 		}
@@ -1013,7 +1014,7 @@ func planOf(v *jobView, c *capacity) map[string]string {
 // no job behind needed that room: it is admitted where it fits. The jobs that waited beside
 // its reservation then wait as jobs that do not fit (the room it released is theirs from
 // the next queue on).
-func spreadIdle(c *capacity, queue []*jobView, prev *Queue, now time.Time) {
+func spreadIdle(c *capacity, queue []*jobView, now time.Time) {
 	for _, v := range queue {
 		d := v.d
 		if !v.patient || d.Phase != PhaseWaiting {
@@ -1182,14 +1183,36 @@ type keptPod struct {
 	at        int
 }
 
+// uniqueUIDs reports whether no two pods of plan share a UID.
+func uniqueUIDs(plan []plannedPod) bool {
+	if len(plan) > 16 {
+		seen := make(map[string]bool, len(plan))
+		for _, pp := range plan {
+			if seen[pp.uid] {
+				return false
+			}
+			seen[pp.uid] = true
+		}
+		return true
+	}
+	for i := range plan {
+		for j := range i {
+			if plan[i].uid == plan[j].uid {
+				return false
+			}
+		}
+	}
+	return true
+}
+
 // keptNodes sets v.plan to the turn's plan, pod by pod in the order of v.toFit, and
 // reports whether every pod to fit has a planned node that is in c. The previous
-// queue's planned list serves when it holds the same pods in the same order and its
-// indices name the same nodes in c (samePlanned); else each pod and node is looked up
-// by name.
+// queue's planned list serves when it holds the same pods in the same order, its indices
+// name the same nodes in c and no two nodes share a name (samePlanned); else each pod and
+// node is looked up by name.
 func keptNodes(c *capacity, v *jobView) bool {
 	v.plan, v.samePlanned = v.plan[:0], false
-	if pl := v.prevPlanned; len(pl) == len(v.toFit) {
+	if pl := v.prevPlanned; len(pl) == len(v.toFit) && c.uniqueNames() {
 		same := true
 		for i, p := range v.toFit {
 			if k := pl[i]; k.uid != p.UID || k.at >= len(c.nodes) || c.nodes[k.at] != k.node {
@@ -1223,10 +1246,15 @@ func keptNodes(c *capacity, v *jobView) bool {
 }
 
 // plannedOf is v.planned for an admitted job: the previous queue's when the plan is the
-// same list (kept whole from it), else a new one.
+// same list (kept whole from it), else a new one; none when two of its pods share a UID
+// (by contract they do not), so that the next queue keeps the plan by name, one node a
+// UID, as the plan map has it.
 func plannedOf(v *jobView, c *capacity) []keptPod {
 	if v.keptPlan && v.samePlanned {
 		return v.prevPlanned
+	}
+	if !uniqueUIDs(v.plan) {
+		return nil
 	}
 	out := make([]keptPod, len(v.plan))
 	for i, pp := range v.plan {
@@ -1241,8 +1269,7 @@ type keptNode struct {
 	sum []int64
 }
 
-// turnOf is the turn a job's previous decision gave it: when it had the turn and where
-// its pods were planned. reservationOf is the domain it reserved there (level and domain
+// reservationOf is the domain a job reserved in its previous decision d (level and domain
 // name), if one.
 func reservationOf(d *Decision) [2]string {
 	// Only a waiting job's Placement is its reservation (Admit sets it on no other).
@@ -1252,6 +1279,8 @@ func reservationOf(d *Decision) [2]string {
 	return [2]string{d.Placement.Level, d.Placement.Domains[0]}
 }
 
+// turnOf is the turn a job's previous decision d gave it: when it had the turn and where
+// its pods were planned; false when d did not admit it.
 func turnOf(d *Decision) (Turn, bool) {
 	if d == nil || d.Phase != PhaseAdmitted {
 		return Turn{}, false
@@ -1303,7 +1332,8 @@ type queueKey struct {
 // sortQueue sorts queue in walk order (compareQueue), through keys kept in w. The keys
 // start in the previous queue's order, jobs new to it after: between two recomputes few
 // jobs move, and pdqsort finishes runs already in order in linear time. The order is
-// total, so where the keys start does not change the result.
+// total (job keys are unique by contract), so where the keys start does not change the
+// result.
 func sortQueue(queue []*jobView, w *Workspace) {
 	slots := w.slots[:0]
 	for i, v := range queue {

@@ -1472,3 +1472,23 @@ func TestKeptPlanFollowsNodesByName(t *testing.T) {
 		})
 	}
 }
+
+// TestKeptPlanWithDuplicateNames: nodes that share a name break the contract; a kept plan
+// then takes its room on the first node of the name, as a plan looked up by name always
+// did, not on the one the index of the previous queue pointed at.
+func TestKeptPlanWithDuplicateNames(t *testing.T) {
+	m := priority.DefaultModel()
+	job := mkJob("ns/a").gang(0, nil, 1, res(1000, gi)).obj()
+	full, free := node("n1", res(0, 0)), node("n1", res(4000, 8*gi))
+	first := m.Admit(priority.State{Nodes: []priority.Node{full, free}, Jobs: []priority.Job{job}}, t0)
+	if d, _ := first.Lookup("ns/a"); d.Phase != priority.PhaseAdmitted {
+		t.Fatalf("first queue: %s", d.Reason)
+	}
+	// Now both have room: the plan names n1, which is the first node of that name.
+	nodes := []priority.Node{free, node("n1", res(2000, 4*gi))}
+	q := m.Admit(priority.State{Nodes: nodes, Jobs: []priority.Job{job}, Previous: first}, t0.Add(time.Second))
+	if q.Unclaimed(0, nodes[0].Free) || !q.Unclaimed(1, nodes[1].Free) {
+		t.Errorf("room taken on the second n1, or on neither: first wholly unclaimed %v, second %v",
+			q.Unclaimed(0, nodes[0].Free), q.Unclaimed(1, nodes[1].Free))
+	}
+}
