@@ -3,6 +3,7 @@ package priority
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"testing"
 )
@@ -168,5 +169,32 @@ func TestEachHasRoomIsNecessary(t *testing.T) {
 	}
 	if without == 0 || placed == 0 {
 		t.Fatalf("%d jobs with a pod without room, %d placed: the cases do not cover both", without, placed)
+	}
+}
+
+// TestSpreadLeastMatchesScan: the least count of a spread rule over every domain, which
+// prepare takes as 0 while some domain counts none, is what a look at every domain gives,
+// as pods are counted in and taken out at random (taken out, a count may go below 0).
+func TestSpreadLeastMatchesScan(t *testing.T) {
+	r := rand.New(rand.NewPCG(23, 29))
+	for round := range 300 {
+		domains := 1 + r.IntN(6)
+		g := &rulePlacer{
+			rules:  []Rule{{Kind: RuleSpread}},
+			counts: [][]int{make([]int, domains)}, totals: []int{0}, positive: []int{0}, minOf: []int{0},
+		}
+		pod := &Pod{RuleRefs: &RuleRefs{Keeps: []int{0}}}
+		for step := range 40 {
+			n := 1
+			if r.IntN(3) == 0 {
+				n = -1
+			}
+			g.add(0, r.IntN(domains), n)
+			g.prepare(pod, demand{})
+			want := slices.Min(g.counts[0])
+			if g.minOf[0] != max(want, 0) {
+				t.Fatalf("round %d step %d: counts %v, least %d, want %d", round, step, g.counts[0], g.minOf[0], max(want, 0))
+			}
+		}
 	}
 }

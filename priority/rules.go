@@ -129,12 +129,13 @@ type rulePlacer struct {
 	rules []Rule
 	doms  []*keyDomains
 	// counts[r][d] is how many pods rule r counts are in domain d; keepers[r][d] how many
-	// pods that keep r (for RuleApart); totals[r] the sum of counts[r].
-	counts, keepers [][]int
-	totals          []int
-	ps              []int // positions of the job's PS
-	minOf           []int // per rule: the least count over the eligible domains of the pod at hand
-	seen            []bool
+	// pods that keep r (for RuleApart); totals[r] the sum of counts[r], and positive[r]
+	// how many of counts[r] are above 0.
+	counts, keepers  [][]int
+	totals, positive []int
+	ps               []int // positions of the job's PS
+	minOf            []int // per rule: the least count over the eligible domains of the pod at hand
+	seen             []bool
 	// prefer: the job's preferred rules steer choose (off where only feasibility counts).
 	prefer bool
 }
@@ -163,7 +164,7 @@ func newRulePlacer(c *capacity, v *jobView) *rulePlacer {
 	n := len(g.rules)
 	g.doms, g.counts, g.keepers = make([]*keyDomains, n), make([][]int, n), make([][]int, n)
 	c.ruleInts = c.ruleInts[:0] // one placer at a time: the last one's counts are done with
-	g.totals, g.minOf = c.intsFor(n), c.intsFor(n)
+	g.totals, g.positive, g.minOf = c.intsFor(n), c.intsFor(n), c.intsFor(n)
 	for r, rule := range g.rules {
 		k := c.domainsOf(rule.Key)
 		g.doms[r] = k
@@ -176,8 +177,7 @@ func newRulePlacer(c *capacity, v *jobView) *rulePlacer {
 		}
 		for value, count := range elsewhere {
 			if d, ok := k.byName[value]; ok && count > 0 {
-				g.counts[r][d] += count
-				g.totals[r] += count
+				g.add(r, int(d), count)
 			}
 		}
 	}
@@ -204,8 +204,7 @@ func (g *rulePlacer) tally(p *Pod, at, n int) {
 			continue
 		}
 		if d := g.doms[r].dom[at]; d >= 0 {
-			g.counts[r][d] += n
-			g.totals[r] += n
+			g.add(r, int(d), n)
 		}
 	}
 	for _, r := range p.keeps() {
@@ -218,6 +217,19 @@ func (g *rulePlacer) tally(p *Pod, at, n int) {
 	}
 }
 
+// add adds n pods to rule r's count in domain d.
+func (g *rulePlacer) add(r, d, n int) {
+	was := g.counts[r][d]
+	g.counts[r][d] += n
+	g.totals[r] += n
+	switch now := g.counts[r][d]; {
+	case was <= 0 && now > 0:
+		g.positive[r]++
+	case was > 0 && now <= 0:
+		g.positive[r]--
+	}
+}
+
 // prepare works out, for pod p of demand dm, the least count of each spread rule it keeps
 // over its eligible domains.
 func (g *rulePlacer) prepare(p *Pod, dm demand) {
@@ -226,6 +238,12 @@ func (g *rulePlacer) prepare(p *Pod, dm demand) {
 			continue
 		}
 		least := -1
+		if dm.set == nil && g.positive[r] < len(g.counts[r]) {
+			// Some domain counts none (or less): the least is 0. A spread over the nodes
+			// of a large cluster looked at every node for each pod of each such job.
+			g.minOf[r] = 0
+			continue
+		}
 		if dm.set == nil { // every domain of the key is eligible
 			for _, c := range g.counts[r] {
 				if least < 0 || c < least {

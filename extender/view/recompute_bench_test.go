@@ -8,6 +8,7 @@ import (
 
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/cps-extender/cps-extender/extender/config"
@@ -140,6 +141,44 @@ func BenchmarkRecomputeWaitingBacklog(b *testing.B) {
 					}
 				})
 			}
+		}
+	}
+}
+
+// BenchmarkRecomputeWithRules is the periodic recompute when every pod has a required
+// rule over the nodes, counting its own job's pods: a hard spread (maxSkew 1) or a
+// required anti-affinity. Jobs with rules are placed pod by pod (priority/rules.go).
+func BenchmarkRecomputeWithRules(b *testing.B) {
+	for _, pj := range benchJobs {
+		for _, rule := range []string{"spread", "apart"} {
+			b.Run(fmt.Sprintf("nodes=5000/pods=%d/jobs=%d/rule=%s", pj.pods, pj.jobs, rule), func(b *testing.B) {
+				spec := loadfixture.Spec{Nodes: 5000, Jobs: pj.jobs, PodsPerJob: pj.pods / pj.jobs}
+				pods := loadfixture.Pods(spec)
+				for _, p := range pods {
+					job := &metav1.LabelSelector{MatchLabels: map[string]string{loadfixture.JobLabel: p.Labels[loadfixture.JobLabel]}}
+					if rule == "spread" {
+						p.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{MaxSkew: 1,
+							TopologyKey: corev1.LabelHostname, WhenUnsatisfiable: corev1.DoNotSchedule, LabelSelector: job}}
+					} else {
+						p.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
+							RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{TopologyKey: corev1.LabelHostname, LabelSelector: job}}}}
+					}
+				}
+				c := NewCluster(ClusterOptions{Log: zap.NewNop(), Client: fake.NewClientset(), Config: config.DefaultConfig()})
+				fillStores(b, c, loadfixture.Nodes(spec), pods)
+				now := time.Now()
+				c.recompute(now)
+				if q := c.Snapshot().Queue; len(q.Order) != pj.jobs || q.Order[len(q.Order)-1].Phase != priority.PhaseAdmitted {
+					b.Fatalf("%d of %d jobs in the queue, not all admitted", len(q.Order), pj.jobs)
+				}
+				b.ReportAllocs()
+				cpuTime := startCPU()
+				defer cpuTime.report(b)
+				for b.Loop() {
+					now = now.Add(time.Second)
+					c.recompute(now)
+				}
+			})
 		}
 	}
 }
