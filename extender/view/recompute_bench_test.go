@@ -125,20 +125,12 @@ func BenchmarkRecomputeWaitingBacklog(b *testing.B) {
 			for _, cpu := range []int64{1, 2} {
 				b.Run(fmt.Sprintf("nodes=%d/pods=%d/jobs=%d/nodecpu=%d", n, pj.pods, pj.jobs, cpu), func(b *testing.B) {
 					spec := loadfixture.Spec{Nodes: n, Jobs: pj.jobs, PodsPerJob: pj.pods / pj.jobs, NodeCPU: cpu}
-					c := NewCluster(ClusterOptions{Log: zap.NewNop(), Client: fake.NewClientset(), Config: config.DefaultConfig()})
-					fillStores(b, c, loadfixture.Nodes(spec), loadfixture.Pods(spec))
-					now := time.Now()
-					c.recompute(now)
-					if q := c.Snapshot().Queue; len(q.Order)+len(q.Unschedulable) != pj.jobs {
-						b.Fatalf("%d jobs in the queue, want %d", len(q.Order)+len(q.Unschedulable), pj.jobs)
-					}
-					b.ReportAllocs()
-					cpuTime := startCPU()
-					defer cpuTime.report(b)
-					for b.Loop() {
-						now = now.Add(time.Second)
-						c.recompute(now)
-					}
+					benchTicks(b, spec, loadfixture.Pods(spec), func(q *priority.Queue) string {
+						if len(q.Order)+len(q.Unschedulable) != pj.jobs {
+							return fmt.Sprintf("%d jobs in the queue, want %d", len(q.Order)+len(q.Unschedulable), pj.jobs)
+						}
+						return ""
+					})
 				})
 			}
 		}
@@ -164,22 +156,33 @@ func BenchmarkRecomputeWithRules(b *testing.B) {
 							RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{TopologyKey: corev1.LabelHostname, LabelSelector: job}}}}
 					}
 				}
-				c := NewCluster(ClusterOptions{Log: zap.NewNop(), Client: fake.NewClientset(), Config: config.DefaultConfig()})
-				fillStores(b, c, loadfixture.Nodes(spec), pods)
-				now := time.Now()
-				c.recompute(now)
-				if q := c.Snapshot().Queue; len(q.Order) != pj.jobs || q.Order[len(q.Order)-1].Phase != priority.PhaseAdmitted {
-					b.Fatalf("%d of %d jobs in the queue, not all admitted", len(q.Order), pj.jobs)
-				}
-				b.ReportAllocs()
-				cpuTime := startCPU()
-				defer cpuTime.report(b)
-				for b.Loop() {
-					now = now.Add(time.Second)
-					c.recompute(now)
-				}
+				benchTicks(b, spec, pods, func(q *priority.Queue) string {
+					if len(q.Order) != pj.jobs || q.Order[len(q.Order)-1].Phase != priority.PhaseAdmitted {
+						return fmt.Sprintf("%d of %d jobs in the queue, not all admitted", len(q.Order), pj.jobs)
+					}
+					return ""
+				})
 			})
 		}
+	}
+}
+
+// benchTicks fills a view with spec's nodes and pods, checks its first queue (check says
+// what is wrong with it, or ""), and measures recomputes a second apart.
+func benchTicks(b *testing.B, spec loadfixture.Spec, pods []*corev1.Pod, check func(*priority.Queue) string) {
+	c := NewCluster(ClusterOptions{Log: zap.NewNop(), Client: fake.NewClientset(), Config: config.DefaultConfig()})
+	fillStores(b, c, loadfixture.Nodes(spec), pods)
+	now := time.Now()
+	c.recompute(now)
+	if msg := check(c.Snapshot().Queue); msg != "" {
+		b.Fatal(msg)
+	}
+	b.ReportAllocs()
+	cpuTime := startCPU()
+	defer cpuTime.report(b)
+	for b.Loop() {
+		now = now.Add(time.Second)
+		c.recompute(now)
 	}
 }
 
