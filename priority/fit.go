@@ -281,8 +281,11 @@ type capacity struct {
 	order   []int32
 	fromCap bool
 	keyDoms map[string]*keyDomains
-	// ruleInts is the scratch the rule placer's counts are cut from (intsFor).
-	ruleInts []int
+	// ruleInts is the scratch the rule placer's per-rule numbers are cut from (intsFor),
+	// domainInts the one of its counts by domain (domainIntsFor), kept zero between
+	// placers: domainSet lists the counts a placer made non-zero, which the next one zeroes.
+	ruleInts, domainInts []int
+	domainSet            []*int
 
 	// unknown[p] counts the nodes before position p+1 whose Capacity is not known (nil),
 	// in a table built from Capacity; nil when there are none.

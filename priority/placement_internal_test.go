@@ -180,7 +180,7 @@ func TestSpreadLeastMatchesScan(t *testing.T) {
 	for round := range 300 {
 		domains := 1 + r.IntN(6)
 		g := &rulePlacer{
-			rules:  []Rule{{Kind: RuleSpread}},
+			c: &capacity{}, rules: []Rule{{Kind: RuleSpread}},
 			counts: [][]int{make([]int, domains)}, totals: []int{0}, positive: []int{0}, minOf: []int{0},
 		}
 		pod := &Pod{RuleRefs: &RuleRefs{Keeps: []int{0}}}
@@ -196,5 +196,37 @@ func TestSpreadLeastMatchesScan(t *testing.T) {
 				t.Fatalf("round %d step %d: counts %v, least %d, want %d", round, step, g.counts[0], g.minOf[0], max(want, 0))
 			}
 		}
+	}
+}
+
+// TestRulePlacersStartFromZero: a rule placer's counts by domain start at zero though the
+// placer before it, on the same table, counted pods there (the scratch is zeroed only
+// where that one wrote).
+func TestRulePlacersStartFromZero(t *testing.T) {
+	var nodes []Node
+	for _, name := range []string{"a", "b", "c"} {
+		nodes = append(nodes, Node{Name: name, Free: Resources{"cpu": 4000}})
+	}
+	var ds dimSet
+	ds.demands(nil, nil)
+	c := newCapacity(nodes, &ds, nil, nil)
+	rules := []Rule{{Kind: RuleApart, Key: HostnameLevel}, {Kind: RuleSpread, Key: HostnameLevel, MaxSkew: 1}}
+	refs := &RuleRefs{Keeps: []int{0, 1}, Counts: []int{0, 1}}
+	sum := func(g *rulePlacer) (n int) {
+		for r := range g.rules {
+			for d := range g.counts[r] {
+				n += g.counts[r][d] + g.keepers[r][d]
+			}
+		}
+		return n
+	}
+	busy := &jobView{job: &Job{Key: "ns/a", Rules: rules}, placed: []*Pod{
+		{UID: "a0", Node: "a", State: PodBound, RuleRefs: refs}, {UID: "a1", Node: "b", State: PodBound, RuleRefs: refs}}}
+	if n := sum(newRulePlacer(c, busy)); n != 6 { // 2 pods, counted by both rules, kept apart by one
+		t.Fatalf("the first placer counts %d, want 6", n)
+	}
+	idle := &jobView{job: &Job{Key: "ns/b", Rules: rules}}
+	if g := newRulePlacer(c, idle); sum(g) != 0 || g.positive[1] != 0 {
+		t.Errorf("the next placer starts from counts %v, keepers %v, %d positive", g.counts, g.keepers, g.positive[1])
 	}
 }

@@ -159,16 +159,42 @@ type ruleFit struct {
 	why string
 }
 
+// domainIntsFor returns n zeroed ints from c's scratch for a rule placer's counts by
+// domain. Clearing them whole cost each job with a rule over hostname two arrays of the
+// nodes' length a recompute; the placers zero only what the last one set.
+func (c *capacity) domainIntsFor(n int) []int {
+	if cap(c.domainInts)-len(c.domainInts) < n {
+		c.domainInts = make([]int, 0, max(2*cap(c.domainInts), n, 64))
+	}
+	out := c.domainInts[len(c.domainInts) : len(c.domainInts)+n]
+	c.domainInts = c.domainInts[:len(c.domainInts)+n]
+	return out
+}
+
+// setDomain adds n to *at, one of the counts by domain, noting it for the next placer to
+// zero when it leaves zero.
+func (c *capacity) setDomain(at *int, n int) {
+	if *at == 0 && n != 0 {
+		c.domainSet = append(c.domainSet, at)
+	}
+	*at += n
+}
+
 func newRulePlacer(c *capacity, v *jobView) *rulePlacer {
 	g := &rulePlacer{c: c, v: v, rules: v.job.Rules}
 	n := len(g.rules)
 	g.doms, g.counts, g.keepers = make([]*keyDomains, n), make([][]int, n), make([][]int, n)
-	c.ruleInts = c.ruleInts[:0] // one placer at a time: the last one's counts are done with
+	// One placer at a time: the last one's counts are done with.
+	c.ruleInts = c.ruleInts[:0]
+	for _, at := range c.domainSet {
+		*at = 0
+	}
+	c.domainInts, c.domainSet = c.domainInts[:0], c.domainSet[:0]
 	g.totals, g.positive, g.minOf = c.intsFor(n), c.intsFor(n), c.intsFor(n)
 	for r, rule := range g.rules {
 		k := c.domainsOf(rule.Key)
 		g.doms[r] = k
-		g.counts[r], g.keepers[r] = c.intsFor(len(k.names)), c.intsFor(len(k.names))
+		g.counts[r], g.keepers[r] = c.domainIntsFor(len(k.names)), c.domainIntsFor(len(k.names))
 		// On the nodes' Capacity other jobs' pods are gone: they no longer keep a pod
 		// away (apart, spread), but a pod that must join them (together) may still.
 		elsewhere := rule.Elsewhere
@@ -212,7 +238,7 @@ func (g *rulePlacer) tally(p *Pod, at, n int) {
 			continue
 		}
 		if d := g.doms[r].dom[at]; d >= 0 {
-			g.keepers[r][d] += n
+			g.c.setDomain(&g.keepers[r][d], n)
 		}
 	}
 }
@@ -220,7 +246,7 @@ func (g *rulePlacer) tally(p *Pod, at, n int) {
 // add adds n pods to rule r's count in domain d.
 func (g *rulePlacer) add(r, d, n int) {
 	was := g.counts[r][d]
-	g.counts[r][d] += n
+	g.c.setDomain(&g.counts[r][d], n)
 	g.totals[r] += n
 	switch now := g.counts[r][d]; {
 	case was <= 0 && now > 0:
