@@ -565,8 +565,37 @@ func (g *gangPlacer) nodeFor(u []podGroup, lo, hi int) (int, []dimNeed) {
 			return at, total
 		}
 		from = at + 1
+		if set := g.setOf(u); set != nil {
+			// Only the nodes of the set can do: look among them, not at every node that
+			// could hold the gang (a backlog limited to a zone walked the other zones'
+			// free nodes job after job: 445 ms a recompute at 5000 nodes, 10k jobs).
+			list := g.c.maskOf(set).list
+			i, _ := slices.BinarySearch(list, int32(from))
+			for ; i < len(list) && int(list[i]) < hi; i++ {
+				if at := int(list[i]); g.c.fits(at, total) && ok(at) {
+					return at, total
+				}
+			}
+			return -1, total
+		}
 	}
 	return -1, total
+}
+
+// setOf is the node set of some pending pod of u (nil when none has one): a node the gang
+// may use is in it.
+func (g *gangPlacer) setOf(u []podGroup) *NodeSet {
+	for _, grp := range u {
+		if grp.ps >= 0 && g.demands[grp.ps].set != nil {
+			return g.demands[grp.ps].set
+		}
+		for _, i := range grp.members {
+			if g.demands[i].set != nil {
+				return g.demands[i].set
+			}
+		}
+	}
+	return nil
 }
 
 // candidates are the domains of level l inside [lo, hi) whose free sums could hold u, and

@@ -75,13 +75,16 @@ func randomPlacement(r *rand.Rand) (*capacity, *jobView) {
 		}
 		nodes = append(nodes, Node{Name: "n" + strconv.Itoa(i), Free: free, Labels: labels})
 	}
-	var subset []string
-	for i := range nodes {
-		if r.IntN(3) == 0 {
-			subset = append(subset, nodes[i].Name)
+	var sets []*NodeSet // two node selectors, each on about a third of the nodes
+	for k := range 2 {
+		var subset []string
+		for i := range nodes {
+			if r.IntN(3) == 0 {
+				subset = append(subset, nodes[i].Name)
+			}
 		}
+		sets = append(sets, NewNodeSet("node selector "+strconv.Itoa(k), subset))
 	}
-	set := NewNodeSet("a node selector", subset)
 	job := &Job{Key: "ns/j", PSApart: r.IntN(2) == 0}
 	var pods []*Pod
 	for i := range 1 + r.IntN(6) {
@@ -93,7 +96,7 @@ func randomPlacement(r *rand.Rand) (*capacity, *jobView) {
 			p.Role = RolePS
 		}
 		if r.IntN(4) == 0 {
-			p.Nodes = set
+			p.Nodes = sets[r.IntN(4)/3] // mostly the first
 		}
 		pods = append(pods, p)
 	}
@@ -228,5 +231,65 @@ func TestRulePlacersStartFromZero(t *testing.T) {
 	idle := &jobView{job: &Job{Key: "ns/b", Rules: rules}}
 	if g := newRulePlacer(c, idle); sum(g) != 0 || g.positive[1] != 0 {
 		t.Errorf("the next placer starts from counts %v, keepers %v, %d positive", g.counts, g.keepers, g.positive[1])
+	}
+}
+
+// TestNodeForMatchesScan: the node nodeFor finds for a group, looking only among the
+// nodes of a node set some pod of it has, is the first node of the range that holds the
+// group's total and that each pod may use, as a look at every node finds.
+func TestNodeForMatchesScan(t *testing.T) {
+	r := rand.New(rand.NewPCG(31, 37))
+	found, limited := 0, 0
+	for round := range 600 {
+		c, v := randomPlacement(r)
+		g := &c.placer
+		g.reset(c, v, v.required, v.preferred)
+		top := c.lay.levels() + 1
+		for range 10 {
+			grp := podGroup{ps: -1, psAt: -1}
+			for i := range v.toFit {
+				if r.IntN(2) == 0 {
+					grp.members = append(grp.members, i)
+				} else if grp.ps < 0 {
+					grp.ps = i
+				}
+			}
+			if grp.ps < 0 && len(grp.members) == 0 {
+				continue
+			}
+			u := []podGroup{grp}
+			scope := 1 + r.IntN(top)
+			lo, hi := 0, len(c.nodes)
+			if scope < top {
+				lo, hi = c.lay.spanOf(scope, c.lay.domainOf(scope, r.IntN(len(c.nodes))))
+			}
+			got, total := g.nodeFor(u, lo, hi)
+			total = slices.Clone(total)
+			want := -1
+			for at := lo; at < hi && want < 0; at++ {
+				ok := c.fits(at, total) && g.lay.hasDomain(g.required, at)
+				if grp.ps >= 0 {
+					ok = ok && c.usable(at, g.demands[grp.ps])
+				}
+				for _, i := range grp.members {
+					ok = ok && c.usable(at, g.demands[i])
+				}
+				if ok {
+					want = at
+				}
+			}
+			if got != want {
+				t.Fatalf("round %d: nodeFor in [%d, %d) = %d, a scan says %d", round, lo, hi, got, want)
+			}
+			if got >= 0 {
+				found++
+				if g.setOf(u) != nil {
+					limited++
+				}
+			}
+		}
+	}
+	if found == 0 || limited == 0 {
+		t.Fatalf("%d groups placed, %d of them limited to a node set: the cases do not cover both", found, limited)
 	}
 }

@@ -167,6 +167,29 @@ func BenchmarkRecomputeWithRules(b *testing.B) {
 	}
 }
 
+// BenchmarkRecomputeNodeSelector is the periodic recompute when every pod selects one zone
+// of the fixture's four (a quarter of the nodes): on nodes of 32 cores most jobs fit, on
+// nodes of 2 most wait.
+func BenchmarkRecomputeNodeSelector(b *testing.B) {
+	for _, pj := range benchJobs {
+		for _, cpu := range []int64{2, 32} {
+			b.Run(fmt.Sprintf("nodes=5000/pods=%d/jobs=%d/nodecpu=%d", pj.pods, pj.jobs, cpu), func(b *testing.B) {
+				spec := loadfixture.Spec{Nodes: 5000, Jobs: pj.jobs, PodsPerJob: pj.pods / pj.jobs, NodeCPU: cpu}
+				pods := loadfixture.Pods(spec)
+				for _, p := range pods {
+					p.Spec.NodeSelector = map[string]string{loadfixture.ZoneLabel: "zone-0"}
+				}
+				benchTicks(b, spec, pods, func(q *priority.Queue) string {
+					if len(q.Order) != pj.jobs || q.Order[0].Phase != priority.PhaseAdmitted {
+						return fmt.Sprintf("%d of %d jobs in the queue, the first not admitted", len(q.Order), pj.jobs)
+					}
+					return ""
+				})
+			})
+		}
+	}
+}
+
 // benchTicks fills a view with spec's nodes and pods, checks its first queue (check says
 // what is wrong with it, or ""), and measures recomputes a second apart.
 func benchTicks(b *testing.B, spec loadfixture.Spec, pods []*corev1.Pod, check func(*priority.Queue) string) {
