@@ -109,6 +109,26 @@ func randomPlacement(r *rand.Rand) (*capacity, *jobView) {
 	return c, v
 }
 
+// randomGroupAndDomain is a random group of v's pods to fit (a PS and workers, or either)
+// and a random domain of c, of level scope: positions [lo, hi).
+func randomGroupAndDomain(r *rand.Rand, c *capacity, v *jobView) (grp podGroup, scope, lo, hi int) {
+	grp = podGroup{ps: -1, psAt: -1}
+	for i := range v.toFit {
+		if r.IntN(2) == 0 {
+			grp.members = append(grp.members, i)
+		} else if grp.ps < 0 {
+			grp.ps = i
+		}
+	}
+	top := c.lay.levels() + 1
+	scope = 1 + r.IntN(top)
+	lo, hi = 0, len(c.nodes)
+	if scope < top {
+		lo, hi = c.lay.spanOf(scope, c.lay.domainOf(scope, r.IntN(len(c.nodes))))
+	}
+	return grp, scope, lo, hi
+}
+
 // TestRoomiestMatchesScan: the node roomiest picks, found down the tree of maxima, is the
 // one a look at every node picks, in every domain of every level of random clusters.
 func TestRoomiestMatchesScan(t *testing.T) {
@@ -118,21 +138,8 @@ func TestRoomiestMatchesScan(t *testing.T) {
 		c, v := randomPlacement(r)
 		g := &c.placer
 		g.reset(c, v, v.required, v.preferred)
-		top := c.lay.levels() + 1
 		for range 10 {
-			grp := podGroup{ps: -1, psAt: -1}
-			for i := range v.toFit {
-				if r.IntN(2) == 0 {
-					grp.members = append(grp.members, i)
-				} else if grp.ps < 0 {
-					grp.ps = i
-				}
-			}
-			scope := 1 + r.IntN(top)
-			lo, hi := 0, len(c.nodes)
-			if scope < top {
-				lo, hi = c.lay.spanOf(scope, c.lay.domainOf(scope, r.IntN(len(c.nodes))))
-			}
+			grp, scope, lo, hi := randomGroupAndDomain(r, c, v)
 			got, want := g.roomiest(&grp, lo, hi, scope), roomiestScan(g, &grp, lo, hi, scope)
 			if got != want {
 				t.Fatalf("round %d: roomiest in [%d, %d) of level %d = %d, a scan says %d", round, lo, hi, scope, got, want)
@@ -244,25 +251,12 @@ func TestNodeForMatchesScan(t *testing.T) {
 		c, v := randomPlacement(r)
 		g := &c.placer
 		g.reset(c, v, v.required, v.preferred)
-		top := c.lay.levels() + 1
 		for range 10 {
-			grp := podGroup{ps: -1, psAt: -1}
-			for i := range v.toFit {
-				if r.IntN(2) == 0 {
-					grp.members = append(grp.members, i)
-				} else if grp.ps < 0 {
-					grp.ps = i
-				}
-			}
+			grp, _, lo, hi := randomGroupAndDomain(r, c, v)
 			if grp.ps < 0 && len(grp.members) == 0 {
 				continue
 			}
 			u := []podGroup{grp}
-			scope := 1 + r.IntN(top)
-			lo, hi := 0, len(c.nodes)
-			if scope < top {
-				lo, hi = c.lay.spanOf(scope, c.lay.domainOf(scope, r.IntN(len(c.nodes))))
-			}
 			got, total := g.nodeFor(u, lo, hi)
 			total = slices.Clone(total)
 			want := -1
