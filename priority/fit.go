@@ -269,6 +269,9 @@ type capacity struct {
 	// over domain d of placement level l, each node's amount clamped to [0, sumCap].
 	lay  *layout
 	sums [][]int64
+	// wanted[l-1][d] is how many of the queue's pods to fit may use some node of domain d
+	// of placement level l (see wantedBy); nil when not counted.
+	wanted [][]int
 	// placer is place's gang placer, reset job after job; kept is keepPlan's scratch.
 	placer    gangPlacer
 	kept      []keptNode
@@ -503,6 +506,46 @@ func (c *capacity) maskOf(set *NodeSet) *nodeMask {
 // usable reports whether a pod of demand d may use node n.
 func (c *capacity) usable(n int, d demand) bool {
 	return d.set == nil || c.maskOf(d.set).in[n]
+}
+
+// wantedBy counts, for each domain of each placement level, how many of the demands may
+// use some node of it: a pod without a node set counts in every domain, one limited to a
+// set in the domains the set reaches. Among domains that hold a gang alike, the gang takes
+// the one the fewest other pods may use (candidates): nodes a taint or a selector keeps
+// for a few jobs go to those jobs, not to one that could run anywhere.
+func (c *capacity) wantedBy(demands []demand) {
+	levels := c.lay.levels()
+	if levels == 0 {
+		return
+	}
+	c.wanted = make([][]int, levels)
+	for l := 1; l <= levels; l++ {
+		c.wanted[l-1] = make([]int, len(c.lay.span[l-1]))
+	}
+	everywhere := 0
+	perSet := map[*NodeSet]int{}
+	for _, d := range demands {
+		if d.set == nil {
+			everywhere++
+		} else {
+			perSet[d.set]++
+		}
+	}
+	for l := 1; l <= levels; l++ {
+		row := c.wanted[l-1]
+		for d := range row {
+			row[d] = everywhere
+		}
+		for set, n := range perSet {
+			last := -1
+			for _, at := range c.maskOf(set).list { // positions ascending: a domain's are adjacent
+				if d := c.lay.domainOf(l, int(at)); d >= 0 && d != last {
+					row[d] += n
+					last = d
+				}
+			}
+		}
+	}
 }
 
 // uniqueNames reports whether no two nodes of the table share a name (by contract they

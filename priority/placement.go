@@ -51,9 +51,10 @@ type gangPlacer struct {
 
 // candidate is a domain candidates may return, with what orders it.
 type candidate struct {
-	d     int
-	near  int
-	slack float64
+	d      int
+	near   int
+	slack  float64
+	wanted int
 }
 
 // podGroup is a PS and the workers it serves: they are kept together.
@@ -646,7 +647,11 @@ func (g *gangPlacer) candidates(u []podGroup, l, lo, hi int) []int {
 			}
 		}
 		if fits {
-			out = append(out, candidate{d: d, near: g.nearness(l, d), slack: slack})
+			wanted := 0
+			if g.c.wanted != nil {
+				wanted = g.c.wanted[l-1][d]
+			}
+			out = append(out, candidate{d: d, near: g.nearness(l, d), slack: slack, wanted: wanted})
 		}
 	}
 	slices.SortFunc(out, func(a, b candidate) int {
@@ -655,6 +660,9 @@ func (g *gangPlacer) candidates(u []podGroup, l, lo, hi int) []int {
 		}
 		if c := cmp.Compare(a.slack, b.slack); c != 0 {
 			return c
+		}
+		if c := cmp.Compare(a.wanted, b.wanted); c != 0 {
+			return c // of two alike, the one fewer other pods may use (capacity.wantedBy)
 		}
 		return cmp.Compare(a.d, b.d)
 	})

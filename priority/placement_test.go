@@ -533,3 +533,37 @@ func TestReservationStaysInItsDomain(t *testing.T) {
 		t.Errorf("after reserving r0: reservation in %v, want r0 kept", got)
 	}
 }
+
+// TestDedicatedRackGoesToItsJob: the e2e test's full cluster, walked in one queue. Rack r1
+// is tainted and only je tolerates it; every rack holds je alike, and je goes first (the
+// highest P). It takes r1, which no other job may use, and every job fits; taking the first
+// rack (r0) left jc and jd no room.
+func TestDedicatedRackGoesToItsJob(t *testing.T) {
+	nodes := rackCluster(1, 4, 4, 8000) // n00..n15, rack i%4, 32 CPU a rack
+	var untainted []string
+	for _, n := range nodes {
+		if n.Labels[rackKey] != "r1" {
+			untainted = append(untainted, n.Name)
+		}
+	}
+	set := priority.NewNodeSet("the 12 of 16 nodes without a taint it does not tolerate", untainted)
+	jobs := []priority.Job{
+		mkJob("ns/ja").gang(2, res(4000, gi), 6, res(4000, gi)).onNodes(set).obj(),
+		mkJob("ns/jb").gang(1, res(4000, gi), 7, res(4000, gi)).onNodes(set).obj(),
+		mkJob("ns/jc").gang(1, res(2000, gi), 7, res(2000, gi)).onNodes(set).obj(),
+		mkJob("ns/jd").gang(2, res(2000, gi), 6, res(2000, gi)).onNodes(set).obj(),
+		mkJob("ns/je").prio(1000000).gang(2, res(4000, gi), 12, res(2000, gi)).obj(),
+	}
+	q := priority.DefaultModel().Admit(topoState(nodes, jobs...), t0)
+	for _, j := range jobs {
+		d, _ := q.Lookup(j.Key)
+		if d.Phase != priority.PhaseAdmitted {
+			t.Errorf("%s: %s", j.Key, d.Reason)
+		}
+	}
+	if d, _ := q.Lookup("ns/je"); d.Phase == priority.PhaseAdmitted {
+		if racks := where(nodes, jobs[4], d.Plan); !slices.ContainsFunc(racks, func(s string) bool { return strings.HasSuffix(s, "/r1") }) {
+			t.Errorf("je on %v, want r1", racks)
+		}
+	}
+}

@@ -286,6 +286,7 @@ func (m Model) AdmitIn(s State, now time.Time, w *Workspace) *Queue {
 	w.queue, w.fitPods, w.pending = queue, fitPods, pendingBuf
 	var dims dimSet
 	demands := dims.demands(append(fitPods, placedPods...), &w.demands)
+	fitDemands := demands[:len(fitPods)]
 	// One backing array each for every job's demands and plan.
 	w.plans = grown(w.plans, len(fitPods))
 	plans := w.plans
@@ -310,12 +311,14 @@ func (m Model) AdmitIn(s State, now time.Time, w *Workspace) *Queue {
 		q.Levels = slices.Clone(lay.carried)
 	}
 	c := newCapacity(s.Nodes, &dims, &w.free, lay)
+	c.wantedBy(fitDemands)
 	var reach *capacity // the nodes' Capacity, built when a job first does not fit
 	var sameGang map[string]reachFit
 	var key []byte
 	reachTable := func() *capacity {
 		if reach == nil {
 			reach = c.sibling(s.Nodes, w.free.order, &dims, &w.reach, fromCapacity)
+			reach.wanted = c.wanted
 			sameGang = map[string]reachFit{}
 		}
 		return reach
