@@ -58,8 +58,8 @@ func roomiestScan(g *gangPlacer, grp *podGroup, lo, hi, scope int) int {
 
 // randomPlacement is a random cluster of racks in zones, mostly full, and a job's pods: a
 // PS and workers, some limited to a few nodes. It returns the table in placement order and
-// a view of the job with its demands.
-func randomPlacement(r *rand.Rand) (*capacity, *jobView) {
+// a view of the job with its demands, and the table's gang placer reset for the job.
+func randomPlacement(r *rand.Rand) (*capacity, *jobView, *gangPlacer) {
 	var nodes []Node
 	for i := range 1 + r.IntN(150) {
 		free := Resources{"cpu": int64(r.IntN(5)) * 1000, "memory": int64(r.IntN(5)), "pods": int64(r.IntN(4))}
@@ -106,7 +106,8 @@ func randomPlacement(r *rand.Rand) (*capacity, *jobView) {
 	c := newCapacity(nodes, &ds, nil, lay)
 	v := &jobView{job: job, toFit: pods, demands: demands}
 	v.levels(lay, lay.levels()+1)
-	return c, v
+	c.placer.reset(c, v, v.required, v.preferred)
+	return c, v, &c.placer
 }
 
 // randomGroupAndDomain is a random group of v's pods to fit (a PS and workers, or either)
@@ -135,9 +136,7 @@ func TestRoomiestMatchesScan(t *testing.T) {
 	r := rand.New(rand.NewPCG(11, 13))
 	picked := 0
 	for round := range 400 {
-		c, v := randomPlacement(r)
-		g := &c.placer
-		g.reset(c, v, v.required, v.preferred)
+		c, v, g := randomPlacement(r)
 		for range 10 {
 			grp, scope, lo, hi := randomGroupAndDomain(r, c, v)
 			got, want := g.roomiest(&grp, lo, hi, scope), roomiestScan(g, &grp, lo, hi, scope)
@@ -160,9 +159,7 @@ func TestEachHasRoomIsNecessary(t *testing.T) {
 	r := rand.New(rand.NewPCG(17, 19))
 	without, placed := 0, 0
 	for round := range 2000 {
-		c, v := randomPlacement(r)
-		g := &c.placer
-		g.reset(c, v, v.required, v.preferred)
+		c, v, g := randomPlacement(r)
 		has := eachHasRoom(c, v)
 		c.begin()
 		fits := g.run()
@@ -248,9 +245,7 @@ func TestNodeForMatchesScan(t *testing.T) {
 	r := rand.New(rand.NewPCG(31, 37))
 	found, limited := 0, 0
 	for round := range 600 {
-		c, v := randomPlacement(r)
-		g := &c.placer
-		g.reset(c, v, v.required, v.preferred)
+		c, v, g := randomPlacement(r)
 		for range 10 {
 			grp, _, lo, hi := randomGroupAndDomain(r, c, v)
 			if grp.ps < 0 && len(grp.members) == 0 {
