@@ -91,7 +91,7 @@ func TestDevicesInTheRecords(t *testing.T) {
 		n: []*corev1.Node{mkNode("n1"), mkNode("n2")}}
 	check := func(when string, wantN1 int64) {
 		t.Helper()
-		if _, err := x.records(cfg, list, nil, nil); err != nil {
+		if _, err := x.records(cfg, list, recordsFor{}); err != nil {
 			t.Fatal(err)
 		}
 		for _, tt := range []struct {

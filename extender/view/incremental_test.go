@@ -148,6 +148,9 @@ func (w *twin) addPod() string {
 	if w.rng.IntN(6) == 0 {
 		labels["cps-extender.io/urgent"] = "true"
 	}
+	if w.rng.IntN(10) == 0 { // a pod of no job: it takes room the queue cannot wait out
+		labels = map[string]string{"app": job}
+	}
 	p := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, UID: types.UID("uid-" + name), Labels: labels, CreationTimestamp: metav1.NewTime(w.now)},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
@@ -341,6 +344,7 @@ func (w *twin) compare() string {
 		{"turn gated by pod", a.turnGatedJob, b.turnGatedJob},
 		{"warnings", warningKeys(a.warnings), warningKeys(b.warnings)},
 		{"leaving until", a.leavingUntil, b.leavingUntil},
+		{"nodes", a.nodes, b.nodes},
 	} {
 		if diff := gocmp.Diff(part.b, part.a, all); diff != "" {
 			return part.name + " (-full +incremental):\n" + diff

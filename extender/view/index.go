@@ -137,10 +137,17 @@ type viewIndex struct {
 	changes atomic.Uint64
 	// devices adds DRA devices to node capacity and pod requests; nil: none (devices.go).
 	devices DeviceSource
+	// used is what the pods bound to each node take, by node name; special the records
+	// being deleted or carrying gang.TurnGate; withRules counts the records with rules.
+	// track keeps them with pods.
+	used      map[string]*nodeUse
+	special   map[types.UID]*podRecord
+	withRules int
 }
 
 func newViewIndex() *viewIndex {
-	return &viewIndex{pods: map[types.UID]*podRecord{}, nodes: map[string]*nodeRecord{}, jobs: map[string]*jobPods{}}
+	return &viewIndex{pods: map[types.UID]*podRecord{}, nodes: map[string]*nodeRecord{}, jobs: map[string]*jobPods{},
+		used: map[string]*nodeUse{}, special: map[types.UID]*podRecord{}}
 }
 
 func newPodRecord(pod *corev1.Pod, gangCfg config.GangConfig) *podRecord {
@@ -310,6 +317,8 @@ func (x *viewIndex) setPod(pod *corev1.Pod, cfg *viewConfig) bool {
 	}
 	x.pods[pod.UID] = r
 	x.replace(old, r)
+	x.track(old, -1)
+	x.track(r, 1)
 	if old == nil || !samePodRecord(old, r) {
 		x.changes.Add(1)
 		return true
@@ -363,6 +372,7 @@ func (x *viewIndex) deletePod(pod *corev1.Pod) {
 	defer x.mu.Unlock()
 	if old, ok := x.pods[pod.UID]; ok {
 		x.ungroup(old)
+		x.track(old, -1)
 		delete(x.pods, pod.UID)
 		x.membership++
 		x.changes.Add(1)
@@ -427,7 +437,6 @@ type objectLister interface {
 
 // indexed is one consistent read of the index.
 type indexed struct {
-	pods        []*podRecord
 	schedulable []*nodeRecord // by name
 	names       []string      // schedulable's names, packed
 	nodeAt      map[string]int
@@ -439,18 +448,42 @@ type indexed struct {
 	jobs []jobPods
 	// sets is the node set of each pending counted pod's constraints (nil: every node).
 	sets map[*nodesel.Constraints]*priority.NodeSet
+
+	// pods is every pod record, when asked for (recordsFor.all) or when some pod has
+	// rules (rulesOf reads them all); nil otherwise.
+	pods []*podRecord
+	// nodes is the schedulable nodes' free capacity and Capacity less what the pods bound
+	// to them take, ownFree and ownCapacity whether each map is the node's own; held is
+	// the records of the pending pods the gate holds a bind for, special those being
+	// deleted or turn-gated (see freeCapacity).
+	nodes                []priority.Node
+	ownFree, ownCapacity []bool
+	held, special        []*podRecord
+	count                int // how many pod records there are
 }
 
 // keepFunc says whether the caller keeps the job of key as it built it at version, with the
 // node sets at count nodeSets (viewIndex.nodeSets).
 type keepFunc func(nodeSets uint64, key string, version uint64) bool
 
-// records returns every pod record, the schedulable nodes, and each job's counted pods:
-// without them for a job keep keeps (nil: none), unless a pod of uids is in it now (its held
-// bind changed). The first time, and when cfg is not the config the records were built
-// with, they are rebuilt from the informer caches; events queued behind that listing then
-// apply in order on top of it.
-func (x *viewIndex) records(cfg *viewConfig, list objectLister, uids []types.UID, keep keepFunc) (indexed, error) {
+// recordsFor says what records reads beside the nodes and jobs.
+type recordsFor struct {
+	// moved is the pods whose held bind changed; keep says which jobs the caller keeps (nil:
+	// none). held is the gate's held binds, by pod UID.
+	moved []types.UID
+	keep  keepFunc
+	held  map[types.UID]string
+	// all: return every pod record (indexed.pods).
+	all bool
+}
+
+// records returns the schedulable nodes with what their bound pods take, the records the
+// free capacity and the turn gate read (see indexed), and each job's counted pods: without
+// them for a job want.keep keeps, unless a pod of want.moved is in it now (its held bind
+// changed). The first time, and when cfg is not the config the records were built with,
+// they are rebuilt from the informer caches; events queued behind that listing then apply
+// in order on top of it.
+func (x *viewIndex) records(cfg *viewConfig, list objectLister, want recordsFor) (indexed, error) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if x.cfg != cfg {
@@ -458,9 +491,17 @@ func (x *viewIndex) records(cfg *viewConfig, list objectLister, uids []types.UID
 			return indexed{}, err
 		}
 	}
-	pods := make([]*podRecord, 0, len(x.pods))
-	for _, r := range x.pods {
-		pods = append(pods, r)
+	uids, keep := want.moved, want.keep
+	var pods []*podRecord
+	if want.all || x.withRules > 0 {
+		pods = make([]*podRecord, 0, len(x.pods))
+		for _, r := range x.pods {
+			pods = append(pods, r)
+		}
+	}
+	special := make([]*podRecord, 0, len(x.special))
+	for _, r := range x.special {
+		special = append(special, r)
 	}
 	if x.schedulable == nil {
 		x.schedulable = make([]*nodeRecord, 0, len(x.nodes))
@@ -522,8 +563,10 @@ func (x *viewIndex) records(cfg *viewConfig, list objectLister, uids []types.UID
 			}
 		}
 	}
+	nodes, ownFree, ownCapacity := x.boundUse()
 	return indexed{pods: pods, schedulable: x.schedulable, names: x.schedNames, nodeAt: x.nodeAt, topology: x.topology, membership: x.membership,
-		changes: x.changes.Load(), nodeSets: x.nodeSets, jobs: jobs, sets: sets}, nil
+		changes: x.changes.Load(), nodeSets: x.nodeSets, jobs: jobs, sets: sets, nodes: nodes, ownFree: ownFree, ownCapacity: ownCapacity,
+		held: x.heldRecords(want.held), special: special, count: len(x.pods)}, nil
 }
 
 func (x *viewIndex) rebuild(cfg *viewConfig, list objectLister) error {
@@ -537,10 +580,12 @@ func (x *viewIndex) rebuild(cfg *viewConfig, list objectLister) error {
 	}
 	x.pods = make(map[types.UID]*podRecord, len(pods))
 	x.jobs, x.grouped = map[string]*jobPods{}, 0
+	x.used, x.special, x.withRules = map[string]*nodeUse{}, map[types.UID]*podRecord{}, 0
 	for _, p := range pods {
 		r := x.newPodRecord(p, cfg.gang)
 		x.pods[p.UID] = r
 		x.group(r)
+		x.track(r, 1)
 	}
 	x.nodes = make(map[string]*nodeRecord, len(nodes))
 	for _, n := range nodes {

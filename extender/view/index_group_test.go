@@ -86,7 +86,7 @@ func check(t *testing.T, x *viewIndex, step int) {
 	if len(want) != len(x.jobs) || total != x.grouped {
 		t.Fatalf("step %d: %d groups holding %d (counted %d), want %d groups", step, len(x.jobs), total, x.grouped, len(want))
 	}
-	idx, err := x.records(x.cfg, nil, nil, nil)
+	idx, err := x.records(x.cfg, nil, recordsFor{all: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -221,12 +221,15 @@ func (c *Cluster) recompute(now time.Time) {
 	if c.jobs != nil && !c.full {
 		moved = heldMoved(c.jobs.held, held)
 	}
-	idx, err := c.index.records(cfg, cacheLister{c}, moved, c.keeps(cfg, sources))
+	idx, err := c.index.records(cfg, cacheLister{c}, recordsFor{moved: moved, keep: c.keeps(cfg, sources), held: held, all: c.full})
 	if err != nil {
 		c.log.Error("recomputing the queue", zap.Error(err))
 		return
 	}
 	nodes, leavingUntil := freeCapacity(idx, held, now)
+	if c.full {
+		nodes, leavingUntil = freeCapacityOfPods(idx, held, now)
+	}
 	state := priority.State{Nodes: nodes, CoolDown: coolDowns, Topology: idx.topology}
 	if prev := c.Snapshot(); prev != nil {
 		state.Previous = prev.Queue
@@ -281,7 +284,7 @@ func (c *Cluster) recompute(now time.Time) {
 	if prev := c.Snapshot(); !c.full && prev != nil && prev.membership == idx.membership && prev.sources == sources && prev.podJob != nil {
 		snap.podJob, snap.nameJob = prev.podJob, prev.nameJob
 	} else {
-		snap.podJob, snap.nameJob = make(map[types.UID]string, len(idx.pods)), make(map[string]string, len(idx.pods))
+		snap.podJob, snap.nameJob = make(map[types.UID]string, idx.count), make(map[string]string, idx.count)
 		for _, b := range built {
 			for i, pod := range b.pods {
 				key := b.jobs[b.podKeys[i]].Key
@@ -293,7 +296,11 @@ func (c *Cluster) recompute(now time.Time) {
 	if len(ruled) > 0 {
 		rulesOf(ruled, idx, held, snap.podJob)
 	}
-	for _, pod := range idx.pods {
+	scan := idx.special // the pods the loop can pick
+	if c.full {
+		scan = idx.pods
+	}
+	for _, pod := range scan {
 		if pod.turnGated && pod.node == "" && !pod.terminated && !pod.deleting {
 			if snap.turnGated == nil {
 				snap.turnGated, snap.turnGatedJob = map[string][]gang.PodRef{}, map[types.UID]string{}
@@ -409,7 +416,7 @@ func addMember(job *priority.Job, pod *podRecord, m gang.Membership, held map[ty
 // turnedAway lists the pending pods of jobs in the view that kube-scheduler has turned away
 // (PodScheduled False): before this process started, it may have parked them.
 func (c *Cluster) turnedAway() []TurnedAway {
-	idx, err := c.index.records(c.config(), cacheLister{c}, nil, nil)
+	idx, err := c.index.records(c.config(), cacheLister{c}, recordsFor{all: true})
 	if err != nil {
 		return nil
 	}
@@ -462,32 +469,68 @@ func smallerNonEmpty(a, b string) string {
 // bound or held there (Free), and minus those of the bound pods in no job, which the queue
 // cannot wait out (Capacity), in name order, with the requests of the pods leaving at now
 // (Leaving; see stuckAfter) and the first moment one of those stops counting. A node with
-// nothing on it shares its record's
-// allocatable map: nobody writes to a published snapshot's nodes.
+// nothing on it shares its record's allocatable map: nobody writes to a published
+// snapshot's nodes. The bound pods come summed by the index (idx.nodes), so the cost is
+// the nodes, the held binds and the pods being deleted, not every pod.
 func freeCapacity(idx indexed, held map[types.UID]string, now time.Time) (nodes []priority.Node, leavingUntil time.Time) {
+	out, ownFree, ownCapacity := idx.nodes, idx.ownFree, idx.ownCapacity
+	for _, pod := range idx.held {
+		i, ok := idx.nodeAt[held[pod.uid]]
+		if !ok {
+			continue
+		}
+		subtract(&out[i].Free, &ownFree[i], pod.request)
+		if !pod.counted && !pod.deleting {
+			subtract(&out[i].Capacity, &ownCapacity[i], pod.request)
+		}
+	}
+	for _, pod := range idx.special {
+		if i, ok := idx.placedAt(pod, held); ok && pod.leaving(now) {
+			leave(&out[i], pod, &leavingUntil)
+		}
+	}
+	return out, leavingUntil
+}
+
+// placedAt is the position of the schedulable node a pod that is not terminated is bound
+// to or held for.
+func (idx indexed) placedAt(pod *podRecord, held map[types.UID]string) (int, bool) {
+	if pod.terminated {
+		return 0, false
+	}
+	node := pod.node
+	if node == "" {
+		node = held[pod.uid]
+	}
+	i, ok := idx.nodeAt[node]
+	return i, ok && node != ""
+}
+
+// leave counts a pod leaving a node, on its way out: room a preemption may count on until
+// *until (the first such moment of all).
+func leave(n *priority.Node, pod *podRecord, until *time.Time) {
+	add(&n.Leaving, pod.request)
+	if end := pod.deleteBy.Add(stuckAfter); until.IsZero() || end.Before(*until) {
+		*until = end
+	}
+}
+
+// freeCapacityOfPods is freeCapacity from a pass over every pod record (idx.pods): the
+// reference the full view computes with.
+func freeCapacityOfPods(idx indexed, held map[types.UID]string, now time.Time) (nodes []priority.Node, leavingUntil time.Time) {
 	out := make([]priority.Node, len(idx.schedulable))
 	for i, n := range idx.schedulable {
 		out[i] = priority.Node{Name: idx.names[i], Free: n.allocatable, Capacity: n.allocatable, Labels: n.labels}
 	}
 	ownFree, ownCapacity := make([]bool, len(out)), make([]bool, len(out))
 	for _, pod := range idx.pods {
-		if pod.terminated {
-			continue
-		}
-		node := pod.node
-		if node == "" {
-			node = held[pod.uid]
-		}
-		i, ok := idx.nodeAt[node]
-		if node == "" || !ok {
+		i, ok := idx.placedAt(pod, held)
+		if !ok {
 			continue
 		}
 		subtract(&out[i].Free, &ownFree[i], pod.request)
-		if pod.leaving(now) { // on its way out: room a preemption may count on
-			add(&out[i].Leaving, pod.request)
-			if until := pod.deleteBy.Add(stuckAfter); leavingUntil.IsZero() || until.Before(leavingUntil) {
-				leavingUntil = until
-			}
+		if pod.leaving(now) {
+			leave(&out[i], pod, &leavingUntil)
 		}
 		// A pod being deleted is on its way out; a job's pods end with their job.
 		if !pod.counted && !pod.deleting {
