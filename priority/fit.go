@@ -305,6 +305,13 @@ type capacity struct {
 	totals     map[string]int
 	key        []byte
 	undoCursor [][2]int // shape, old cursor
+	// totalTexts holds what total said, by the pods' count, node set and sums (textKey):
+	// the jobs of a backlog mostly ask alike, and each that does not fit is told its total.
+	totalTexts map[string]string
+	// shortTexts does the same for shortage (see shortText).
+	shortTexts map[string]string
+	textKey    []byte
+	totalSum   []int64
 }
 
 type taken struct {
@@ -974,15 +981,33 @@ func (c *capacity) shortage(who string, d demand) string {
 	}
 	for _, n := range needs {
 		if m := most[n.dim]; m < n.amount {
-			name := c.names[n.dim]
-			return who + " needs " + amount(name, n.amount) +
-				" on a node; the most free on " + nodes + " is " + formatQuantity(name, max(m, 0))
+			return who + c.shortText(n, max(m, 0), nodes)
 		}
 	}
 	if d.set != nil {
 		return c.needs(who, needs) + " on one node; none of " + nodes + " has all of it free"
 	}
 	return c.needs(who, needs) + " on one node; no node has all of it free"
+}
+
+// shortText is shortage's text after the pod's name, when a node short of n has at most
+// most free: the same for the many pods of a backlog that ask alike, so it is kept.
+func (c *capacity) shortText(n dimNeed, most int64, nodes string) string {
+	key := binary.AppendUvarint(c.textKey[:0], uint64(n.dim))
+	key = binary.AppendVarint(key, n.amount)
+	key = binary.AppendVarint(key, most)
+	key = append(key, nodes...)
+	c.textKey = key
+	if text, ok := c.shortTexts[string(key)]; ok {
+		return text
+	}
+	name := c.names[n.dim]
+	text := " needs " + amount(name, n.amount) + " on a node; the most free on " + nodes + " is " + formatQuantity(name, most)
+	if c.shortTexts == nil {
+		c.shortTexts = map[string]string{}
+	}
+	c.shortTexts[string(key)] = text
+	return text
 }
 
 // anyUsable reports whether some node d may use could hold d by itself (on c as it is).
@@ -1013,29 +1038,59 @@ func (c *capacity) needs(who string, needs []dimNeed) string {
 // the nodes they may use when that is not every node. It does not depend on what is free,
 // so it reads the same while the cluster changes around a waiting job.
 func (c *capacity) total(pods []demand) string {
-	on := ""
+	var set *NodeSet // the first pod's that has one
 	for _, p := range pods {
 		if p.set != nil {
-			on = ", on " + p.set.Why
+			set = p.set
 			break
 		}
 	}
-	sum := make([]int64, len(c.names))
+	sum := grown(c.totalSum, len(c.names))
+	c.totalSum = sum
+	clear(sum)
 	for _, p := range pods {
 		for _, n := range p.needs {
 			sum[n.dim] += n.amount
 		}
 	}
+	key := binary.AppendUvarint(c.textKey[:0], uint64(len(pods)))
+	if set == nil {
+		key = append(key, 0)
+	} else {
+		key = append(append(append(key, 1), set.Why...), 0)
+	}
+	for _, v := range sum {
+		key = binary.AppendVarint(key, v)
+	}
+	c.textKey = key
+	if text, ok := c.totalTexts[string(key)]; ok {
+		return text
+	}
+	on := ""
+	if set != nil {
+		on = ", on " + set.Why
+	}
+	text := c.totalText(len(pods), sum, on)
+	if c.totalTexts == nil {
+		c.totalTexts = map[string]string{}
+	}
+	c.totalTexts[string(key)] = text
+	return text
+}
+
+// totalText is total's text for n pods asking sum in all; on names the nodes they may use
+// (", on ...") when that is not every node.
+func (c *capacity) totalText(n int, sum []int64, on string) string {
 	var needs []dimNeed
 	for d, v := range sum[:len(sum)-1] { // every pod takes a slot: the count says it
 		if v > 0 {
 			needs = append(needs, dimNeed{d, v})
 		}
 	}
-	if len(pods) == 1 {
+	if n == 1 {
 		return "its pod needs " + c.amounts(needs) + on
 	}
-	return "its " + strconv.Itoa(len(pods)) + " pods need " + c.amounts(needs) + " in all" + on
+	return "its " + strconv.Itoa(n) + " pods need " + c.amounts(needs) + " in all" + on
 }
 
 // amounts writes resource amounts as users read them: "cpu 4000m, memory 8Gi".

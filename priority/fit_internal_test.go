@@ -181,3 +181,80 @@ func TestCapacitySharedFree(t *testing.T) {
 		}
 	}
 }
+
+// TestTotalKeptByWhatPodsAsk checks that total, which keeps its texts, says for each run of
+// pods what a fresh table says: jobs that ask alike share a text, and no other job gets it.
+func TestTotalKeptByWhatPodsAsk(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 11))
+	zone := &NodeSet{Why: "nodes with zone=a"}
+	var pods []*Pod
+	for i := range 40 {
+		req := Resources{"cpu": int64(1+r.IntN(3)) * 500, "memory": int64(r.IntN(3)) << 30}
+		if r.IntN(4) == 0 {
+			req["gpu"] = 1
+		}
+		pods = append(pods, &Pod{UID: strconv.Itoa(i), Request: req})
+	}
+	var ds dimSet
+	demands := ds.demands(pods, nil)
+	for i := range demands {
+		if i%7 == 0 {
+			demands[i].set = zone
+		}
+	}
+	nodes := []Node{{Name: "n1", Free: Resources{"cpu": 4000, "memory": 8 << 30, "gpu": 1, "pods": 10}}}
+	kept := newCapacity(nodes, &ds, nil, nil)
+	for range 300 {
+		from := r.IntN(len(demands))
+		run := demands[from : from+r.IntN(min(5, len(demands)-from))+1]
+		fresh := newCapacity(nodes, &ds, nil, nil)
+		if got, want := kept.total(run), fresh.total(run); got != want {
+			t.Fatalf("pods %d..%d: total %q, a fresh table says %q", from, from+len(run)-1, got, want)
+		}
+	}
+	if len(kept.totalTexts) < 2 {
+		t.Fatalf("%d texts kept: the runs all asked alike", len(kept.totalTexts))
+	}
+}
+
+// TestShortageKeptByWhatIsShort checks that shortage, which keeps its texts, says what it
+// says with none kept, while pods are taken onto the table and what is free moves.
+func TestShortageKeptByWhatIsShort(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 2))
+	var nodes []Node
+	for i := range 12 {
+		nodes = append(nodes, Node{Name: "n" + strconv.Itoa(i), Free: Resources{"cpu": int64(1+r.IntN(4)) * 1000, "memory": int64(1+r.IntN(4)) << 30, "pods": 20}})
+	}
+	var pods []*Pod
+	for i := range 30 {
+		pods = append(pods, &Pod{UID: strconv.Itoa(i), Role: RoleWorker, Name: "w-" + strconv.Itoa(i),
+			Request: Resources{"cpu": int64(1+r.IntN(8)) * 500, "memory": int64(1+r.IntN(6)) << 29}})
+	}
+	var ds dimSet
+	demands := ds.demands(pods, nil)
+	zone := NewNodeSet("nodes with zone=a", []string{"n1", "n4", "n7"})
+	c := newCapacity(nodes, &ds, nil, nil)
+	said := map[string]bool{}
+	for step := range 400 {
+		i := r.IntN(len(demands))
+		d := demands[i]
+		if step%5 == 0 {
+			d.set = zone
+		}
+		got := c.shortage(podLabel(pods[i], "ns"), d)
+		kept := c.shortTexts
+		c.shortTexts = nil
+		want := c.shortage(podLabel(pods[i], "ns"), d)
+		c.shortTexts = kept
+		if got != want {
+			t.Fatalf("step %d: kept %q, with none kept %q", step, got, want)
+		}
+		said[got] = true
+		if n := c.firstFit(d); n >= 0 && d.set == nil {
+			c.take(n, d.needs)
+		}
+	}
+	if len(said) < 5 {
+		t.Fatalf("only %d texts compared", len(said))
+	}
+}
