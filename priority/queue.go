@@ -183,6 +183,8 @@ type jobView struct {
 	// arriving: the job is short of pods and its newest was created within
 	// Model.ArrivalWindow; toFit then stands for its whole gang (see arrivingPods).
 	arriving bool
+	// mayNotFit: some pod of the job uses what the fit does not count (Pod.MayNotFit).
+	mayNotFit bool
 }
 
 // Admit computes the admission queue at now. Jobs with at least their minimum bound are
@@ -553,7 +555,10 @@ func (m Model) AdmitIn(s State, now time.Time, w *Workspace) *Queue {
 			if v.prev != nil {
 				prevReason, prevWait = v.prev.Reason, v.prev.Wait
 			}
-			note := mayNotFit(v.job)
+			note := ""
+			if v.mayNotFit {
+				note = mayNotFit(v.job)
+			}
 			d.Reason, d.Wait = m.queuedReason(&w.sentence, v, note, prevReason), waitSentence(&w.sentence, v, note, prevWait)
 		}
 	}
@@ -605,6 +610,7 @@ func (m Model) viewJob(v *jobView, coolDown map[string]time.Time, now time.Time,
 	gated := 0
 	for k := range j.Pods {
 		p := &j.Pods[k]
+		v.mayNotFit = v.mayNotFit || len(p.MayNotFit) > 0
 		switch p.State {
 		case PodBound:
 			d.Bound++
