@@ -260,6 +260,8 @@ type capacity struct {
 
 	// sets holds, for each node set some pod is limited to, the nodes of the set.
 	sets map[*NodeSet]*nodeMask
+	// masks is sets' masks, in the order they were made: add keeps their trees.
+	masks []*nodeMask
 
 	// psScratch is the backing array of place's set of PS nodes, reused job after job.
 	psScratch []int
@@ -485,10 +487,17 @@ const sumCap = int64(1) << 44
 // sumPart is one node's free amount as it counts in a domain sum.
 func sumPart(v int64) int64 { return min(max(v, 0), sumCap) }
 
-// nodeMask is one node set in a capacity table's node order.
+// nodeMask is one node set in a capacity table's node order, with a tree of the maxima of
+// the table's free amounts over the set's nodes alone, kept as the table changes (add): a
+// pod limited to the set finds its node down that tree, not by a walk of the set's nodes
+// (jobs limited to one zone of full nodes: each walked the zone's nodes).
 type nodeMask struct {
-	in   []bool  // by node index
 	list []int32 // the indexes in, ascending
+	// pos is each node's position in list, -1 when not in the set; the tree's leaf size+k
+	// is node list[k], as c.tree's leaf c.size+i is node i (unused leaves are MinInt64).
+	pos  []int32
+	size int
+	tree []int64
 }
 
 // maskOf returns a node set's mask in c's node order, worked out on first use.
@@ -496,23 +505,105 @@ func (c *capacity) maskOf(set *NodeSet) *nodeMask {
 	if m, ok := c.sets[set]; ok {
 		return m
 	}
-	m := &nodeMask{in: make([]bool, len(c.nodes))}
+	m := &nodeMask{pos: make([]int32, len(c.nodes))}
 	for i, name := range c.nodes {
+		m.pos[i] = -1
 		if set.Has(name) {
-			m.in[i] = true
+			m.pos[i] = int32(len(m.list))
 			m.list = append(m.list, int32(i))
+		}
+	}
+	r := c.r
+	m.size = 1
+	for m.size < len(m.list) {
+		m.size *= 2
+	}
+	m.tree = make([]int64, 2*m.size*r)
+	for k := range m.size {
+		leaf := m.tree[(m.size+k)*r : (m.size+k+1)*r]
+		if k < len(m.list) {
+			copy(leaf, c.tree[(c.size+int(m.list[k]))*r:])
+			continue
+		}
+		for d := range leaf {
+			leaf[d] = math.MinInt64
+		}
+	}
+	for v := m.size - 1; v >= 1; v-- {
+		for d := range r {
+			m.tree[v*r+d] = max(m.tree[2*v*r+d], m.tree[(2*v+1)*r+d])
 		}
 	}
 	if c.sets == nil {
 		c.sets = map[*NodeSet]*nodeMask{}
 	}
 	c.sets[set] = m
+	c.masks = append(c.masks, m)
 	return m
+}
+
+// follow copies node's free amounts of needs' resources from c's table into m's, and the
+// maxima above it. node is in m's set.
+func (m *nodeMask) follow(c *capacity, node int, needs []dimNeed) {
+	r := c.r
+	v := m.size + int(m.pos[node])
+	for _, n := range needs {
+		m.tree[v*r+n.dim] = c.tree[(c.size+node)*r+n.dim]
+	}
+	for v /= 2; v >= 1; v /= 2 {
+		changed := false
+		for _, n := range needs {
+			if x := max(m.tree[2*v*r+n.dim], m.tree[(2*v+1)*r+n.dim]); m.tree[v*r+n.dim] != x {
+				m.tree[v*r+n.dim] = x
+				changed = true
+			}
+		}
+		if !changed {
+			return
+		}
+	}
+}
+
+// findIn returns the first node in [from, to) of m's set that fits needs, or -1, down m's
+// tree.
+func (m *nodeMask) findIn(c *capacity, needs []dimNeed, from, to int) int {
+	lo, _ := slices.BinarySearch(m.list, int32(from))
+	hi, _ := slices.BinarySearch(m.list, int32(to))
+	if k := m.find(c.r, 1, 0, m.size, lo, hi, needs); k >= 0 {
+		return int(m.list[k])
+	}
+	return -1
+}
+
+// find is the first position in [lo, hi) of the list under tree node v (positions [vlo,
+// vhi)) whose node fits needs, or -1.
+func (m *nodeMask) find(r, v, vlo, vhi, lo, hi int, needs []dimNeed) int {
+	if vhi <= lo || vlo >= hi || !m.covers(r, v, needs) {
+		return -1
+	}
+	if vhi-vlo == 1 {
+		return vlo
+	}
+	mid := (vlo + vhi) / 2
+	if k := m.find(r, 2*v, vlo, mid, lo, hi, needs); k >= 0 {
+		return k
+	}
+	return m.find(r, 2*v+1, mid, vhi, lo, hi, needs)
+}
+
+// covers reports whether tree node v's maxima reach every need.
+func (m *nodeMask) covers(r, v int, needs []dimNeed) bool {
+	for _, n := range needs {
+		if m.tree[v*r+n.dim] < n.amount {
+			return false
+		}
+	}
+	return true
 }
 
 // usable reports whether a pod of demand d may use node n.
 func (c *capacity) usable(n int, d demand) bool {
-	return d.set == nil || c.maskOf(d.set).in[n]
+	return d.set == nil || c.maskOf(d.set).pos[n] >= 0
 }
 
 // wantedBy counts, for each domain of each placement level, how many of the demands may
@@ -657,14 +748,7 @@ func (c *capacity) firstFitFrom(d demand, from int) int {
 	}
 	needs := d.needs
 	if d.set != nil {
-		list := c.maskOf(d.set).list
-		i, _ := slices.BinarySearch(list, int32(from))
-		for ; i < len(list); i++ {
-			if c.fits(int(list[i]), needs) {
-				return int(list[i])
-			}
-		}
-		return -1
+		return c.maskOf(d.set).findIn(c, needs, from, len(c.nodes))
 	}
 	// Nodes fill front to back, so the node a shape's cursor points at usually still fits.
 	if c.fits(from, needs) {
@@ -685,12 +769,9 @@ type room struct {
 func (c *capacity) appendRooms(buf []room, d demand, lo, hi int) []room {
 	hi = min(hi, len(c.nodes))
 	if d.set != nil {
-		list := c.maskOf(d.set).list
-		i, _ := slices.BinarySearch(list, int32(lo))
-		for ; i < len(list) && int(list[i]) < hi; i++ {
-			if n := c.copies(int(list[i]), d.needs); n > 0 {
-				buf = append(buf, room{int(list[i]), n})
-			}
+		m := c.maskOf(d.set)
+		for at := m.findIn(c, d.needs, lo, hi); at >= 0; at = m.findIn(c, d.needs, at+1, hi) {
+			buf = append(buf, room{at, c.copies(at, d.needs)})
 		}
 		return buf
 	}
@@ -814,6 +895,11 @@ func (c *capacity) add(node int, needs []dimNeed, sign int64) {
 			for l, sums := range c.sums {
 				sums[int(c.lay.dom[l][node])*r+n.dim] += delta
 			}
+		}
+	}
+	for _, m := range c.masks {
+		if m.pos[node] >= 0 {
+			m.follow(c, node, needs)
 		}
 	}
 	// Walk up while some maximum changes; above that point nothing can change.
@@ -964,20 +1050,12 @@ func (c *capacity) shortage(who string, d demand) string {
 	most := c.tree[c.r : 2*c.r] // the root: the most free on any node, per resource
 	nodes := "any node"
 	if d.set != nil {
-		list := c.maskOf(d.set).list
-		if len(list) == 0 {
+		m := c.maskOf(d.set)
+		if len(m.list) == 0 {
 			return who + " cannot be placed: it may use none of the nodes (it may use " + d.set.Why + ")"
 		}
 		nodes = d.set.Why
-		most = make([]int64, c.r)
-		for i := range most {
-			most[i] = math.MinInt64
-		}
-		for _, n := range list {
-			for i, v := range c.tree[(c.size+int(n))*c.r : (c.size+int(n)+1)*c.r] {
-				most[i] = max(most[i], v)
-			}
-		}
+		most = m.tree[c.r : 2*c.r] // the root of the set's tree
 	}
 	for _, n := range needs {
 		if m := most[n.dim]; m < n.amount {
@@ -1015,12 +1093,7 @@ func (c *capacity) anyUsable(d demand) bool {
 	if d.set == nil {
 		return c.covers(1, d.needs)
 	}
-	for _, n := range c.maskOf(d.set).list {
-		if c.fits(int(n), d.needs) {
-			return true
-		}
-	}
-	return false
+	return c.maskOf(d.set).findIn(c, d.needs, 0, len(c.nodes)) >= 0
 }
 
 // needs says what a pod asks of one node, every resource: "worker ns/a-w-0 needs cpu

@@ -1,6 +1,7 @@
 package priority
 
 import (
+	"math"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -24,13 +25,28 @@ func TestCapacityTrials(t *testing.T) {
 			}
 			nodes = append(nodes, Node{Name: "n" + strconv.Itoa(1000+r.IntN(9000)), Free: free})
 		}
+		// Node sets: a pod limited to one looks for its node down the set's own tree.
+		var sets []*NodeSet
+		for k := range 3 {
+			var names []string
+			for _, n := range nodes {
+				if r.IntN(3) == 0 {
+					names = append(names, n.Name)
+				}
+			}
+			sets = append(sets, NewNodeSet("set "+strconv.Itoa(k), names))
+		}
 		var pods []*Pod
 		for i := range 30 {
 			req := Resources{"cpu": int64(r.IntN(4)) * 1000, "memory": int64(r.IntN(4))}
 			if r.IntN(4) == 0 {
 				req["gpu"] = 1
 			}
-			pods = append(pods, &Pod{UID: strconv.Itoa(i), Request: req})
+			pod := &Pod{UID: strconv.Itoa(i), Request: req}
+			if r.IntN(3) == 0 {
+				pod.Nodes = sets[r.IntN(len(sets))]
+			}
+			pods = append(pods, pod)
 		}
 		var ds dimSet
 		demands := ds.demands(pods, nil)
@@ -42,6 +58,9 @@ func TestCapacityTrials(t *testing.T) {
 			mirror[i] = slices.Clone(c.tree[(c.size+i)*c.r : (c.size+i+1)*c.r])
 		}
 		fitsMirror := func(m [][]int64, i int, d demand) bool {
+			if !d.set.Has(c.nodes[i]) {
+				return false
+			}
 			for _, n := range d.needs {
 				if m[i][n.dim] < n.amount {
 					return false
@@ -89,6 +108,26 @@ func TestCapacityTrials(t *testing.T) {
 				for d := range c.r {
 					if want := max(c.tree[2*v*c.r+d], c.tree[(2*v+1)*c.r+d]); c.tree[v*c.r+d] != want {
 						t.Fatalf("round %d step %d: tree node %d dim %d is %d, want %d", round, step, v, d, c.tree[v*c.r+d], want)
+					}
+				}
+			}
+			for _, m := range c.masks { // each set's tree: its nodes' rows and their maxima
+				for k := range m.size {
+					for d := range c.r {
+						want := int64(math.MinInt64)
+						if k < len(m.list) {
+							want = mirror[m.list[k]][d]
+						}
+						if got := m.tree[(m.size+k)*c.r+d]; got != want {
+							t.Fatalf("round %d step %d: set leaf %d dim %d is %d, want %d", round, step, k, d, got, want)
+						}
+					}
+				}
+				for v := m.size - 1; v >= 1; v-- {
+					for d := range c.r {
+						if want := max(m.tree[2*v*c.r+d], m.tree[(2*v+1)*c.r+d]); m.tree[v*c.r+d] != want {
+							t.Fatalf("round %d step %d: set tree node %d dim %d is %d, want %d", round, step, v, d, m.tree[v*c.r+d], want)
+						}
 					}
 				}
 			}

@@ -479,15 +479,12 @@ func (g *gangPlacer) nearest(i, target, lo, hi, scope int, isPS bool) int {
 // skipping nodes with a PS of the job when avoidPS is set; -1 when none.
 func (g *gangPlacer) firstIn(d demand, lo, hi int, avoidPS bool) int {
 	if d.set != nil {
-		list := g.c.maskOf(d.set).list
-		k, _ := slices.BinarySearch(list, int32(lo))
-		for ; k < len(list) && int(list[k]) < hi; k++ {
-			at := int(list[k])
-			if g.c.fits(at, d.needs) && !(avoidPS && g.hasPS(at)) {
-				return at
-			}
+		m := g.c.maskOf(d.set)
+		at := m.findIn(g.c, d.needs, lo, hi)
+		for at >= 0 && avoidPS && g.hasPS(at) {
+			at = m.findIn(g.c, d.needs, at+1, hi)
 		}
-		return -1
+		return at
 	}
 	// No node before the shape's cursor fits it; a search of the rest of the table from
 	// the cursor moves the cursor to what it finds, as first fit does.
@@ -570,14 +567,12 @@ func (g *gangPlacer) nodeFor(u []podGroup, lo, hi int) (int, []dimNeed) {
 			// Only the nodes of the set can do: look among them, not at every node that
 			// could hold the gang (a backlog limited to a zone walked the other zones'
 			// free nodes job after job: 445 ms a recompute at 5000 nodes, 10k jobs).
-			list := g.c.maskOf(set).list
-			i, _ := slices.BinarySearch(list, int32(from))
-			for ; i < len(list) && int(list[i]) < hi; i++ {
-				if at := int(list[i]); g.c.fits(at, total) && ok(at) {
-					return at, total
-				}
+			m := g.c.maskOf(set)
+			at := m.findIn(g.c, total, from, hi)
+			for at >= 0 && !ok(at) {
+				at = m.findIn(g.c, total, at+1, hi)
 			}
-			return -1, total
+			return at, total
 		}
 	}
 	return -1, total
