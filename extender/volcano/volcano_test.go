@@ -2,6 +2,7 @@ package volcano
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -46,8 +47,9 @@ var volcanoNow = time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
 // volcanoServer is a real Server with the Volcano verbs, configured by the fixtures'
 // config.yaml, and a fake kube-scheduler side.
 type volcanoServer struct {
-	srv  *server.Server
-	logs *observer.ObservedLogs
+	srv   *server.Server
+	verbs *Verbs
+	logs  *observer.ObservedLogs
 }
 
 // newVolcanoServer builds the server at volcanoNow; edit changes the fixture config before
@@ -67,11 +69,12 @@ func newVolcanoServerAt(t *testing.T, now time.Time, maxBytes int64, edit func(*
 func newVolcanoServerOn(t *testing.T, clk clock.PassiveClock, maxBytes int64, edit func(*config.Config)) *volcanoServer {
 	t.Helper()
 	core, logs := observer.New(zap.DebugLevel)
-	return &volcanoServer{srv: buildVolcanoServer(t, zap.New(core), clk, maxBytes, edit), logs: logs}
+	srv, verbs := buildVolcanoServer(t, zap.New(core), clk, maxBytes, edit)
+	return &volcanoServer{srv: srv, verbs: verbs, logs: logs}
 }
 
 // buildVolcanoServer builds the Server of newVolcanoServerOn with the given logger.
-func buildVolcanoServer(tb testing.TB, log *zap.Logger, clk clock.PassiveClock, maxBytes int64, edit func(*config.Config)) *server.Server {
+func buildVolcanoServer(tb testing.TB, log *zap.Logger, clk clock.PassiveClock, maxBytes int64, edit func(*config.Config)) (*server.Server, *Verbs) {
 	tb.Helper()
 	cfg, errs := config.LoadConfig(filepath.Join(volcanoFixtures, "config.yaml"))
 	if edit != nil {
@@ -88,7 +91,7 @@ func buildVolcanoServer(tb testing.TB, log *zap.Logger, clk clock.PassiveClock, 
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return srv
+	return srv, volcano
 }
 
 // post sends body to /volcano/<verb> through the server's ServeHTTP.
@@ -1246,8 +1249,9 @@ func FuzzVolcano(f *testing.F) {
 		}
 		f.Add(uint8(i), []byte(`{"task":{"Status":1023,"Job":"ml/train-a","TaskRole":"ps","Resreq":{"MilliCPU":1e300,"Memory":-1}},"nodes":[null,{"Name":""}],"evictees":[null,{}],"job":{"MinAvailable":-5,"TaskMinAvailable":{"a":2147483647,"b":2147483647}}}`))
 	}
-	vs := &volcanoServer{srv: buildVolcanoServer(f, zap.NewNop(), testingclock.NewFakePassiveClock(volcanoNow), 1<<20, nil)}
-	session := &volcanoServer{srv: buildVolcanoServer(f, zap.NewNop(), testingclock.NewFakePassiveClock(volcanoNow), 1<<20, nil)}
+	srv, _ := buildVolcanoServer(f, zap.NewNop(), testingclock.NewFakePassiveClock(volcanoNow), 1<<20, nil)
+	sessionSrv, _ := buildVolcanoServer(f, zap.NewNop(), testingclock.NewFakePassiveClock(volcanoNow), 1<<20, nil)
+	vs, session := &volcanoServer{srv: srv}, &volcanoServer{srv: sessionSrv}
 	body, err := os.ReadFile(filepath.Join(volcanoFixtures, "onSessionOpen.json"))
 	if err != nil {
 		f.Fatal(err)
@@ -1295,5 +1299,62 @@ func viewRoutes(prefix string) []wire.Route {
 	return []wire.Route{
 		{Path: prefix + "/filter", Verb: "filter", Handler: answer, NeedsView: true},
 		{Path: prefix + "/prioritize", Verb: "prioritize", Handler: answer, NeedsView: true},
+	}
+}
+
+// TestVolcanoLargeBodiesOneAtATime: a body of bigBody bytes or more is decoded and answered
+// only while no other such body is; a small one never waits, and a caller that goes away
+// while it waits gets a 503 JSON error, not an answer. onSessionOpen still answers 200 {}.
+func TestVolcanoLargeBodiesOneAtATime(t *testing.T) {
+	vs := newVolcanoServer(t, 4*bigBody, nil)
+	large := `{"task":{"Name":"` + strings.Repeat("x", bigBody) + `"},"nodes":[]}`
+	post := func(ctx context.Context, verb, body string) *httptest.ResponseRecorder {
+		req := httptest.NewRequestWithContext(ctx, http.MethodPost, "/volcano/"+verb, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		rec := httptest.NewRecorder()
+		vs.srv.ServeHTTP(rec, req)
+		return rec
+	}
+
+	vs.verbs.big <- struct{}{} // another large body is being answered
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	if rec := post(ctx, VerbPrioritize, large); rec.Code != http.StatusServiceUnavailable || !strings.Contains(rec.Body.String(), "waited for another large Volcano body") {
+		t.Fatalf("a large body while another is answered, its caller gone: status %d, body %.200s; want 503", rec.Code, rec.Body)
+	}
+	unsized := httptest.NewRequestWithContext(ctx, http.MethodPost, "/volcano/"+VerbPrioritize, strings.NewReader(large))
+	unsized.ContentLength = -1 // chunked: it waits once read
+	rec := httptest.NewRecorder()
+	vs.srv.ServeHTTP(rec, unsized)
+	if rec.Code != http.StatusServiceUnavailable {
+		t.Fatalf("a large body of unknown length while another is answered, its caller gone: status %d, body %.200s; want 503", rec.Code, rec.Body)
+	}
+	if rec := post(ctx, VerbOnSessionOpen, large); rec.Code != http.StatusOK || rec.Body.String() != "{}\n" {
+		t.Fatalf("onSessionOpen: status %d, body %.200s; want 200 {}", rec.Code, rec.Body)
+	}
+	if rec := post(context.Background(), VerbPrioritize, `{"task":{"Name":"small"},"nodes":[]}`); rec.Code != http.StatusOK {
+		t.Fatalf("a small body while a large one is answered: status %d, body %s; want 200", rec.Code, rec.Body)
+	}
+
+	done := make(chan *httptest.ResponseRecorder)
+	go func() { done <- post(context.Background(), VerbPrioritize, large) }()
+	select {
+	case rec := <-done:
+		t.Fatalf("a large body was answered while another was: status %d", rec.Code)
+	case <-time.After(200 * time.Millisecond):
+	}
+	<-vs.verbs.big // the other one is answered
+	select {
+	case rec := <-done:
+		if rec.Code != http.StatusOK {
+			t.Fatalf("the large body, once the other was answered: status %d, body %.200s", rec.Code, rec.Body)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the large body was still waiting 30 s after the other was answered")
+	}
+	select {
+	case vs.verbs.big <- struct{}{}: // released: free again
+	default:
+		t.Fatal("the large body's hold was not released after its answer")
 	}
 }

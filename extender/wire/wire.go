@@ -33,6 +33,11 @@ func DecodeJSON(w http.ResponseWriter, r *http.Request, maxBytes int64, v any) e
 	return DecodeFrom(http.MaxBytesReader(w, r.Body, maxBytes), v)
 }
 
+// Unavailable is the error of a request that cannot be served now (503).
+func Unavailable(format string, a ...any) error {
+	return &HTTPError{status: http.StatusServiceUnavailable, msg: fmt.Sprintf(format, a...)}
+}
+
 // TooLarge is the error of a body over the limit.
 func TooLarge(limit int64) error {
 	return &HTTPError{status: http.StatusRequestEntityTooLarge,
