@@ -243,9 +243,8 @@ func compareResourceNames(a, b string) int {
 // 5000 nodes costs about pods*log(nodes) instead of pods*nodes.
 type capacity struct {
 	nodes []string // node names in placement order (by name)
-	r     int      // resources per node
-	size  int      // leaves: a power of two >= len(nodes)
-	tree  []int64  // (2*size) * r values; leaf i is at size+i
+	// maxTree's leaf size+i is node i's free amounts, r of them (one per resource).
+	maxTree
 	names []string // resource names by dimension
 
 	// cursor[shape] is the first node that may fit that shape: no node before it does
@@ -390,14 +389,12 @@ func fillCapacity(nodes []Node, order []int32, names []string, ds *dimSet, a *ca
 	// Every entry of the tree but the unused root slot 0 is written below.
 	a.tree = grown(a.tree, 2*size*r)
 	c := &capacity{
-		nodes:  names,
-		r:      r,
-		size:   size,
-		tree:   a.tree,
-		names:  ds.names,
-		cursor: make([]int, ds.shapes),
-		src:    nodes,
-		order:  order,
+		nodes:   names,
+		maxTree: maxTree{r: r, size: size, tree: a.tree},
+		names:   ds.names,
+		cursor:  make([]int, ds.shapes),
+		src:     nodes,
+		order:   order,
 		// fromCap: the Capacity table's rules count only the pods that stay.
 		fromCap: src == fromCapacity,
 	}
@@ -441,11 +438,7 @@ func fillCapacity(nodes []Node, order []int32, names []string, ds *dimSet, a *ca
 			leaf[d] = math.MinInt64
 		}
 	}
-	for v := size - 1; v >= 1; v-- {
-		for d := 0; d < r; d++ {
-			c.tree[v*r+d] = max(c.tree[2*v*r+d], c.tree[(2*v+1)*r+d])
-		}
-	}
+	c.build()
 	for i := 1; i < len(c.unknown); i++ {
 		c.unknown[i] += c.unknown[i-1]
 	}
@@ -494,10 +487,9 @@ func sumPart(v int64) int64 { return min(max(v, 0), sumCap) }
 type nodeMask struct {
 	list []int32 // the indexes in, ascending
 	// pos is each node's position in list, -1 when not in the set; the tree's leaf size+k
-	// is node list[k], as c.tree's leaf c.size+i is node i (unused leaves are MinInt64).
-	pos  []int32
-	size int
-	tree []int64
+	// is node list[k], as c's leaf c.size+i is node i (unused leaves are MinInt64).
+	pos []int32
+	maxTree
 }
 
 // maskOf returns a node set's mask in c's node order, worked out on first use.
@@ -514,7 +506,7 @@ func (c *capacity) maskOf(set *NodeSet) *nodeMask {
 		}
 	}
 	r := c.r
-	m.size = 1
+	m.r, m.size = r, 1
 	for m.size < len(m.list) {
 		m.size *= 2
 	}
@@ -529,11 +521,7 @@ func (c *capacity) maskOf(set *NodeSet) *nodeMask {
 			leaf[d] = math.MinInt64
 		}
 	}
-	for v := m.size - 1; v >= 1; v-- {
-		for d := range r {
-			m.tree[v*r+d] = max(m.tree[2*v*r+d], m.tree[(2*v+1)*r+d])
-		}
-	}
+	m.build()
 	if c.sets == nil {
 		c.sets = map[*NodeSet]*nodeMask{}
 	}
@@ -545,60 +533,22 @@ func (c *capacity) maskOf(set *NodeSet) *nodeMask {
 // follow copies node's free amounts of needs' resources from c's table into m's, and the
 // maxima above it. node is in m's set.
 func (m *nodeMask) follow(c *capacity, node int, needs []dimNeed) {
-	r := c.r
 	v := m.size + int(m.pos[node])
 	for _, n := range needs {
-		m.tree[v*r+n.dim] = c.tree[(c.size+node)*r+n.dim]
+		m.tree[v*m.r+n.dim] = c.tree[(c.size+node)*c.r+n.dim]
 	}
-	for v /= 2; v >= 1; v /= 2 {
-		changed := false
-		for _, n := range needs {
-			if x := max(m.tree[2*v*r+n.dim], m.tree[(2*v+1)*r+n.dim]); m.tree[v*r+n.dim] != x {
-				m.tree[v*r+n.dim] = x
-				changed = true
-			}
-		}
-		if !changed {
-			return
-		}
-	}
+	m.raise(v, needs)
 }
 
 // findIn returns the first node in [from, to) of m's set that fits needs, or -1, down m's
 // tree.
-func (m *nodeMask) findIn(c *capacity, needs []dimNeed, from, to int) int {
+func (m *nodeMask) findIn(needs []dimNeed, from, to int) int {
 	lo, _ := slices.BinarySearch(m.list, int32(from))
 	hi, _ := slices.BinarySearch(m.list, int32(to))
-	if k := m.find(c.r, 1, 0, m.size, lo, hi, needs); k >= 0 {
+	if k := m.findRange(1, 0, m.size, lo, hi, needs); k >= 0 {
 		return int(m.list[k])
 	}
 	return -1
-}
-
-// find is the first position in [lo, hi) of the list under tree node v (positions [vlo,
-// vhi)) whose node fits needs, or -1.
-func (m *nodeMask) find(r, v, vlo, vhi, lo, hi int, needs []dimNeed) int {
-	if vhi <= lo || vlo >= hi || !m.covers(r, v, needs) {
-		return -1
-	}
-	if vhi-vlo == 1 {
-		return vlo
-	}
-	mid := (vlo + vhi) / 2
-	if k := m.find(r, 2*v, vlo, mid, lo, hi, needs); k >= 0 {
-		return k
-	}
-	return m.find(r, 2*v+1, mid, vhi, lo, hi, needs)
-}
-
-// covers reports whether tree node v's maxima reach every need.
-func (m *nodeMask) covers(r, v int, needs []dimNeed) bool {
-	for _, n := range needs {
-		if m.tree[v*r+n.dim] < n.amount {
-			return false
-		}
-	}
-	return true
 }
 
 // usable reports whether a pod of demand d may use node n.
@@ -699,16 +649,69 @@ func (c *capacity) leftover() []int64 {
 	return out
 }
 
-// covers reports whether tree node v has, for every need, some node below it with enough.
+// maxTree is a tree of per-resource maxima over rows of r amounts: leaf size+k holds row
+// k, each inner node the maxima of its two children (slot 0 is unused). The capacity table
+// is one over the nodes, and each node set keeps one over its own nodes (nodeMask).
+type maxTree struct {
+	r    int     // amounts per row: resources per node
+	size int     // leaves: a power of two >= the rows
+	tree []int64 // (2*size) * r values
+}
+
+// covers reports whether tree node v has, for every need, some row below it with enough.
 // On a leaf that is exactly "the pod fits on this node".
-func (c *capacity) covers(v int, needs []dimNeed) bool {
-	base := v * c.r
+func (t *maxTree) covers(v int, needs []dimNeed) bool {
+	base := v * t.r
 	for _, n := range needs {
-		if c.tree[base+n.dim] < n.amount {
+		if t.tree[base+n.dim] < n.amount {
 			return false
 		}
 	}
 	return true
+}
+
+// findRange is the first row in [from, to) under tree node v (rows [lo, hi)) that covers
+// needs, or -1.
+func (t *maxTree) findRange(v, lo, hi, from, to int, needs []dimNeed) int {
+	if hi <= from || lo >= to || !t.covers(v, needs) {
+		return -1
+	}
+	if hi-lo == 1 {
+		return lo
+	}
+	mid := (lo + hi) / 2
+	if at := t.findRange(2*v, lo, mid, from, to, needs); at >= 0 {
+		return at
+	}
+	return t.findRange(2*v+1, mid, hi, from, to, needs)
+}
+
+// build sets every inner node's maxima from the leaves.
+func (t *maxTree) build() {
+	r := t.r
+	for v := t.size - 1; v >= 1; v-- {
+		for d := range r {
+			t.tree[v*r+d] = max(t.tree[2*v*r+d], t.tree[(2*v+1)*r+d])
+		}
+	}
+}
+
+// raise sets the maxima above leaf v of needs' resources, after the leaf changed: it walks
+// up while some maximum changes; above that point nothing can change.
+func (t *maxTree) raise(v int, needs []dimNeed) {
+	r := t.r
+	for v /= 2; v >= 1; v /= 2 {
+		changed := false
+		for _, n := range needs {
+			if m := max(t.tree[2*v*r+n.dim], t.tree[(2*v+1)*r+n.dim]); t.tree[v*r+n.dim] != m {
+				t.tree[v*r+n.dim] = m
+				changed = true
+			}
+		}
+		if !changed {
+			return
+		}
+	}
 }
 
 func (c *capacity) fits(node int, needs []dimNeed) bool {
@@ -748,13 +751,13 @@ func (c *capacity) firstFitFrom(d demand, from int) int {
 	}
 	needs := d.needs
 	if d.set != nil {
-		return c.maskOf(d.set).findIn(c, needs, from, len(c.nodes))
+		return c.maskOf(d.set).findIn(needs, from, len(c.nodes))
 	}
 	// Nodes fill front to back, so the node a shape's cursor points at usually still fits.
 	if c.fits(from, needs) {
 		return from
 	}
-	return c.find(1, 0, c.size, from, needs)
+	return c.findRange(1, 0, c.size, from, len(c.nodes), needs)
 }
 
 // room is a node position and how many copies of a demand its free capacity holds.
@@ -770,7 +773,7 @@ func (c *capacity) appendRooms(buf []room, d demand, lo, hi int) []room {
 	hi = min(hi, len(c.nodes))
 	if d.set != nil {
 		m := c.maskOf(d.set)
-		for at := m.findIn(c, d.needs, lo, hi); at >= 0; at = m.findIn(c, d.needs, at+1, hi) {
+		for at := m.findIn(d.needs, lo, hi); at >= 0; at = m.findIn(d.needs, at+1, hi) {
 			buf = append(buf, room{at, c.copies(at, d.needs)})
 		}
 		return buf
@@ -807,20 +810,6 @@ func (c *capacity) copies(node int, needs []dimNeed) int64 {
 		n = min(n, max(c.tree[base+need.dim], 0)/need.amount)
 	}
 	return n
-}
-
-func (c *capacity) find(v, lo, hi, from int, needs []dimNeed) int {
-	if hi <= from || lo >= len(c.nodes) || !c.covers(v, needs) {
-		return -1
-	}
-	if hi-lo == 1 {
-		return lo
-	}
-	mid := (lo + hi) / 2
-	if at := c.find(2*v, lo, mid, from, needs); at >= 0 {
-		return at
-	}
-	return c.find(2*v+1, mid, hi, from, needs)
 }
 
 // take subtracts needs from a node that fits them and updates the maxima above it.
@@ -897,23 +886,10 @@ func (c *capacity) add(node int, needs []dimNeed, sign int64) {
 			}
 		}
 	}
+	c.raise(v, needs)
 	for _, m := range c.masks {
 		if m.pos[node] >= 0 {
 			m.follow(c, node, needs)
-		}
-	}
-	// Walk up while some maximum changes; above that point nothing can change.
-	for v /= 2; v >= 1; v /= 2 {
-		changed := false
-		for _, n := range needs {
-			m := max(c.tree[2*v*r+n.dim], c.tree[(2*v+1)*r+n.dim])
-			if c.tree[v*r+n.dim] != m {
-				c.tree[v*r+n.dim] = m
-				changed = true
-			}
-		}
-		if !changed {
-			return
 		}
 	}
 }
@@ -956,20 +932,6 @@ func (c *capacity) findIn(needs []dimNeed, from, to int) int {
 		return from
 	}
 	return c.findRange(1, 0, c.size, from, to, needs)
-}
-
-func (c *capacity) findRange(v, lo, hi, from, to int, needs []dimNeed) int {
-	if hi <= from || lo >= to || !c.covers(v, needs) {
-		return -1
-	}
-	if hi-lo == 1 {
-		return lo
-	}
-	mid := (lo + hi) / 2
-	if at := c.findRange(2*v, lo, mid, from, to, needs); at >= 0 {
-		return at
-	}
-	return c.findRange(2*v+1, mid, hi, from, to, needs)
 }
 
 func (c *capacity) commit() {
@@ -1093,7 +1055,7 @@ func (c *capacity) anyUsable(d demand) bool {
 	if d.set == nil {
 		return c.covers(1, d.needs)
 	}
-	return c.maskOf(d.set).findIn(c, d.needs, 0, len(c.nodes)) >= 0
+	return c.maskOf(d.set).findIn(d.needs, 0, len(c.nodes)) >= 0
 }
 
 // needs says what a pod asks of one node, every resource: "worker ns/a-w-0 needs cpu

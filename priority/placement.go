@@ -480,9 +480,9 @@ func (g *gangPlacer) nearest(i, target, lo, hi, scope int, isPS bool) int {
 func (g *gangPlacer) firstIn(d demand, lo, hi int, avoidPS bool) int {
 	if d.set != nil {
 		m := g.c.maskOf(d.set)
-		at := m.findIn(g.c, d.needs, lo, hi)
+		at := m.findIn(d.needs, lo, hi)
 		for at >= 0 && avoidPS && g.hasPS(at) {
-			at = m.findIn(g.c, d.needs, at+1, hi)
+			at = m.findIn(d.needs, at+1, hi)
 		}
 		return at
 	}
@@ -568,9 +568,9 @@ func (g *gangPlacer) nodeFor(u []podGroup, lo, hi int) (int, []dimNeed) {
 			// could hold the gang (a backlog limited to a zone walked the other zones'
 			// free nodes job after job: 445 ms a recompute at 5000 nodes, 10k jobs).
 			m := g.c.maskOf(set)
-			at := m.findIn(g.c, total, from, hi)
+			at := m.findIn(total, from, hi)
 			for at >= 0 && !ok(at) {
-				at = m.findIn(g.c, total, at+1, hi)
+				at = m.findIn(total, at+1, hi)
 			}
 			return at, total
 		}
