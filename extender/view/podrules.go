@@ -18,14 +18,7 @@ func rulesOf(jobs []*priority.Job, idx indexed, held, jobOf map[types.UID]string
 	byUID := make(map[types.UID]*podRecord, len(idx.pods))
 	for _, r := range idx.pods {
 		byUID[r.uid] = r
-		if r.terminated {
-			continue
-		}
-		node := r.node
-		if node == "" {
-			node = held[r.uid]
-		}
-		if at, ok := idx.nodeAt[node]; ok && node != "" {
+		if at, ok := idx.placedAt(r, held); ok {
 			in.Placed[r.namespace] = append(in.Placed[r.namespace], podrules.Placed{UID: r.uid, Namespace: r.namespace, Labels: r.labels,
 				Node: at, Staying: !r.counted && !r.deleting})
 		}

@@ -226,10 +226,11 @@ func (c *Cluster) recompute(now time.Time) {
 		c.log.Error("recomputing the queue", zap.Error(err))
 		return
 	}
-	nodes, leavingUntil := freeCapacity(idx, held, now)
+	capacityOf := freeCapacity
 	if c.full {
-		nodes, leavingUntil = freeCapacityOfPods(idx, held, now)
+		capacityOf = freeCapacityOfPods // the reference: a pass over every pod record
 	}
+	nodes, leavingUntil := capacityOf(idx, held, now)
 	state := priority.State{Nodes: nodes, CoolDown: coolDowns, Topology: idx.topology}
 	if prev := c.Snapshot(); prev != nil {
 		state.Previous = prev.Queue
