@@ -259,8 +259,10 @@ type capacity struct {
 
 	// sets holds, for each node set some pod is limited to, the nodes of the set.
 	sets map[*NodeSet]*nodeMask
-	// masks is sets' masks, in the order they were made: add keeps their trees.
-	masks []*nodeMask
+	// maskHeads[i] heads node i's list of links into the masks that hold it (-1: none;
+	// nil until a mask is made): add keeps those masks' trees, and only those.
+	maskHeads []int32
+	maskLinks []maskLink
 
 	// psScratch is the backing array of place's set of PS nodes, reused job after job.
 	psScratch []int
@@ -485,11 +487,23 @@ func sumPart(v int64) int64 { return min(max(v, 0), sumCap) }
 // pod limited to the set finds its node down that tree, not by a walk of the set's nodes
 // (jobs limited to one zone of full nodes: each walked the zone's nodes).
 type nodeMask struct {
-	list []int32 // the indexes in, ascending
-	// pos is each node's position in list, -1 when not in the set; the tree's leaf size+k
-	// is node list[k], as c's leaf c.size+i is node i (unused leaves are MinInt64).
-	pos []int32
+	// list is the indexes in, ascending; the tree's leaf size+k is node list[k], as c's
+	// leaf c.size+i is node i (unused leaves are MinInt64).
+	list []int32
+	// in has bit i set when node i is in the set.
+	in []uint64
 	maxTree
+}
+
+// has reports whether node i is in the set.
+func (m *nodeMask) has(i int) bool { return m.in[i>>6]&(1<<(i&63)) != 0 }
+
+// maskLink is one node's place in one mask: leaf k of m. The links of a node form a list
+// through next (-1 ends it), headed by capacity.maskHeads.
+type maskLink struct {
+	m    *nodeMask
+	k    int32
+	next int32
 }
 
 // maskOf returns a node set's mask in c's node order, worked out on first use.
@@ -497,13 +511,33 @@ func (c *capacity) maskOf(set *NodeSet) *nodeMask {
 	if m, ok := c.sets[set]; ok {
 		return m
 	}
-	m := &nodeMask{pos: make([]int32, len(c.nodes))}
-	for i, name := range c.nodes {
-		m.pos[i] = -1
-		if set.Has(name) {
-			m.pos[i] = int32(len(m.list))
-			m.list = append(m.list, int32(i))
+	m := &nodeMask{in: make([]uint64, (len(c.nodes)+63)/64)}
+	if set.Len() < len(c.nodes) && c.uniqueNames() {
+		// From the set's names: a cluster of many small node pools made a mask per pool,
+		// each a look at every node (1000 pools of 5 nodes: 5M lookups a recompute).
+		for name := range set.names {
+			if i := c.nodeIndex(name); i >= 0 {
+				m.list = append(m.list, int32(i))
+			}
 		}
+		slices.Sort(m.list)
+	} else {
+		for i, name := range c.nodes {
+			if set.Has(name) {
+				m.list = append(m.list, int32(i))
+			}
+		}
+	}
+	if c.maskHeads == nil {
+		c.maskHeads = make([]int32, len(c.nodes))
+		for i := range c.maskHeads {
+			c.maskHeads[i] = -1
+		}
+	}
+	for k, i := range m.list {
+		m.in[i>>6] |= 1 << (i & 63)
+		c.maskLinks = append(c.maskLinks, maskLink{m: m, k: int32(k), next: c.maskHeads[i]})
+		c.maskHeads[i] = int32(len(c.maskLinks) - 1)
 	}
 	r := c.r
 	m.r, m.size = r, 1
@@ -526,14 +560,13 @@ func (c *capacity) maskOf(set *NodeSet) *nodeMask {
 		c.sets = map[*NodeSet]*nodeMask{}
 	}
 	c.sets[set] = m
-	c.masks = append(c.masks, m)
 	return m
 }
 
-// follow copies node's free amounts of needs' resources from c's table into m's, and the
-// maxima above it. node is in m's set.
-func (m *nodeMask) follow(c *capacity, node int, needs []dimNeed) {
-	v := m.size + int(m.pos[node])
+// follow copies node's free amounts of needs' resources from c's table into m's leaf k
+// (node is list[k]), and the maxima above it.
+func (m *nodeMask) follow(c *capacity, node, k int, needs []dimNeed) {
+	v := m.size + k
 	for _, n := range needs {
 		m.tree[v*m.r+n.dim] = c.tree[(c.size+node)*c.r+n.dim]
 	}
@@ -553,7 +586,7 @@ func (m *nodeMask) findIn(needs []dimNeed, from, to int) int {
 
 // usable reports whether a pod of demand d may use node n.
 func (c *capacity) usable(n int, d demand) bool {
-	return d.set == nil || c.maskOf(d.set).pos[n] >= 0
+	return d.set == nil || c.maskOf(d.set).has(n)
 }
 
 // wantedBy counts, for each domain of each placement level, how many of the demands may
@@ -887,9 +920,10 @@ func (c *capacity) add(node int, needs []dimNeed, sign int64) {
 		}
 	}
 	c.raise(v, needs)
-	for _, m := range c.masks {
-		if m.pos[node] >= 0 {
-			m.follow(c, node, needs)
+	if c.maskHeads != nil {
+		for e := c.maskHeads[node]; e >= 0; e = c.maskLinks[e].next {
+			l := &c.maskLinks[e]
+			l.m.follow(c, node, int(l.k), needs)
 		}
 	}
 }

@@ -111,7 +111,19 @@ func TestCapacityTrials(t *testing.T) {
 					}
 				}
 			}
-			for _, m := range c.masks { // each set's tree: its nodes' rows and their maxima
+			for set, m := range c.sets { // each set's nodes, and its tree: their rows and maxima
+				var in []int32
+				for i, name := range c.nodes {
+					if set.Has(name) != m.has(i) {
+						t.Fatalf("round %d step %d: node %s in the set %v, in its mask %v", round, step, name, set.Has(name), m.has(i))
+					}
+					if set.Has(name) {
+						in = append(in, int32(i))
+					}
+				}
+				if !slices.Equal(in, m.list) {
+					t.Fatalf("round %d step %d: the set's mask lists %v, want %v", round, step, m.list, in)
+				}
 				for k := range m.size {
 					for d := range c.r {
 						want := int64(math.MinInt64)

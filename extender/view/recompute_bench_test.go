@@ -190,11 +190,41 @@ func BenchmarkRecomputeNodeSelector(b *testing.B) {
 	}
 }
 
+// BenchmarkRecomputeNodePools is the periodic recompute on nodes split into pools (a label
+// per pool) where each job selects one pool: many small node sets, as tenants with their own
+// pools or pods pinned to a few hosts make. Nodes of 32 cores: most jobs fit.
+func BenchmarkRecomputeNodePools(b *testing.B) {
+	for _, pools := range []int{10, 1000} {
+		b.Run(fmt.Sprintf("nodes=5000/pods=10000/jobs=2000/pools=%d", pools), func(b *testing.B) {
+			spec := loadfixture.Spec{Nodes: 5000, Jobs: 2000, PodsPerJob: 5, NodeCPU: 32}
+			nodes := loadfixture.Nodes(spec)
+			for i, n := range nodes {
+				n.Labels["pool"] = fmt.Sprintf("pool-%d", i%pools)
+			}
+			pods := loadfixture.Pods(spec)
+			for i, p := range pods {
+				p.Spec.NodeSelector = map[string]string{"pool": fmt.Sprintf("pool-%d", (i/spec.PodsPerJob)%pools)}
+			}
+			benchTicksOn(b, nodes, pods, func(q *priority.Queue) string {
+				if len(q.Order) != spec.Jobs || q.Order[len(q.Order)-1].Phase != priority.PhaseAdmitted {
+					return fmt.Sprintf("%d of %d jobs in the queue, not all admitted", len(q.Order), spec.Jobs)
+				}
+				return ""
+			})
+		})
+	}
+}
+
 // benchTicks fills a view with spec's nodes and pods, checks its first queue (check says
 // what is wrong with it, or ""), and measures recomputes a second apart.
 func benchTicks(b *testing.B, spec loadfixture.Spec, pods []*corev1.Pod, check func(*priority.Queue) string) {
+	benchTicksOn(b, loadfixture.Nodes(spec), pods, check)
+}
+
+// benchTicksOn is benchTicks on the given nodes.
+func benchTicksOn(b *testing.B, nodes []*corev1.Node, pods []*corev1.Pod, check func(*priority.Queue) string) {
 	c := NewCluster(ClusterOptions{Log: zap.NewNop(), Client: fake.NewClientset(), Config: config.DefaultConfig()})
-	fillStores(b, c, loadfixture.Nodes(spec), pods)
+	fillStores(b, c, nodes, pods)
 	now := time.Now()
 	c.recompute(now)
 	if msg := check(c.Snapshot().Queue); msg != "" {
