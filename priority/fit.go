@@ -297,6 +297,13 @@ type capacity struct {
 	// in a table built from Capacity; nil when there are none.
 	unknown []int32
 
+	// version moves whenever the free amounts change for good: a take or give outside a
+	// trial, a commit of a trial that took or gave. A rollback restores the amounts of the
+	// trial's start and leaves it. failed keeps, by gangKey, the version at which a gang
+	// did not fit and how (see place).
+	version uint64
+	failed  map[string]failedFit
+
 	// While a trial is open, takes and cursor moves are logged so that a job that does
 	// not fit can be taken back out.
 	trial bool
@@ -907,6 +914,9 @@ func (c *capacity) takeCopy(node int, needs []dimNeed) {
 }
 
 func (c *capacity) add(node int, needs []dimNeed, sign int64) {
+	if !c.trial {
+		c.version++
+	}
 	r := c.r
 	v := c.size + node
 	for _, n := range needs {
@@ -969,6 +979,9 @@ func (c *capacity) findIn(needs []dimNeed, from, to int) int {
 }
 
 func (c *capacity) commit() {
+	if len(c.undo) > 0 {
+		c.version++
+	}
 	c.trial = false
 	c.undo, c.undoCursor, c.arena = c.undo[:0], c.undoCursor[:0], c.arena[:0]
 }
@@ -980,6 +993,7 @@ func (c *capacity) rollback() {
 	for i := len(c.undoCursor) - 1; i >= 0; i-- {
 		c.cursor[c.undoCursor[i][0]] = c.undoCursor[i][1]
 	}
+	c.undo = c.undo[:0] // the amounts are those of the trial's start: the version stays
 	c.commit()
 }
 

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -333,14 +334,7 @@ func (m Model) AdmitIn(s State, now time.Time, w *Workspace) *Queue {
 		if len(v.placed) > 0 {
 			return tryReach(reach, v)
 		}
-		key = key[:0]
-		key = binary.AppendUvarint(key, uint64(v.required))
-		key = binary.AppendUvarint(key, uint64(v.preferred))
-		key = append(key, boolByte(v.job.PSApart))
-		for i, p := range v.toFit {
-			key = append(key, byte(p.Role))
-			key = binary.AppendUvarint(key, uint64(v.demands[i].shape))
-		}
+		key = gangKey(key[:0], v)
 		f, seen := sameGang[string(key)]
 		if !seen {
 			f = tryReach(reach, v)
@@ -864,6 +858,22 @@ func place(c *capacity, v *jobView, patience func(v *jobView, span int) int) str
 		return ""
 	}
 	c.rollbackTo(start)
+	// A gang like one that did not fit on the same free amounts does not fit either, and
+	// fails on the same pod: the placement reads nothing else (a waiting backlog of jobs
+	// alike tried each one, ~13 us a job; memo).
+	memo := start == (mark{}) && len(v.placed) == 0 && len(v.psNodes) == 0
+	if memo {
+		c.key = gangKey(c.key[:0], v)
+		if f, ok := c.failed[string(c.key)]; ok && f.version == c.version && !failMemoOff.Load() {
+			failMemoHits.Add(1)
+			v.plan = v.plan[:0]
+			v.need = c.total(v.demands)
+			if f.first < 0 {
+				return f.tail
+			}
+			return podLabel(v.toFit[f.first], namespaceOf(v.job.Key)) + f.tail
+		}
+	}
 	g := &c.placer
 	g.reset(c, v, v.required, v.preferred)
 	fits := eachHasRoom(c, v) && g.run()
@@ -900,10 +910,51 @@ func place(c *capacity, v *jobView, patience func(v *jobView, span int) int) str
 	}
 	v.plan = v.plan[:0]
 	v.need = c.total(v.demands)
+	who, why := "", ""
 	if f.first < 0 {
-		return "no one " + c.lay.levelName(v.required) + " domain has room for its " + strconv.Itoa(len(v.toFit)) + " pods together"
+		why = "no one " + c.lay.levelName(v.required) + " domain has room for its " + strconv.Itoa(len(v.toFit)) + " pods together"
+	} else {
+		// Said on the amounts first fit left, the job's earlier pods taken.
+		who = podLabel(v.toFit[f.first], namespaceOf(v.job.Key))
+		why = c.shortage(who, v.demands[f.first])
 	}
-	return c.shortage(podLabel(v.toFit[f.first], namespaceOf(v.job.Key)), v.demands[f.first])
+	if memo {
+		if c.failed == nil {
+			c.failed = map[string]failedFit{}
+		}
+		c.key = gangKey(c.key[:0], v)
+		c.failed[string(c.key)] = failedFit{version: c.version, first: f.first, tail: why[len(who):]}
+	}
+	return why
+}
+
+// failMemoOff turns the failed-fit memo of place off, and failMemoHits counts the gangs it
+// answered: for TestFailedFitMemoMatchesPlacement.
+var (
+	failMemoOff  atomic.Bool
+	failMemoHits atomic.Int64
+)
+
+// failedFit is how a gang did not fit: at which capacity version, the first of its pods
+// that plain first fit could not place (-1: each could, but no one domain of its required
+// level holds them all), and what the reason says after that pod's name.
+type failedFit struct {
+	version uint64
+	first   int
+	tail    string
+}
+
+// gangKey appends to buf what a gang's placement reads of a job with nothing placed: its
+// levels, PSApart, and its pods to fit, role and shape (needs and node set), in order.
+func gangKey(buf []byte, v *jobView) []byte {
+	buf = binary.AppendUvarint(buf, uint64(v.required))
+	buf = binary.AppendUvarint(buf, uint64(v.preferred))
+	buf = append(buf, boolByte(v.job.PSApart))
+	for i, p := range v.toFit {
+		buf = append(buf, byte(p.Role))
+		buf = binary.AppendUvarint(buf, uint64(v.demands[i].shape))
+	}
+	return buf
 }
 
 // eachHasRoom reports whether each of v's pods to fit has, alone, a node it may use with
