@@ -43,7 +43,7 @@ type Source struct {
 	// means to be rebuilt at the next read.
 	inventory *Inventory
 	free      *Free
-	onChange  func()
+	onChange  func(podsToo bool)
 }
 
 // Served reports whether the API server serves resource.k8s.io/v1 DeviceClasses and
@@ -76,8 +76,8 @@ func NewSource(log *zap.Logger, client kubernetes.Interface, factory informers.S
 		claims: r.ResourceClaims().Lister(), templates: r.ResourceClaimTemplates().Lister(),
 		cel: cel.NewCache(celCacheSize, cel.Features{}),
 	}
-	inventoryChanged := func() { s.changed(true) }
-	specsChanged := func() { s.changed(false) }
+	inventoryChanged := func() { s.changed(true, true) }
+	specsChanged := func() { s.changed(false, true) }
 	s.synced = map[string]cache.InformerSynced{}
 	for _, h := range []struct {
 		name   string
@@ -112,21 +112,26 @@ func NewSource(log *zap.Logger, client kubernetes.Interface, factory informers.S
 
 // claimUpdated recomputes the free devices after a claim's update and tells of a change only
 // when they differ: the records then need no rebuild for an allocation that comes with its
-// reservation, as kube-scheduler writes them, nor for its release.
+// reservation, as kube-scheduler writes them, nor for its release. A claim's status changes
+// no pod's request (they read the specs): when they differ only the nodes' capacities do.
 func (s *Source) claimUpdated() {
 	s.mu.Lock()
 	if s.inventory == nil || s.free == nil {
 		s.mu.Unlock()
-		s.changed(false)
+		s.changed(false, true)
 		return
 	}
-	before := s.free
+	before, inventory := s.free, s.inventory
 	s.free = nil
 	s.mu.Unlock()
-	if after := s.current(); sameFree(before, after) {
+	after := s.current()
+	if sameFree(before, after) {
 		return
 	}
-	s.changed(false)
+	s.mu.Lock()
+	podsToo := s.inventory != inventory // a selector the inventory did not count
+	s.mu.Unlock()
+	s.changed(false, podsToo)
 }
 
 // claimCame handles a claim added or deleted: one a pod names in its spec changes that pod's
@@ -138,13 +143,13 @@ func (s *Source) claimCame(obj any) {
 	}
 	c, ok := obj.(*resourceapi.ResourceClaim)
 	if !ok {
-		s.changed(false)
+		s.changed(false, true)
 		return
 	}
 	_, fromTemplate := c.Annotations[resourceapi.PodResourceClaimAnnotation]
 	_, forExtended := c.Annotations[resourceapi.ExtendedResourceClaimAnnotation]
 	if !fromTemplate && !forExtended || len(SelectedOf(&c.Spec)) > 0 && !s.knows(c) {
-		s.changed(false)
+		s.changed(false, true)
 		return
 	}
 	s.claimUpdated()
@@ -170,9 +175,10 @@ func sameFree(a, b *Free) bool {
 	return maps.EqualFunc(a.nodes, b.nodes, func(x, y priority.Resources) bool { return maps.Equal(x, y) })
 }
 
-// Start starts the informers and calls onChange after every later change; it returns the
-// informers' HasSynced by kind.
-func (s *Source) Start(ctx context.Context, onChange func()) map[string]cache.InformerSynced {
+// Start starts the informers and calls onChange after every later change, podsToo false when
+// only the nodes' free devices changed (NodeCapacity), true when pods' requests may have
+// (PodDemand); it returns the informers' HasSynced by kind.
+func (s *Source) Start(ctx context.Context, onChange func(podsToo bool)) map[string]cache.InformerSynced {
 	s.mu.Lock()
 	s.onChange = onChange
 	s.mu.Unlock()
@@ -180,7 +186,9 @@ func (s *Source) Start(ctx context.Context, onChange func()) map[string]cache.In
 	return s.synced
 }
 
-func (s *Source) changed(inventory bool) {
+// changed drops what the change makes stale (the inventory too when inventory is set) and
+// tells onChange, with podsToo.
+func (s *Source) changed(inventory, podsToo bool) {
 	s.mu.Lock()
 	if inventory {
 		s.inventory = nil
@@ -189,7 +197,7 @@ func (s *Source) changed(inventory bool) {
 	f := s.onChange
 	s.mu.Unlock()
 	if f != nil {
-		f()
+		f(podsToo)
 	}
 }
 

@@ -16,9 +16,10 @@ import (
 	"k8s.io/client-go/tools/cache"
 )
 
-// TestClaimUpdates: a claim's status update asks for a rebuild only when it changes a node's
+// TestClaimUpdates: a claim's status update tells of a change only when it changes a node's
 // free devices: an allocation reserved for a pod does not (the pod's request counts it), an
-// unreserved one does, and so does its release.
+// unreserved one does, and so does its release; those change no pod's request (podsToo
+// false). A claim a pod may name in its spec changes pods' requests.
 func TestClaimUpdates(t *testing.T) {
 	claim := &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c"}}
 	client := fake.NewClientset(deviceClass("gpu", `device.driver == "gpu.example.com"`, ""),
@@ -26,8 +27,14 @@ func TestClaimUpdates(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	s := NewSource(zap.NewNop(), client, nil)
-	var changes atomic.Int32
-	if !cache.WaitForCacheSync(ctx.Done(), slices.Collect(maps.Values(s.Start(ctx, func() { changes.Add(1) })))...) {
+	var changes, podChanges atomic.Int32
+	told := func(podsToo bool) {
+		changes.Add(1)
+		if podsToo {
+			podChanges.Add(1)
+		}
+	}
+	if !cache.WaitForCacheSync(ctx.Done(), slices.Collect(maps.Values(s.Start(ctx, told)))...) {
 		t.Fatal("not synced")
 	}
 	gpu := ClassResource("gpu")
@@ -45,7 +52,7 @@ func TestClaimUpdates(t *testing.T) {
 		{name: "released: back", status: resourceapi.ResourceClaimStatus{}, wantChanged: true, wantFree: 2},
 	}
 	for _, st := range steps {
-		before := changes.Load()
+		before, podsBefore := changes.Load(), podChanges.Load()
 		c := claim.DeepCopy()
 		c.Status = st.status
 		if _, err := client.ResourceV1().ResourceClaims("ns").UpdateStatus(ctx, c, metav1.UpdateOptions{}); err != nil {
@@ -62,6 +69,9 @@ func TestClaimUpdates(t *testing.T) {
 		if changed := changes.Load() > before; changed != st.wantChanged {
 			t.Errorf("%s: change told %v, want %v", st.name, changed, st.wantChanged)
 		}
+		if podChanges.Load() > podsBefore {
+			t.Errorf("%s: told that pods' requests changed", st.name)
+		}
 		if got := s.NodeCapacity("n1", nil)[gpu]; got != st.wantFree {
 			t.Errorf("%s: free %d, want %d", st.name, got, st.wantFree)
 		}
@@ -77,7 +87,7 @@ func TestClaimUpdates(t *testing.T) {
 		{"made for extended resources", map[string]string{resourceapi.ExtendedResourceClaimAnnotation: "true"}, false},
 		{"made by a user", nil, true},
 	} {
-		before := changes.Load()
+		before := podChanges.Load()
 		c := &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "new-" + strconv.Itoa(i), Annotations: tt.annotations}}
 		if _, err := client.ResourceV1().ResourceClaims("ns").Create(ctx, c, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
@@ -88,8 +98,8 @@ func TestClaimUpdates(t *testing.T) {
 			}
 		}
 		time.Sleep(100 * time.Millisecond)
-		if changed := changes.Load() > before; changed != tt.wantChanged {
-			t.Errorf("claim %s: change told %v, want %v", tt.name, changed, tt.wantChanged)
+		if changed := podChanges.Load() > before; changed != tt.wantChanged {
+			t.Errorf("claim %s: pods' change told %v, want %v", tt.name, changed, tt.wantChanged)
 		}
 	}
 }

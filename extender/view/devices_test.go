@@ -24,7 +24,7 @@ type fakeDevices struct {
 	claimDemand priority.Resources
 }
 
-func (f *fakeDevices) Start(context.Context, func()) map[string]cache.InformerSynced { return nil }
+func (f *fakeDevices) Start(context.Context, func(bool)) map[string]cache.InformerSynced { return nil }
 
 func (f *fakeDevices) NodeCapacity(node string, allocatable priority.Resources) priority.Resources {
 	out := priority.Resources{}
@@ -60,8 +60,9 @@ func (l listed) pods() ([]*corev1.Pod, error)   { return l.p, nil }
 func (l listed) nodes() ([]*corev1.Node, error) { return l.n, nil }
 
 // TestDevicesInTheRecords: the device source's counts reach the node and pod records (a
-// terminated pod asks nothing), the trimmed cache keeps a pod's claims, and a device change
-// rebuilds the records with the new counts.
+// terminated pod asks nothing), the trimmed cache keeps a pod's claims, a device change
+// rebuilds the records with the new counts, and a change of the nodes' free devices alone
+// gives the nodes new records and keeps the pods'.
 func TestDevicesInTheRecords(t *testing.T) {
 	const gpus = priority.DeviceClassPrefix + "gpu"
 	template := "one-gpu"
@@ -118,6 +119,31 @@ func TestDevicesInTheRecords(t *testing.T) {
 		t.Error("a device change was not counted")
 	}
 	check("after a device change", 1)
+
+	pod, n1 := x.pods["uid-claims"], x.nodes["n1"]
+	dev.perNode["n1"] = priority.Resources{gpus: 3}
+	before = x.changes.Load()
+	x.nodeDevicesChanged()
+	if x.changes.Load() == before {
+		t.Error("a change of the nodes' devices was not counted")
+	}
+	check("after a change of the nodes' devices", 3)
+	if x.pods["uid-claims"] != pod {
+		t.Error("a change of the nodes' devices made the pod records anew")
+	}
+	if n1.allocatable[gpus] != 1 {
+		t.Errorf("the previous record of n1 was written: %v", n1.allocatable)
+	}
+	for _, n := range x.schedulable {
+		if n.name == "n1" && n != x.nodes["n1"] {
+			t.Error("the schedulable nodes hold n1's previous record")
+		}
+	}
+	before = x.changes.Load()
+	x.nodeDevicesChanged()
+	if x.changes.Load() != before {
+		t.Error("taking the same devices again was counted as a change")
+	}
 }
 
 // clean drops zero amounts and pod slots, which this test is not about.
@@ -131,6 +157,42 @@ func clean(r priority.Resources) priority.Resources {
 	return out
 }
 
+// withGPUs gives every node of e 8 devices of a class from a fake device source, and
+// recomputes.
+func (e *recomputeEnv) withGPUs() *fakeDevices {
+	dev := &fakeDevices{perNode: map[string]priority.Resources{}}
+	for _, node := range e.nodes {
+		dev.perNode[node.Name] = priority.Resources{priority.DeviceClassPrefix + "gpu": 8}
+	}
+	e.cluster.index.devices = dev
+	e.cluster.index.devicesChanged()
+	e.cluster.recompute(time.Now())
+	return dev
+}
+
+// BenchmarkRecomputeAfterClaimEvent is the recompute after a claim's status changed some
+// node's free devices (an allocation not reserved for a pod, a release): the nodes take their
+// capacities again, the pod records stay (nodeDevicesChanged).
+func BenchmarkRecomputeAfterClaimEvent(b *testing.B) {
+	for _, pj := range benchJobs {
+		b.Run(fmt.Sprintf("nodes=5000/pods=%d/jobs=%d", pj.pods, pj.jobs), func(b *testing.B) {
+			e := recomputeBench(b, 5000, pj.pods, pj.jobs)
+			dev := e.withGPUs()
+			first := dev.perNode[e.nodes[0].Name]
+			b.ReportAllocs()
+			cpu := startCPU()
+			defer cpu.report(b)
+			i := 0
+			for b.Loop() {
+				first[priority.DeviceClassPrefix+"gpu"] = int64(7 + i%2) // one device taken, then given back
+				i++
+				e.cluster.index.nodeDevicesChanged()
+				e.cluster.recompute(time.Now())
+			}
+		})
+	}
+}
+
 // BenchmarkRecomputeAfterDeviceEvent is the recompute after a DRA object changed some
 // node's free devices: every pod and node record is rebuilt (devicesChanged). The device
 // source is a fake giving every node 8 devices of a class, so this is the view's cost, not the
@@ -140,13 +202,7 @@ func BenchmarkRecomputeAfterDeviceEvent(b *testing.B) {
 		for _, pj := range benchJobs {
 			b.Run(fmt.Sprintf("nodes=%d/pods=%d/jobs=%d", n, pj.pods, pj.jobs), func(b *testing.B) {
 				e := recomputeBench(b, n, pj.pods, pj.jobs)
-				dev := &fakeDevices{perNode: map[string]priority.Resources{}}
-				for _, node := range e.nodes {
-					dev.perNode[node.Name] = priority.Resources{priority.DeviceClassPrefix + "gpu": 8}
-				}
-				e.cluster.index.devices = dev
-				e.cluster.index.devicesChanged()
-				e.cluster.recompute(time.Now())
+				e.withGPUs()
 				b.ReportAllocs()
 				cpu := startCPU()
 				defer cpu.report(b)

@@ -93,10 +93,11 @@ type jobPods struct {
 
 // nodeRecord is one node's allocatable, labels and taints, parsed once per node event.
 type nodeRecord struct {
-	name          string
-	labels        map[string]string
-	allocatable   priority.Resources
-	unschedulable bool
+	name   string
+	labels map[string]string
+	// allocatable is the node's, with its free devices added; base is without them.
+	allocatable, base priority.Resources
+	unschedulable     bool
 	// fit is what pods' node constraints read of the node: labels and taints.
 	fit *nodesel.Node
 }
@@ -258,10 +259,11 @@ func (x *viewIndex) newPodRecord(pod *corev1.Pod, gangCfg config.GangConfig) *po
 // one map, and priority.Admit reads a shared free capacity once. x.mu is held.
 func (x *viewIndex) newNodeRecord(n *corev1.Node) *nodeRecord {
 	r := newNodeRecord(n)
+	r.base = x.intern(r.allocatable)
+	r.allocatable = r.base
 	if x.devices != nil {
-		r.allocatable = x.devices.NodeCapacity(n.Name, r.allocatable)
+		r.allocatable = x.intern(x.devices.NodeCapacity(n.Name, r.base))
 	}
-	r.allocatable = x.intern(r.allocatable)
 	return r
 }
 
