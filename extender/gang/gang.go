@@ -173,7 +173,12 @@ func ResourcesOf(list corev1.ResourceList) priority.Resources {
 // ScheduledAt is when the pod's PodScheduled condition turned True (zero when it is not):
 // when it was bound.
 func ScheduledAt(pod *corev1.Pod) time.Time {
-	for _, c := range pod.Status.Conditions {
+	return ScheduledAtIn(pod.Status.Conditions)
+}
+
+// ScheduledAtIn is ScheduledAt of a pod with these status conditions.
+func ScheduledAtIn(conditions []corev1.PodCondition) time.Time {
+	for _, c := range conditions {
 		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionTrue {
 			return c.LastTransitionTime.Time
 		}

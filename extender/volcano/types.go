@@ -5,6 +5,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // Volcano's scheduler serialises its own API objects (api.TaskInfo, api.JobInfo, ...) with
@@ -62,7 +63,7 @@ type TaskInfo struct {
 	// Status is a bit flag: TaskPending, TaskAllocated, ...
 	Status   int
 	Priority int32
-	Pod      *corev1.Pod
+	Pod      *PodObject
 }
 
 // PodGroup is the part of a PodGroup (scheduling.volcano.sh) that JobInfo carries and
@@ -108,6 +109,37 @@ type JobInfo struct {
 	PodGroup          *PodGroup
 }
 
+// ObjectMeta is what the extender reads of the metadata of the pods and nodes Volcano sends
+// whole (Kubernetes JSON). Their specs and statuses (containers, volumes, node images and
+// conditions) are skipped, not decoded: at 5000 nodes they made most of a body's garbage.
+type ObjectMeta struct {
+	Name, Namespace   string
+	UID               types.UID
+	Labels            map[string]string
+	Annotations       map[string]string
+	CreationTimestamp metav1.Time
+}
+
+// PodObject is a task's pod as the extender reads it.
+type PodObject struct {
+	ObjectMeta `json:"metadata"`
+	Spec       struct {
+		Priority          *int32
+		PriorityClassName string
+	} `json:"spec"`
+	Status struct {
+		Conditions []corev1.PodCondition
+	} `json:"status"`
+}
+
+// NodeObject is a node as the extender reads it.
+type NodeObject struct {
+	ObjectMeta `json:"metadata"`
+	Spec       struct {
+		Unschedulable bool
+	} `json:"spec"`
+}
+
 // NodeState is Volcano's api.NodeState.
 type NodeState struct {
 	Phase  int
@@ -117,7 +149,7 @@ type NodeState struct {
 // NodeHead is the part of Volcano's api.NodeInfo that the session snapshot keeps.
 type NodeHead struct {
 	Name  string
-	Node  *corev1.Node
+	Node  *NodeObject
 	State NodeState
 	// Idle is allocatable minus what the node's allocated tasks request.
 	Idle        *Resource

@@ -556,7 +556,7 @@ func (v *Verbs) evictJob(s *volcanoSession, t *TaskInfo, seen map[string]*priori
 	}
 	for _, task := range tasks {
 		if task.NodeName != "" && task.Pod != nil {
-			if at := gang.ScheduledAt(task.Pod); at.After(job.RunningSince) {
+			if at := gang.ScheduledAtIn(task.Pod.Status.Conditions); at.After(job.RunningSince) {
 				job.RunningSince = at
 			}
 		}

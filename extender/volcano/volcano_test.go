@@ -534,7 +534,7 @@ type taskB struct{ t *TaskInfo }
 func newTask(name, role string) taskB {
 	return taskB{&TaskInfo{
 		UID: "uid-" + name, Name: name, Status: TaskPending, Resreq: &Resource{MilliCPU: 1000, Memory: 1 << 30},
-		Pod: &corev1.Pod{ObjectMeta: metav1.ObjectMeta{
+		Pod: &PodObject{ObjectMeta: ObjectMeta{
 			Name: name, UID: types.UID("uid-" + name), Annotations: map[string]string{gang.VolcanoTaskSpec: role},
 			CreationTimestamp: metav1.NewTime(volcanoNow.Add(-time.Minute)), Labels: map[string]string{},
 		}},
@@ -567,7 +567,7 @@ func newNode(name, rack string) nodeB {
 	return nodeB{&NodeInfo{
 		NodeHead: NodeHead{
 			Name: name,
-			Node: &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
+			Node: &NodeObject{ObjectMeta: ObjectMeta{Name: name, Labels: map[string]string{
 				"example.com/rack": rack, priority.ZoneLabel: "z1",
 			}}},
 			State:       NodeState{Phase: 1},
@@ -1107,8 +1107,8 @@ func TestVolcanoJobReady(t *testing.T) {
 // the pod.
 func TestVolcanoTaskRole(t *testing.T) {
 	gangCfg := config.DefaultConfig().Gang
-	pod := func(labels, annotations map[string]string) *corev1.Pod {
-		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Labels: labels, Annotations: annotations}}
+	pod := func(labels, annotations map[string]string) *PodObject {
+		return &PodObject{ObjectMeta: ObjectMeta{Labels: labels, Annotations: annotations}}
 	}
 	tests := []struct {
 		name string
@@ -1356,5 +1356,55 @@ func TestVolcanoLargeBodiesOneAtATime(t *testing.T) {
 	case vs.verbs.big <- struct{}{}: // released: free again
 	default:
 		t.Fatal("the large body's hold was not released after its answer")
+	}
+}
+
+// TestVolcanoObjectsDecodeWhatIsRead: a pod and a node as Kubernetes JSON (what Volcano sends
+// inside its TaskInfo and NodeInfo) decode into PodObject and NodeObject with every field the
+// extender reads, whatever else they carry.
+func TestVolcanoObjectsDecodeWhatIsRead(t *testing.T) {
+	prio := int32(1000)
+	scheduled := metav1.NewTime(volcanoNow.Add(-time.Minute).Truncate(time.Second))
+	created := metav1.NewTime(volcanoNow.Add(-time.Hour).Truncate(time.Second))
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "w-0", Namespace: "ml", UID: "uid-w-0", CreationTimestamp: created,
+			Labels: map[string]string{"app": "train"}, Annotations: map[string]string{gang.VolcanoTaskSpec: "worker"}},
+		Spec: corev1.PodSpec{Priority: &prio, PriorityClassName: "ml-urgent", NodeName: "n1",
+			Containers: []corev1.Container{{Name: "c", Image: "trainer", Env: []corev1.EnvVar{{Name: "A", Value: "b"}}}}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{
+			{Type: corev1.PodReady, Status: corev1.ConditionTrue},
+			{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: scheduled}}},
+	}
+	node := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: "n1", Labels: map[string]string{"example.com/rack": "r1"}},
+		Spec:       corev1.NodeSpec{Unschedulable: true, Taints: []corev1.Taint{{Key: "k", Effect: corev1.TaintEffectNoSchedule}}},
+		Status:     corev1.NodeStatus{Images: []corev1.ContainerImage{{Names: []string{"trainer"}, SizeBytes: 1 << 30}}},
+	}
+	var p PodObject
+	var n NodeObject
+	for _, c := range []struct {
+		in  any
+		out any
+	}{{pod, &p}, {node, &n}} {
+		b, err := json.Marshal(c.in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(b, c.out); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if p.Name != "w-0" || p.Namespace != "ml" || p.UID != "uid-w-0" || !p.CreationTimestamp.Equal(&created) ||
+		p.Labels["app"] != "train" || p.Annotations[gang.VolcanoTaskSpec] != "worker" {
+		t.Errorf("pod metadata: %+v", p.ObjectMeta)
+	}
+	if p.Spec.Priority == nil || *p.Spec.Priority != prio || p.Spec.PriorityClassName != "ml-urgent" {
+		t.Errorf("pod spec: %+v", p.Spec)
+	}
+	if at := gang.ScheduledAtIn(p.Status.Conditions); !at.Equal(scheduled.Time) {
+		t.Errorf("scheduled at %v, want %v", at, scheduled.Time)
+	}
+	if n.Name != "n1" || n.Labels["example.com/rack"] != "r1" || !n.Spec.Unschedulable {
+		t.Errorf("node: %+v", n)
 	}
 }
