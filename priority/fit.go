@@ -303,6 +303,7 @@ type capacity struct {
 	// did not fit and how (see place).
 	version uint64
 	failed  map[string]failedFit
+	failKey []byte // place's gangKey of the job it places, for failed
 
 	// While a trial is open, takes and cursor moves are logged so that a job that does
 	// not fit can be taken back out.

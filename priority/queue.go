@@ -863,8 +863,8 @@ func place(c *capacity, v *jobView, patience func(v *jobView, span int) int) str
 	// alike tried each one, ~13 us a job; memo).
 	memo := start == (mark{}) && len(v.placed) == 0 && len(v.psNodes) == 0
 	if memo {
-		c.key = gangKey(c.key[:0], v)
-		if f, ok := c.failed[string(c.key)]; ok && f.version == c.version && !failMemoOff.Load() {
+		c.failKey = gangKey(c.failKey[:0], v) // kept for the store below: nothing between writes it
+		if f, ok := c.failed[string(c.failKey)]; ok && f.version == c.version && !failMemoOff.Load() {
 			failMemoHits.Add(1)
 			v.plan = v.plan[:0]
 			v.need = c.total(v.demands)
@@ -922,8 +922,7 @@ func place(c *capacity, v *jobView, patience func(v *jobView, span int) int) str
 		if c.failed == nil {
 			c.failed = map[string]failedFit{}
 		}
-		c.key = gangKey(c.key[:0], v)
-		c.failed[string(c.key)] = failedFit{version: c.version, first: f.first, tail: why[len(who):]}
+		c.failed[string(c.failKey)] = failedFit{version: c.version, first: f.first, tail: why[len(who):]}
 	}
 	return why
 }
